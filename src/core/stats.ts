@@ -1,0 +1,141 @@
+// Stats shapes returned by the stats accessors (SPEC §4.6) and the public API interface that
+// MemWal (in-process) and MemWalClient (main thread) both implement.
+
+import type { RecordBatch, Table } from 'apache-arrow';
+
+/**
+ * The memtable tier (MemTable mode only; WAL-only mode rejects with `NotSupported`).
+ * All byte figures are estimates: slice-aware Arrow buffer sizes plus the documented per-row
+ * key-index estimate (docs/impl.md).
+ */
+export interface MemTableStats {
+  /** Rows in the active memtable, durable or not. */
+  rowCount: number;
+  /** Record batches in the active memtable. */
+  batchCount: number;
+  /** Estimated bytes of the active memtable. */
+  estimatedBytes: number;
+  /** Generation the active memtable will carry when flushed. */
+  generation: number;
+  /**
+   * Frozen memtables still held in the read view: waiting for their flush, retrying after a
+   * failed flush, or flushed and lingering for `frozenMemtableGraceMs`. Its denominator differs
+   * from `frozenBytes` on purpose: it may stay up while `frozenBytes` drops to 0 during grace.
+   */
+  frozenCount: number;
+  /**
+   * Bytes of frozen memtables whose flush has **not committed**, failed flushes included: memory
+   * still resident and still owed to storage. Drops the moment a flush commits.
+   */
+  frozenBytes: number;
+  /** Bytes of committed memtables still held for the grace period (outside the budget). */
+  graceBytes: number;
+  /** Batches (writer-wide, this open) whose WAL append is durable. */
+  durableBatchCount: number;
+  /** Batches accepted but not yet WAL-durable. */
+  pendingWalBatchCount: number;
+  /** Estimated bytes of those batches. */
+  pendingWalBytes: number;
+}
+
+/** Backpressure waits (both modes, always answers). Counters count from this open. */
+export interface BackpressureStats {
+  /** Waits that completed: the put was admitted after waiting. */
+  totalCount: number;
+  /** Summed duration of completed waits, ms. */
+  totalWaitMs: number;
+  /** Puts waiting right now (incremented when a wait starts, decremented in a `finally`). */
+  activeCount: number;
+  /** Summed elapsed time of the waits in progress, ms. */
+  activeWaitMs: number;
+  /** Waits that ended without admission: abort, timeout, poison or close. */
+  abortedCount: number;
+  /** Summed duration of those waits, ms. */
+  abortedWaitMs: number;
+}
+
+export interface WalStats {
+  /** Position the next WAL entry will get. */
+  nextPosition: number;
+  /** Oldest position still retained in storage (= `nextPosition` when nothing is retained). */
+  oldestPosition: number;
+  /** Bytes of WAL segments still in storage. */
+  retainedBytes: number;
+  /** Bytes appended by this open (frames included). */
+  bytesWritten: number;
+  /** Entries appended by this open. */
+  entriesWritten: number;
+  /** Bytes cut from torn tails at this open. */
+  tornTailBytes: number;
+}
+
+export interface WriteStats {
+  putCount: number;
+  putRows: number;
+  /** Time inside put from admission to insert (excludes backpressure and durability waits), ms. */
+  putTimeMs: number;
+  walAppendCount: number;
+  walAppendTimeMs: number;
+  walAppendRetries: number;
+  flushCount: number;
+  flushRows: number;
+  flushBytes: number;
+  flushTimeMs: number;
+  flushFailureCount: number;
+  /** Duration of the last successful flush, ms (0 before the first). */
+  lastFlushMs: number;
+  replayedEntries: number;
+  replayedRows: number;
+  /** Time open spent replaying, ms. */
+  replayTimeMs: number;
+}
+
+export interface StorageStats {
+  usageBytes?: number;
+  quotaBytes?: number;
+  persisted?: boolean;
+  /** Table files in the manifest and their total bytes. */
+  tableFileCount: number;
+  tableFileBytes: number;
+}
+
+/** `{ rows, position, durable }`: position is the WAL entry that holds the put. */
+export interface PutResult {
+  rows: number;
+  position: number;
+  /** True when the entry was durable when the put resolved (always, with `durableWrite`). */
+  durable: boolean;
+}
+
+/** One durable WAL entry as `tail` yields it. */
+export interface WalEntry {
+  position: number;
+  epoch: number;
+  /** The entry's rows; deletes are rows with `_tombstone` true. */
+  data: Table;
+}
+
+export type WriterState = 'waiting-for-lock' | 'open' | 'fenced' | 'poisoned' | 'closed';
+
+/** The API shared by `MemWal` (in-process) and `MemWalClient` (main thread, via a worker). */
+export interface MemWalApi {
+  put(data: RecordBatch | Table | Record<string, unknown>[], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  delete(keys: Table | Record<string, unknown>[], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined>;
+  scan(opts?: { columns?: string[] }): Promise<Table>;
+  scanBatches(opts?: { columns?: string[]; limit?: number }): AsyncIterable<RecordBatch>;
+  sync(): Promise<{ position: number }>;
+  forceSealActive(): Promise<{ sealedGeneration: number | null }>;
+  waitForFlushDrain(opts?: { signal?: AbortSignal }): Promise<void>;
+  memtableStats(): Promise<MemTableStats>;
+  backpressureStats(): Promise<BackpressureStats>;
+  walStats(): Promise<WalStats>;
+  writeStats(): Promise<WriteStats>;
+  storageStats(): Promise<StorageStats>;
+  metrics(): Promise<string>;
+  tail(fromPosition: number, opts?: { follow?: boolean; signal?: AbortSignal }): AsyncIterable<WalEntry>;
+  markConsumed(position: number): Promise<void>;
+  onStateChange(listener: (s: WriterState) => void): () => void;
+  close(): Promise<void>;
+  abort(): Promise<void>;
+}

@@ -1,0 +1,235 @@
+// MemWalOptions, their defaults (each with its reason), and resolveOptions(), which validates
+// everything once, before anything is claimed or written.
+
+import { Schema } from 'apache-arrow';
+import { MemWalError } from './errors.js';
+import type { StorageAdapter } from './storage/adapter.js';
+
+const MiB = 1024 * 1024;
+
+/** Backoff of a retried operation: delay `baseMs * 2^k`, capped at `maxMs`. */
+export interface RetryOptions {
+  baseMs?: number;
+  maxMs?: number;
+}
+
+/** WAL append retry: as RetryOptions, plus how long in total before the writer poisons. */
+export interface WalRetryOptions extends RetryOptions {
+  /** Give up (poison with the append's error) once a failing append has been retried this long. */
+  timeoutMs?: number;
+}
+
+export interface Logger {
+  warn(message: string, ...details: unknown[]): void;
+}
+
+export type StorageOption = 'opfs' | 'indexeddb' | 'memory' | StorageAdapter;
+
+export interface MemWalOptions {
+  /** Which store (Lance: shard id). Non-empty; at most 200 characters of `[A-Za-z0-9._-]`. */
+  name: string;
+  /** The Arrow schema; on reopen it must equal the stored one (names, types, nullability). */
+  schema: Schema;
+  /** Primary-key columns: non-nullable integer, string, binary, bool or temporal. */
+  primaryKey?: string[];
+  /**
+   * Where data lives. In-process (`MemWal.open`) it must be named: `'memory'` (a per-process
+   * registry, so a reopen finds the data) or a `StorageAdapter`. `openMemWal` defaults to
+   * `'opfs'` where sync access handles exist, else `'indexeddb'`.
+   */
+  storage?: StorageOption;
+  /** `false`: WAL-only mode, a durable queue without memtables (SPEC §4.9). Default true. */
+  enableMemtable?: boolean;
+  /** Default true: a put resolves only once its WAL entry is durable. */
+  durableWrite?: boolean;
+  /** Caps one WAL entry; a put is never split. Default 8 MiB: a few ms of OPFS write. */
+  maxWalBufferBytes?: number;
+  /**
+   * Longest a non-durable put waits for its WAL append. Durable puts never wait for a timer.
+   * Default 100 ms (Lance's default).
+   */
+  maxWalFlushIntervalMs?: number;
+  /** Freeze the active memtable at this many estimated bytes. Default 16 MiB: a tab-sized tier. */
+  maxMemtableBytes?: number;
+  /** Freeze at this many rows. Default 500,000 (bounds the key index of one memtable). */
+  maxMemtableRows?: number;
+  /** Freeze at this many record batches. Default 4,096 (one per put at least). */
+  maxMemtableBatches?: number;
+  /**
+   * Backpressure budget: active + frozen-uncommitted bytes. Default 64 MiB, which fits a
+   * browser tab and a 128 MB edge isolate alike (Lance: 1 GiB on servers).
+   */
+  maxUnflushedMemtableBytes?: number;
+  /** How long a flushed memtable stays readable in memory. Default 0 (evicted on commit). */
+  frozenMemtableGraceMs?: number;
+  /** How often a blocked writer warns through `logger`. Default 10 s. */
+  backpressureLogIntervalMs?: number;
+  /** A blocked put rejects `BackpressureTimeout` after this long. Default: none (waits). */
+  backpressureTimeoutMs?: number;
+  /** Backoff of failed flushes, retried in place. Default base 50 ms, cap 2 s. */
+  flushRetry?: RetryOptions;
+  /** Retry of failed WAL appends. Default base 20 ms, cap 1 s, poison after 5 s. */
+  walRetry?: WalRetryOptions;
+  /** How long open waits for another writer; `0` fails at once with `Locked`. Default: wait. */
+  lockTimeoutMs?: number;
+  /** Take the writer lock from a writer that will not let go; it is fenced. Default false. */
+  steal?: boolean;
+  /** Browser main thread: request `navigator.storage.persist()`. Default false. */
+  persist?: boolean;
+  /** Default `console`. */
+  logger?: Logger;
+}
+
+/** Every option with its default applied, as the engine uses them. */
+export interface ResolvedOptions {
+  name: string;
+  schema: Schema;
+  primaryKey: string[];
+  storage: StorageOption | undefined;
+  enableMemtable: boolean;
+  durableWrite: boolean;
+  maxWalBufferBytes: number;
+  maxWalFlushIntervalMs: number;
+  maxMemtableBytes: number;
+  maxMemtableRows: number;
+  maxMemtableBatches: number;
+  maxUnflushedMemtableBytes: number;
+  frozenMemtableGraceMs: number;
+  backpressureLogIntervalMs: number;
+  backpressureTimeoutMs: number | undefined;
+  flushRetry: Required<RetryOptions>;
+  walRetry: Required<WalRetryOptions>;
+  lockTimeoutMs: number | undefined;
+  steal: boolean;
+  persist: boolean;
+  logger: Logger;
+}
+
+export const DEFAULT_MAX_WAL_BUFFER_BYTES = 8 * MiB;
+export const DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS = 100;
+export const DEFAULT_MAX_MEMTABLE_BYTES = 16 * MiB;
+export const DEFAULT_MAX_MEMTABLE_ROWS = 500_000;
+export const DEFAULT_MAX_MEMTABLE_BATCHES = 4096;
+export const DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES = 64 * MiB;
+export const DEFAULT_BACKPRESSURE_LOG_INTERVAL_MS = 10_000;
+export const DEFAULT_FLUSH_RETRY: Required<RetryOptions> = { baseMs: 50, maxMs: 2000 };
+export const DEFAULT_WAL_RETRY: Required<WalRetryOptions> = { baseMs: 20, maxMs: 1000, timeoutMs: 5000 };
+
+const NAME_RE = /^[A-Za-z0-9._-]{1,200}$/;
+
+function invalid(option: string, why: string): never {
+  throw new MemWalError('InvalidArgument', `option ${option}: ${why}`);
+}
+
+function nonNegativeInt(option: string, v: unknown, dflt: number, min = 0): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v) || v < min) {
+    invalid(option, `must be an integer >= ${min}, got ${String(v)}`);
+  }
+  return v;
+}
+
+function retry(option: string, v: RetryOptions | undefined, dflt: Required<RetryOptions>): Required<RetryOptions> {
+  if (v === undefined) return { ...dflt };
+  if (typeof v !== 'object' || v === null) invalid(option, 'must be an object');
+  const baseMs = nonNegativeInt(`${option}.baseMs`, v.baseMs, dflt.baseMs);
+  const maxMs = nonNegativeInt(`${option}.maxMs`, v.maxMs, Math.max(dflt.maxMs, baseMs));
+  if (maxMs < baseMs) invalid(`${option}.maxMs`, 'must be >= baseMs');
+  return { baseMs, maxMs };
+}
+
+const KNOWN = new Set<string>([
+  'name', 'schema', 'primaryKey', 'storage', 'enableMemtable', 'durableWrite', 'maxWalBufferBytes',
+  'maxWalFlushIntervalMs', 'maxMemtableBytes', 'maxMemtableRows', 'maxMemtableBatches',
+  'maxUnflushedMemtableBytes', 'frozenMemtableGraceMs', 'backpressureLogIntervalMs',
+  'backpressureTimeoutMs', 'flushRetry', 'walRetry', 'lockTimeoutMs', 'steal', 'persist', 'logger',
+]);
+
+/**
+ * Validate and complete options. Throws `InvalidArgument` naming the first bad option. Schema
+ * and primary-key checks beyond shape happen in `core/schema.ts` (also before any I/O).
+ */
+export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] = []): ResolvedOptions {
+  if (typeof o !== 'object' || o === null) throw new MemWalError('InvalidArgument', 'options must be an object');
+  for (const k of Object.keys(o)) {
+    if (!KNOWN.has(k) && !extraKnown.includes(k)) invalid(k, 'unknown option');
+  }
+  if (typeof o.name !== 'string' || !NAME_RE.test(o.name)) {
+    invalid('name', 'must be 1-200 characters of A-Z a-z 0-9 . _ -');
+  }
+  if (!(o.schema instanceof Schema)) invalid('schema', 'must be an apache-arrow Schema');
+  if (o.schema.fields.length === 0) invalid('schema', 'must have at least one field');
+  const primaryKey = o.primaryKey ?? [];
+  if (!Array.isArray(primaryKey) || primaryKey.some((k) => typeof k !== 'string')) {
+    invalid('primaryKey', 'must be an array of column names');
+  }
+  if (new Set(primaryKey).size !== primaryKey.length) invalid('primaryKey', 'lists a column twice');
+  const storage = o.storage;
+  if (
+    storage !== undefined &&
+    storage !== 'opfs' &&
+    storage !== 'indexeddb' &&
+    storage !== 'memory' &&
+    (typeof storage !== 'object' || storage === null || typeof (storage as StorageAdapter).openStore !== 'function')
+  ) {
+    invalid('storage', "must be 'opfs', 'indexeddb', 'memory' or a StorageAdapter");
+  }
+  const bool = (k: 'enableMemtable' | 'durableWrite' | 'steal' | 'persist', d: boolean): boolean => {
+    const v = o[k];
+    if (v === undefined) return d;
+    if (typeof v !== 'boolean') invalid(k, 'must be a boolean');
+    return v;
+  };
+  const enableMemtable = bool('enableMemtable', true);
+  if (!enableMemtable && primaryKey.length > 0) {
+    invalid('primaryKey', 'is not supported in WAL-only mode (enableMemtable: false)');
+  }
+  const maxWalFlushIntervalMs = nonNegativeInt('maxWalFlushIntervalMs', o.maxWalFlushIntervalMs, DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS, 1);
+  const maxMemtableBytes = nonNegativeInt('maxMemtableBytes', o.maxMemtableBytes, DEFAULT_MAX_MEMTABLE_BYTES, 1);
+  const walRetryIn = o.walRetry;
+  const walRetryBase = retry('walRetry', walRetryIn, DEFAULT_WAL_RETRY);
+  const walRetry = {
+    ...walRetryBase,
+    timeoutMs: nonNegativeInt('walRetry.timeoutMs', walRetryIn?.timeoutMs, DEFAULT_WAL_RETRY.timeoutMs),
+  };
+  const lockTimeoutMs = o.lockTimeoutMs === undefined ? undefined : nonNegativeInt('lockTimeoutMs', o.lockTimeoutMs, 0);
+  const backpressureTimeoutMs =
+    o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
+  const logger = o.logger ?? console;
+  if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
+    invalid('logger', 'must have a warn(message) function');
+  }
+  return {
+    name: o.name,
+    schema: o.schema,
+    primaryKey: [...primaryKey],
+    storage,
+    enableMemtable,
+    durableWrite: bool('durableWrite', true),
+    maxWalBufferBytes: nonNegativeInt('maxWalBufferBytes', o.maxWalBufferBytes, DEFAULT_MAX_WAL_BUFFER_BYTES, 1),
+    maxWalFlushIntervalMs,
+    maxMemtableBytes,
+    maxMemtableRows: nonNegativeInt('maxMemtableRows', o.maxMemtableRows, DEFAULT_MAX_MEMTABLE_ROWS, 1),
+    maxMemtableBatches: nonNegativeInt('maxMemtableBatches', o.maxMemtableBatches, DEFAULT_MAX_MEMTABLE_BATCHES, 1),
+    maxUnflushedMemtableBytes: nonNegativeInt(
+      'maxUnflushedMemtableBytes',
+      o.maxUnflushedMemtableBytes,
+      DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
+      1,
+    ),
+    frozenMemtableGraceMs: nonNegativeInt('frozenMemtableGraceMs', o.frozenMemtableGraceMs, 0),
+    backpressureLogIntervalMs: nonNegativeInt(
+      'backpressureLogIntervalMs',
+      o.backpressureLogIntervalMs,
+      DEFAULT_BACKPRESSURE_LOG_INTERVAL_MS,
+      1,
+    ),
+    backpressureTimeoutMs,
+    flushRetry: retry('flushRetry', o.flushRetry, DEFAULT_FLUSH_RETRY),
+    walRetry,
+    lockTimeoutMs,
+    steal: bool('steal', false),
+    persist: bool('persist', false),
+    logger,
+  };
+}

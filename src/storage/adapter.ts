@@ -1,0 +1,119 @@
+// The storage adapter interface: everything runtime-specific the core needs, and nothing more.
+// One interface, one reference implementation (MemoryStorage), one conformance suite
+// (memwal/testing conformanceCases) that every backend passes.
+
+import type { Manifest } from '../manifest/manifest.js';
+
+/**
+ * Options for claiming a store's writer lock.
+ */
+export interface LockOptions {
+  /** How long to wait for another writer. `undefined`: wait for ever; `0`: fail at once (`Locked`). */
+  timeoutMs?: number;
+  /** Take the lock from the current holder, whose `onLost` fires; it must stop writing at once. */
+  steal?: boolean;
+  /** Called once if the open has to wait for another holder. */
+  onWaiting?: () => void;
+  /**
+   * Called at most once when this holder loses the lock without releasing it (stolen, or the
+   * platform revoked it). The writer treats it as being fenced.
+   */
+  onLost?: (reason: string) => void;
+  /** Aborts a waiting open (`Aborted`). */
+  signal?: AbortSignal;
+}
+
+/** A WAL segment as listed by `walList`. */
+export interface WalSegmentInfo {
+  /** `"{epoch}-{firstPosition}"`, both decimal; the adapter stores it under `wal/{name}`. */
+  name: string;
+  epoch: number;
+  firstPosition: number;
+  /** Current length in bytes. */
+  bytes: number;
+}
+
+/** Usage figures where the runtime knows them (`navigator.storage.estimate()`, statfs, ...). */
+export interface StorageEstimate {
+  usageBytes?: number;
+  quotaBytes?: number;
+  persisted?: boolean;
+}
+
+/**
+ * A storage backend. One adapter serves many stores (`name`). Adapters are used by one writer
+ * at a time per store; `openStore` claims that store's writer lock.
+ */
+export interface StorageAdapter {
+  /**
+   * The layout this adapter writes (`'memory'`, `'opfs'`, `'indexeddb'`, `'node-fs'`, ...).
+   * Recorded in the manifest: a reopen through an adapter with another layout fails.
+   */
+  readonly layout: string;
+  /**
+   * Claim the writer lock of store `name` and return a handle for its operations.
+   * Rejects `Locked` (timeout), `Aborted` (signal), or the adapter's I/O error.
+   */
+  openStore(name: string, options: LockOptions): Promise<StoreHandle>;
+  /** Remove every file and record of store `name`. Rejects `Locked` while a writer holds it. */
+  destroyStore(name: string): Promise<void>;
+  /** Usage and quota where the runtime knows them. */
+  estimate?(): Promise<StorageEstimate>;
+}
+
+/**
+ * The operations of one open store, valid until `release()` (or until the lock is lost).
+ * Every mutating operation is durable when its promise resolves. Errors are MemWalErrors
+ * (mapped with `toMemWalError`); `Fenced` when a newer writer epoch forbids the operation.
+ */
+export interface StoreHandle {
+  /** The committed manifest, or `undefined` for a store that was never opened. */
+  manifestLoad(): Promise<Manifest | undefined>;
+  /**
+   * Compare-and-set: store `next` only if the stored manifest's `version` is `expectedVersion`
+   * (0: no manifest yet), all or nothing. If the stored `writerEpoch` is greater than
+   * `next.writerEpoch` rejects `Fenced`; any other mismatch rejects `IOError`.
+   */
+  manifestCommit(expectedVersion: number, next: Manifest): Promise<void>;
+
+  /** Every WAL segment of the store, in no particular order. */
+  walList(): Promise<WalSegmentInfo[]>;
+  /** Bytes of segment `name` from `offset` (default 0) to its end. */
+  walRead(name: string, offset?: number): Promise<Uint8Array>;
+  /**
+   * Append `bytes` at `offset` of segment `name` (created when `offset` is 0), durable on
+   * resolve. `offset` must equal the segment's current length. Rejects `Fenced` if the
+   * manifest's epoch is newer than the segment's epoch, so no append of a stale writer lands.
+   */
+  walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void>;
+  /** Cut segment `name` to `length` bytes, durably (torn-tail repair). */
+  walTruncate(name: string, length: number): Promise<void>;
+  /** Delete segment `name` (retention). Missing segments are not an error. */
+  walRemove(name: string): Promise<void>;
+
+  /**
+   * Write table file `name` from `chunks`, durable on resolve. The file is new: an existing
+   * file of that name is an error. The adapter may yield between chunks.
+   */
+  tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void>;
+  /** The whole table file. Rejects `IOError` when it is missing. */
+  tableRead(name: string): Promise<Uint8Array>;
+  /** Every table file name of the store, committed or orphaned. */
+  tableList(): Promise<string[]>;
+  /** Delete table file `name`. Missing files are not an error. */
+  tableRemove(name: string): Promise<void>;
+
+  /** Close every handle and release the writer lock. Idempotent; never throws. */
+  release(): Promise<void>;
+}
+
+/** Segment names: `{epoch}-{firstPosition}`; parse returns undefined for foreign names. */
+export function segmentName(epoch: number, firstPosition: number): string {
+  return `${epoch}-${firstPosition}`;
+}
+
+export function parseSegmentName(name: string): { epoch: number; firstPosition: number } | undefined {
+  const m = /^(\d+)-(\d+)$/.exec(name);
+  if (!m) return undefined;
+  return { epoch: Number(m[1]), firstPosition: Number(m[2]) };
+}
