@@ -1,0 +1,67 @@
+// The core is runtime-agnostic (SPEC §1): no DOM, Worker or node:* module anywhere in it, and
+// nothing reachable from the `memwal` entry point imports node:*.
+
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const CORE_DIRS = ['core', 'wal', 'manifest', 'metrics', 'testing'];
+const CORE_FILES = ['errors.ts', 'options.ts', 'storage/adapter.ts', 'storage/memory.ts', 'storage/resolve.ts'];
+const NODE_BUILTINS = /^(node:|fs$|fs\/|path$|os$|child_process$|worker_threads$|crypto$|url$|stream$|buffer$)/;
+const DOM_GLOBALS = /\b(window|document|navigator|indexedDB|localStorage|FileSystemSyncAccessHandle|new Worker|importScripts|self\.)\b/;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(src, dir), { withFileTypes: true }).flatMap((e) => {
+    const rel = join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(rel);
+    return e.name.endsWith('.ts') && !e.name.includes('.test') ? [rel] : [];
+  });
+}
+
+function imports(file: string): string[] {
+  const text = readFileSync(join(src, file), 'utf8');
+  return [...text.matchAll(/(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
+    (m) => m[1] ?? m[2]!,
+  );
+}
+
+/** Code without comments and string literals, for the DOM-global check. */
+function code(file: string): string {
+  return readFileSync(join(src, file), 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\/.*$/gm, '')
+    .replace(/(['"`])(?:\\.|(?!\1).)*\1/g, "''");
+}
+
+describe('runtime-agnostic core', () => {
+  const files = [...CORE_DIRS.flatMap(sourceFiles), ...CORE_FILES];
+
+  it('core files import no node:* or Node builtin module', () => {
+    const offenders = files.flatMap((f) => imports(f).filter((s) => NODE_BUILTINS.test(s)).map((s) => `${f} -> ${s}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('core files use no DOM or Worker global', () => {
+    const offenders = files.filter((f) => DOM_GLOBALS.test(code(f)));
+    expect(offenders).toEqual([]);
+  });
+
+  it('nothing reachable from the memwal entry point imports node:*', () => {
+    const seen = new Set<string>();
+    const bad: string[] = [];
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const spec of imports(file)) {
+        if (NODE_BUILTINS.test(spec)) bad.push(`${file} -> ${spec}`);
+        if (spec.startsWith('.')) visit(join(dirname(file), spec).replace(/\.js$/, '.ts'));
+      }
+    };
+    visit('index.ts');
+    visit('worker.ts');
+    expect(seen.size).toBeGreaterThan(10);
+    expect(bad).toEqual([]);
+  });
+});

@@ -1,0 +1,97 @@
+// A memtable: Arrow record batches in insert order, their encoded keys, a key index over the
+// visible prefix, and a slice-aware byte estimate (SPEC §2, §4.2).
+
+import type { RecordBatch } from 'apache-arrow';
+import { estimateBatchBytes } from './size.js';
+
+/**
+ * Estimated bytes per indexed row on top of the key string itself: a Map entry (hash slot,
+ * key pointer, value) plus the string header. An estimate for V8; documented in docs/impl.md.
+ */
+export const KEY_INDEX_ROW_BYTES = 64;
+
+/** Where a row lives in a memtable: `batch * 2^32 + row` (batches < 2^21, so exact). */
+export function packLocation(batch: number, row: number): number {
+  return batch * 4294967296 + row;
+}
+export function locationBatch(loc: number): number {
+  return Math.floor(loc / 4294967296);
+}
+export function locationRow(loc: number): number {
+  return loc % 4294967296;
+}
+
+/** Estimated bytes of one batch as a memtable holds it (batch plus its share of the key index). */
+export function estimateInsertBytes(batch: RecordBatch, keys: string[] | undefined): number {
+  let bytes = estimateBatchBytes(batch);
+  if (keys) {
+    bytes += keys.length * KEY_INDEX_ROW_BYTES;
+    for (const k of keys) bytes += k.length * 2;
+  }
+  return bytes;
+}
+
+export type MemTableState = 'active' | 'frozen' | 'committed';
+
+export class MemTable {
+  readonly generation: number;
+  readonly batches: RecordBatch[] = [];
+  /** Encoded primary keys per batch (stores with a primary key only). */
+  readonly batchKeys: string[][] = [];
+  /** Newest visible location per key; covers exactly the visible prefix of batches. */
+  readonly keyIndex: Map<string, number> | undefined;
+  rows = 0;
+  estimatedBytes = 0;
+  /** Batches [0, visibleBatches) are visible to get/scan (durable, or accepted when not durable). */
+  visibleBatches = 0;
+  /** Batches [0, durableBatches) are in durable WAL entries. */
+  durableBatches = 0;
+  /** Position of the WAL entry holding this memtable's last batch (0: none yet). */
+  lastPosition = 0;
+  state: MemTableState = 'active';
+  /** Monotonic time its flush committed (grace bookkeeping). */
+  committedAtMs: number | undefined;
+  flushAttempts = 0;
+  graceTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(generation: number, keyed: boolean) {
+    this.generation = generation;
+    this.keyIndex = keyed ? new Map() : undefined;
+  }
+
+  /** Append batches (with their keys and estimates); not yet visible. Returns the new batch count. */
+  append(batches: RecordBatch[], keys: string[][] | undefined, bytes: number[]): number {
+    for (let i = 0; i < batches.length; i++) {
+      const b = batches[i]!;
+      this.batches.push(b);
+      if (keys) this.batchKeys.push(keys[i]!);
+      this.rows += b.numRows;
+      this.estimatedBytes += bytes[i]!;
+    }
+    return this.batches.length;
+  }
+
+  /** Make batches [visibleBatches, upTo) visible: index their keys, newest last. */
+  publish(upTo: number): void {
+    const index = this.keyIndex;
+    for (let b = this.visibleBatches; b < upTo; b++) {
+      if (index) {
+        const keys = this.batchKeys[b]!;
+        const base = b * 4294967296;
+        for (let r = 0; r < keys.length; r++) index.set(keys[r]!, base + r);
+      }
+    }
+    if (upTo > this.visibleBatches) this.visibleBatches = upTo;
+  }
+
+  /** Is row `row` of batch `batch` the newest visible version of its key in this memtable? */
+  isNewest(batch: number, row: number): boolean {
+    if (!this.keyIndex) return true;
+    return this.keyIndex.get(this.batchKeys[batch]![row]!) === packLocation(batch, row);
+  }
+
+  /** True once every batch is in a durable WAL entry (the flush precondition). */
+  get fullyDurable(): boolean {
+    return this.durableBatches >= this.batches.length;
+  }
+}

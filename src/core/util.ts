@@ -1,0 +1,62 @@
+// Small runtime-agnostic helpers shared by the engine: a monotonic clock, a notification
+// signal, interruptible sleeps, backoff and a yield to the event loop.
+
+/** Monotonic milliseconds (performance.now where the runtime has it). */
+export function nowMs(): number {
+  return typeof performance !== 'undefined' && typeof performance.now === 'function' ? performance.now() : Date.now();
+}
+
+/**
+ * A broadcast notification: `wait()` resolves at the next `notify()`. Waiters re-check their
+ * own condition after waking, so a notify carries no data and can never be "missed" by a
+ * waiter that checks its condition before waiting in the same synchronous step.
+ */
+export class Signal {
+  private waiters: (() => void)[] = [];
+
+  wait(): Promise<void> {
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  notify(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+}
+
+/** Sleep `ms`, ending early when `interrupt` notifies. Never rejects. */
+export function sleep(ms: number, interrupt?: Signal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, Math.max(0, ms));
+    if (interrupt) {
+      void interrupt.wait().then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }
+  });
+}
+
+/** `baseMs * 2^(attempt-1)`, capped at `maxMs` (attempt counts from 1). */
+export function backoffMs(attempt: number, baseMs: number, maxMs: number): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.min(30, Math.max(0, attempt - 1)));
+}
+
+/**
+ * Give the event loop a turn (so stats and messages are served between chunks of long work).
+ * Uses a MessageChannel where available (no 4 ms timer clamping), else setTimeout(0).
+ */
+export function yieldToEventLoop(): Promise<void> {
+  if (typeof MessageChannel === 'function') {
+    return new Promise<void>((resolve) => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => {
+        ch.port1.close();
+        resolve();
+      };
+      ch.port2.postMessage(null);
+    });
+  }
+  return new Promise<void>((resolve) => setTimeout(resolve, 0));
+}

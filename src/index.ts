@@ -1,0 +1,35 @@
+// memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
+
+export { MemWal, type OpenHooks } from './core/memwal.js';
+export { openMemWal, MemWalClient, type OpenMemWalOptions } from './rpc/client.js';
+export { MemWalError, isMemWalError, type MemWalErrorCode } from './errors.js';
+export { MemoryStorage, sharedMemoryStorage } from './storage/memory.js';
+export type {
+  StorageAdapter,
+  StoreHandle,
+  LockOptions,
+  WalSegmentInfo,
+  StorageEstimate,
+} from './storage/adapter.js';
+export type { Manifest, TableFileEntry, StoreMode } from './manifest/manifest.js';
+export type {
+  MemWalApi,
+  MemTableStats,
+  BackpressureStats,
+  WalStats,
+  WriteStats,
+  StorageStats,
+  PutResult,
+  WalEntry,
+  WriterState,
+} from './core/stats.js';
+export type { MemWalOptions, RetryOptions, WalRetryOptions, Logger, StorageOption } from './options.js';
+export {
+  DEFAULT_MAX_WAL_BUFFER_BYTES,
+  DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS,
+  DEFAULT_MAX_MEMTABLE_BYTES,
+  DEFAULT_MAX_MEMTABLE_ROWS,
+  DEFAULT_MAX_MEMTABLE_BATCHES,
+  DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
+} from './options.js';
+export { TOMBSTONE_COLUMN } from './core/schema.js';
