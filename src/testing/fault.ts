@@ -1,0 +1,434 @@
+// FaultInjectingStorage: wraps any StorageAdapter to fail, hold, and crash its operations, so
+// tests can pin what the engine does when storage misbehaves (LevelDB's fault-injection Env).
+// Runs in every runtime.
+
+import { MemWalError } from '../errors.js';
+import type { Manifest } from '../manifest/manifest.js';
+import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
+import { MemoryStorage } from '../storage/memory.js';
+import { int, rng } from './rng.js';
+
+/** The store-handle operations that `failNext` and `hold` target. */
+export type FaultOp =
+  | 'walAppend'
+  | 'tableWrite'
+  | 'manifestCommit'
+  | 'walRead'
+  | 'tableRead'
+  | 'manifestLoad'
+  | 'walRemove'
+  | 'tableRemove'
+  | 'walTruncate'
+  | 'walList'
+  | 'tableList';
+
+/** The seed used when none is given, so runs are reproducible by default. */
+const DEFAULT_SEED = 1;
+
+const crashedError = (): MemWalError => new MemWalError('IOError', 'storage crashed');
+const nextMacrotask = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
+/** A mutation issued but not yet resolved to its caller. */
+interface InFlight {
+  /** Set when the operation has been handed to the inner adapter: it counts as applied. */
+  forwarded?: Promise<unknown>;
+  /**
+   * Decides synchronously, from `random`, what a crash leaves of this operation; returns the
+   * inner call that applies it (in full or torn), or undefined when it is not applied.
+   */
+  crashOutcome(random: () => number): (() => Promise<unknown>) | undefined;
+}
+
+/** An operation waiting for `hold(op)` to be released. */
+interface HeldWaiter {
+  op: FaultOp;
+  session: FaultSession;
+  wake(): void;
+}
+
+/** The failures, holds, op counter and sessions shared by one FaultInjectingStorage. */
+class FaultController {
+  readonly sessions = new Set<FaultSession>();
+  readonly random: () => number;
+  crashes = 0;
+  ops = 0;
+  crashTarget: number | undefined;
+  /** Inner work started by crashes (applying in-flight ops, releasing locks). */
+  settling: Promise<void> = Promise.resolve();
+  private readonly faults = new Map<FaultOp, { remaining: number; error: unknown }[]>();
+  private readonly holds = new Map<FaultOp, number>();
+  private heldWaiters: HeldWaiter[] = [];
+
+  constructor(seed: number) {
+    this.random = rng(seed);
+  }
+
+  /** Counts one storage operation, crashing if it is the one `crashAt` named. */
+  count(): void {
+    this.ops++;
+    if (this.ops === this.crashTarget) {
+      this.crashTarget = undefined;
+      this.crash();
+    }
+  }
+
+  failNext(op: FaultOp, count: number, error: unknown): void {
+    if (!(count === Infinity || (Number.isSafeInteger(count) && count > 0))) {
+      throw new MemWalError('InvalidArgument', `failNext count must be a positive integer or Infinity, got ${count}`);
+    }
+    const queue = this.faults.get(op) ?? [];
+    queue.push({ remaining: count, error });
+    this.faults.set(op, queue);
+  }
+
+  clearFaults(): void {
+    this.faults.clear();
+  }
+
+  /** Throws the next injected failure for `op`, if any. */
+  takeFault(op: FaultOp): void {
+    const queue = this.faults.get(op);
+    const next = queue?.[0];
+    if (!queue || !next) return;
+    if (--next.remaining <= 0) queue.shift();
+    throw next.error ?? new MemWalError('IOError', `injected fault: ${op}`);
+  }
+
+  hold(op: FaultOp): () => void {
+    this.holds.set(op, (this.holds.get(op) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.holds.get(op) ?? 1) - 1;
+      if (left > 0) this.holds.set(op, left);
+      else {
+        this.holds.delete(op);
+        this.wake((w) => w.op === op);
+      }
+    };
+  }
+
+  /** Resolves once no hold of `op` remains, or at once when `session` dies. */
+  async whileHeld(op: FaultOp, session: FaultSession): Promise<void> {
+    while (this.holds.has(op) && !session.dead) {
+      await new Promise<void>((wake) => this.heldWaiters.push({ op, session, wake }));
+    }
+  }
+
+  crash(): void {
+    this.crashes++;
+    this.crashTarget = undefined; // a crash disarms any pending crashAt
+    const work: Promise<unknown>[] = [this.settling];
+    for (const session of this.sessions) {
+      session.dead = true;
+      const pending: Promise<unknown>[] = [];
+      // Decide every outcome now, in issue order; the inner calls start now, in that order.
+      for (const op of session.inflight) {
+        if (op.forwarded) pending.push(op.forwarded);
+        else {
+          const apply = op.crashOutcome(this.random);
+          if (apply) pending.push(apply());
+        }
+      }
+      // A failed or rejected outcome is simply "not applied": the process that issued it is gone.
+      work.push(Promise.allSettled(pending).then(() => session.inner.release()));
+      queueMicrotask(() => session.lost('crashed'));
+    }
+    this.sessions.clear();
+    this.wake((w) => w.session.dead);
+    this.settling = Promise.allSettled(work).then(() => undefined);
+  }
+
+  private wake(which: (w: HeldWaiter) => boolean): void {
+    const woken = this.heldWaiters.filter(which);
+    this.heldWaiters = this.heldWaiters.filter((w) => !which(w));
+    for (const w of woken) w.wake();
+  }
+}
+
+/** A StoreHandle whose operations go through the controller's faults, holds and crashes. */
+class FaultSession implements StoreHandle {
+  dead = false;
+  readonly inflight = new Set<InFlight>();
+  private lostReported = false;
+  private released = false;
+
+  constructor(
+    private readonly faults: FaultController,
+    readonly inner: StoreHandle,
+    private readonly onLost: ((reason: string) => void) | undefined,
+  ) {}
+
+  /** Reports a lost lock to the opener, at most once. */
+  lost(reason: string): void {
+    if (this.lostReported) return;
+    this.lostReported = true;
+    this.onLost?.(reason);
+  }
+
+  manifestLoad(): Promise<Manifest | undefined> {
+    return this.read('manifestLoad', () => this.inner.manifestLoad());
+  }
+
+  manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
+    const manifest = structuredClone(next);
+    return this.mutate('manifestCommit', {
+      forward: () => this.inner.manifestCommit(expectedVersion, manifest),
+      crashOutcome: (random) => (int(random, 2) ? () => this.inner.manifestCommit(expectedVersion, manifest) : undefined),
+    });
+  }
+
+  walList(): Promise<WalSegmentInfo[]> {
+    return this.read('walList', () => this.inner.walList());
+  }
+
+  walRead(name: string, offset?: number): Promise<Uint8Array> {
+    return this.read('walRead', () => this.inner.walRead(name, offset));
+  }
+
+  walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void> {
+    const copy = bytes.slice();
+    return this.mutate('walAppend', {
+      forward: () => this.inner.walAppend(name, offset, copy),
+      crashOutcome: (random) => {
+        const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
+        if (outcome === 0) return undefined;
+        const data = outcome === 1 ? copy : copy.subarray(0, int(random, copy.length));
+        return () => this.inner.walAppend(name, offset, data);
+      },
+    });
+  }
+
+  walTruncate(name: string, length: number): Promise<void> {
+    return this.mutate('walTruncate', this.allOrNothing(() => this.inner.walTruncate(name, length)));
+  }
+
+  walRemove(name: string): Promise<void> {
+    return this.mutate('walRemove', this.allOrNothing(() => this.inner.walRemove(name)));
+  }
+
+  tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
+    // Sync chunks are taken at call time, so even a held write can be applied in full by a crash;
+    // async chunks arrive while the write is in flight, and a crash tears what has arrived.
+    const parts: Uint8Array[] = [];
+    let complete = Symbol.iterator in chunks;
+    if (Symbol.iterator in chunks) for (const chunk of chunks) parts.push(chunk.slice());
+    return this.mutate('tableWrite', {
+      prepare: async () => {
+        if (Symbol.iterator in chunks) return;
+        for await (const chunk of chunks) parts.push(chunk.slice());
+        complete = true;
+      },
+      forward: () => this.inner.tableWrite(name, parts),
+      crashOutcome: (random) => {
+        const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
+        if (outcome === 0) return undefined;
+        if (outcome === 1 && complete) return () => this.inner.tableWrite(name, parts);
+        const whole = concat(parts);
+        const torn = whole.subarray(0, int(random, whole.length));
+        return () => this.inner.tableWrite(name, [torn]);
+      },
+    });
+  }
+
+  tableRead(name: string): Promise<Uint8Array> {
+    return this.read('tableRead', () => this.inner.tableRead(name));
+  }
+
+  tableList(): Promise<string[]> {
+    return this.read('tableList', () => this.inner.tableList());
+  }
+
+  tableRemove(name: string): Promise<void> {
+    return this.mutate('tableRemove', this.allOrNothing(() => this.inner.tableRemove(name)));
+  }
+
+  /** Releases the inner lock; a dead session's lock was released by the crash. Never throws. */
+  release(): Promise<void> {
+    if (this.dead || this.released) return Promise.resolve();
+    this.released = true;
+    this.faults.sessions.delete(this);
+    return this.inner.release();
+  }
+
+  private allOrNothing(call: () => Promise<void>): Pick<InFlight, 'crashOutcome'> & { forward: () => Promise<void> } {
+    return { forward: call, crashOutcome: (random) => (int(random, 2) ? call : undefined) };
+  }
+
+  /** A read: counted, held, failed on demand; a crash before it resolves makes it reject. */
+  private async read<T>(op: FaultOp, call: () => Promise<T>): Promise<T> {
+    if (this.dead) throw crashedError();
+    this.faults.count();
+    if (this.dead) throw crashedError();
+    await this.faults.whileHeld(op, this);
+    if (this.dead) throw crashedError();
+    this.faults.takeFault(op);
+    const result = await call().catch((e: unknown) => {
+      throw this.dead ? crashedError() : e;
+    });
+    if (this.dead) throw crashedError();
+    return result;
+  }
+
+  /**
+   * A mutation: in flight from its call until it resolves. It is counted, gathers its input,
+   * is held, failed on demand, then waits one macrotask before reaching the inner adapter, so a crash can catch it in flight.
+   */
+  private async mutate(
+    op: FaultOp,
+    spec: Pick<InFlight, 'crashOutcome'> & { forward: () => Promise<void>; prepare?: () => Promise<void> },
+  ): Promise<void> {
+    if (this.dead) throw crashedError();
+    const entry: InFlight = { crashOutcome: spec.crashOutcome };
+    this.inflight.add(entry);
+    try {
+      this.faults.count();
+      if (this.dead) throw crashedError();
+      await spec.prepare?.();
+      await this.faults.whileHeld(op, this);
+      if (this.dead) throw crashedError();
+      this.faults.takeFault(op);
+      await nextMacrotask();
+      if (this.dead) throw crashedError();
+      entry.forwarded = spec.forward();
+      await entry.forwarded.catch((e: unknown) => {
+        throw this.dead ? crashedError() : e;
+      });
+      if (this.dead) throw crashedError();
+    } finally {
+      this.inflight.delete(entry);
+    }
+  }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const whole = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    whole.set(p, at);
+    at += p.length;
+  }
+  return whole;
+}
+
+/**
+ * Wraps `inner` (default: a new MemoryStorage) to inject failures, hold operations, and crash.
+ * An operation is "in flight" from its call until its promise settles. Runs in every runtime.
+ *
+ * Counted operations (for `crashAt` and `opCount`): `openStore` and every handle operation
+ * except `release`; operations of a dead session are not counted. `destroyStore` and
+ * `estimate` are not counted; they wait for the inner work of earlier crashes.
+ */
+export class FaultInjectingStorage implements StorageAdapter {
+  readonly layout: string;
+  private readonly faults: FaultController;
+
+  /** `seed` (default 1) drives every crash outcome, so a failing run can be replayed. */
+  constructor(
+    readonly inner: StorageAdapter = new MemoryStorage(),
+    options: { seed?: number } = {},
+  ) {
+    this.layout = inner.layout;
+    this.faults = new FaultController(options.seed ?? DEFAULT_SEED);
+  }
+
+  /** Operations counted so far (see the class comment for which count). */
+  get opCount(): number {
+    return this.faults.ops;
+  }
+
+  /** How many times this storage has crashed. */
+  get crashed(): number {
+    return this.faults.crashes;
+  }
+
+  /**
+   * Make the next `count` (positive integer or Infinity) operations of kind `op` reject with
+   * `error` exactly as given (e.g. `quotaExceededError()`), or by default with
+   * `MemWalError('IOError', 'injected fault: <op>')`, without touching storage. Calls queue up.
+   * Throws `InvalidArgument` for a bad `count`.
+   */
+  failNext(op: FaultOp, count = 1, error?: unknown): void {
+    this.faults.failNext(op, count, error);
+  }
+
+  /** Drop every pending `failNext` failure. Holds stay held. */
+  clearFaults(): void {
+    this.faults.clearFaults();
+  }
+
+  /**
+   * Make operations of kind `op` wait, before doing anything, until the returned function is
+   * called (idempotent). A held operation is in flight: `crash()` decides its outcome.
+   */
+  hold(op: FaultOp): () => void {
+    return this.faults.hold(op);
+  }
+
+  /**
+   * Crash the process, synchronously. Every session opened before now dies: each in-flight
+   * mutation is, by the seeded choice, applied, not applied, or (`walAppend`, `tableWrite`) torn
+   * to a random prefix of its bytes (possibly empty); a manifest commit is all or nothing. Then
+   * every operation of a dead session (in flight, held, or issued later) rejects
+   * `MemWalError('IOError', 'storage crashed')` and changes nothing; opens still pending reject
+   * the same way. Each dead session's inner lock is released once its outcomes are applied, and
+   * its `onLost('crashed')` runs on a microtask. Later `openStore` calls are the restarted
+   * process: they first wait for that inner work (see `settled()`).
+   */
+  crash(): void {
+    this.faults.crash();
+  }
+
+  /**
+   * Crash at the start of the `n`-th counted operation from now (n = 1: the next one). That
+   * operation is in flight when it happens: a mutation gets the seeded outcome and rejects; a
+   * read or open rejects. Throws `InvalidArgument` unless `n` is a positive integer.
+   */
+  crashAt(n: number): void {
+    if (!(Number.isSafeInteger(n) && n > 0)) throw new MemWalError('InvalidArgument', `crashAt needs a positive integer, got ${n}`);
+    this.faults.crashTarget = this.faults.ops + n;
+  }
+
+  /** Resolves when the inner work started by every crash so far (outcomes, lock releases) is done. */
+  settled(): Promise<void> {
+    return this.faults.settling;
+  }
+
+  /**
+   * Open through the inner adapter (counted). Rejects with the inner adapter's error, or
+   * `IOError` 'storage crashed' when a crash happens before the open resolves.
+   */
+  async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
+    const generation = this.faults.crashes;
+    this.faults.count();
+    if (this.faults.crashes !== generation) throw crashedError();
+    await this.faults.settling;
+    let session: FaultSession | undefined;
+    let lostEarly: string | undefined;
+    const inner = await this.inner.openStore(name, {
+      ...options,
+      onLost: (reason) => (session ? session.lost(reason) : (lostEarly = reason)),
+    });
+    if (this.faults.crashes !== generation) {
+      await inner.release();
+      throw crashedError();
+    }
+    session = new FaultSession(this.faults, inner, options.onLost);
+    this.faults.sessions.add(session);
+    if (lostEarly !== undefined) session.lost(lostEarly);
+    return session;
+  }
+
+  /** The inner adapter's `destroyStore`, after earlier crashes have settled. */
+  async destroyStore(name: string): Promise<void> {
+    await this.faults.settling;
+    return this.inner.destroyStore(name);
+  }
+
+  /** The inner adapter's estimate, or `{}` when it has none. */
+  async estimate(): Promise<StorageEstimate> {
+    await this.faults.settling;
+    return this.inner.estimate ? this.inner.estimate() : {};
+  }
+}
