@@ -1,0 +1,237 @@
+// IndexedDbStorage: the 'indexeddb' layout, everything in the "memwal" IndexedDB database — the
+// fallback where OPFS sync access handles are missing (Safari private mode, shared workers, pages).
+// Any browser context with IndexedDB; writer lock through Web Locks.
+
+import { MemWalError, toMemWalError } from '../errors.js';
+import type { Manifest } from '../manifest/manifest.js';
+import { parseSegmentName } from './adapter.js';
+import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
+import {
+  browserStorageEstimate,
+  checkNotFenced,
+  commitManifest,
+  concatBytes,
+  deleteStoreRecords,
+  fileRange,
+  inTransaction,
+  loadManifest,
+  memwalDb,
+  onDatabaseClosed,
+  ownBuffer,
+  storeRange,
+} from './idb-db.js';
+import type { WalChunkKey } from './idb-db.js';
+import { WriterSession } from './weblock.js';
+
+/** Table files are stored in records of at most this many bytes (1 MiB). */
+export const TABLE_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * The IndexedDB-only layout. WAL: one record per append in object store `wal`, key
+ * `[store, segment, offset, byteLength]`, added in one strict transaction that also reads the
+ * manifest, so a stale writer's append is refused (`Fenced`) and never lands after a newer claim.
+ * Tables: records of ≤ 1 MiB in `tables`, key `[store, name, chunkIndex]`, written in one
+ * transaction (a failed write leaves nothing). Manifest: `manifests`, key `store`. Every readwrite
+ * transaction is `durability: 'strict'`. Any browser context with IndexedDB; the writer lock is a
+ * Web Lock (`memwal:{store}`).
+ */
+export class IndexedDbStorage implements StorageAdapter {
+  readonly layout = 'indexeddb';
+
+  /**
+   * Claims the writer lock (LockOptions: `Locked`, `Aborted`, `InvalidArgument`) and opens the
+   * database (`IOError`, `NotSupported` without IndexedDB).
+   */
+  async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
+    const session = await WriterSession.claim(name, options);
+    try {
+      await memwalDb();
+      session.check();
+    } catch (e) {
+      await session.release();
+      throw toMemWalError(e, `opening store "${name}"`);
+    }
+    return new IndexedDbStoreHandle(session);
+  }
+
+  /** Deletes every record of store `name`. Rejects `Locked` while a writer holds it. */
+  async destroyStore(name: string): Promise<void> {
+    const session = await WriterSession.claim(name, { timeoutMs: 0 });
+    try {
+      await deleteStoreRecords(name);
+    } finally {
+      await session.release();
+    }
+  }
+
+  /** The origin's `navigator.storage` usage, quota and persistence. */
+  estimate(): Promise<StorageEstimate> {
+    return browserStorageEstimate();
+  }
+}
+
+/** End offset of the chunk with key `key`. */
+const chunkEnd = (key: WalChunkKey): number => key[2] + key[3];
+
+class IndexedDbStoreHandle implements StoreHandle {
+  private readonly store: string;
+
+  constructor(private readonly session: WriterSession) {
+    this.store = session.store;
+    session.onEnd(onDatabaseClosed((reason) => session.lose(reason)));
+  }
+
+  async manifestLoad(): Promise<Manifest | undefined> {
+    this.session.check();
+    return loadManifest(this.store);
+  }
+
+  async manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
+    this.session.check();
+    await commitManifest(this.store, expectedVersion, next);
+  }
+
+  async walList(): Promise<WalSegmentInfo[]> {
+    this.session.check();
+    const keys = await inTransaction(['wal'], 'readonly', 'listing WAL segments', (tx) =>
+      tx.objectStore('wal').getAllKeys(storeRange(this.store)),
+    );
+    const bytes = new Map<string, number>();
+    for (const key of keys) bytes.set(key[1], Math.max(bytes.get(key[1]) ?? 0, chunkEnd(key)));
+    const list: WalSegmentInfo[] = [];
+    for (const [name, length] of bytes) {
+      const parsed = parseSegmentName(name);
+      if (parsed) list.push({ name, ...parsed, bytes: length });
+    }
+    return list;
+  }
+
+  async walRead(name: string, offset = 0): Promise<Uint8Array> {
+    this.session.check();
+    const chunks = await inTransaction(['wal'], 'readonly', `reading WAL segment ${name}`, async (tx) => {
+      const wal = tx.objectStore('wal');
+      const keys = await wal.getAllKeys(fileRange(this.store, name));
+      const length = this.segmentLength(name, keys);
+      if (!(offset >= 0 && offset <= length)) {
+        throw new MemWalError('IOError', `WAL segment ${name}: read offset ${offset} is outside 0..${length}`);
+      }
+      const first = keys.find((key) => chunkEnd(key) > offset);
+      if (!first) return [];
+      const values = await wal.getAll(fileRange(this.store, name, first[2]));
+      values[0] = values[0]!.subarray(offset - first[2]);
+      return values;
+    });
+    return ownBuffer(concatBytes(chunks));
+  }
+
+  async walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void> {
+    const parsed = parseSegmentName(name);
+    if (!parsed) throw new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`);
+    this.session.check();
+    const value = ownBuffer(bytes);
+    await inTransaction(['manifests', 'wal'], 'readwrite', `WAL append to ${name}`, async (tx) => {
+      checkNotFenced((await tx.objectStore('manifests').get(this.store))?.writerEpoch, name, parsed.epoch);
+      const wal = tx.objectStore('wal');
+      const last = await wal.openKeyCursor(fileRange(this.store, name), 'prev');
+      const length = last ? chunkEnd(last.key) : 0;
+      if (offset !== length) {
+        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${last ? length : 'none (missing)'}`);
+      }
+      await wal.put(value, [this.store, name, offset, value.length]);
+    });
+  }
+
+  async walTruncate(name: string, length: number): Promise<void> {
+    this.session.check();
+    await inTransaction(['wal'], 'readwrite', `truncating WAL segment ${name}`, async (tx) => {
+      const wal = tx.objectStore('wal');
+      const keys = await wal.getAllKeys(fileRange(this.store, name));
+      const current = this.segmentLength(name, keys);
+      if (!(Number.isSafeInteger(length) && length >= 0 && length <= current)) {
+        throw new MemWalError('InvalidArgument', `WAL segment ${name}: cannot truncate ${current} bytes to ${length}`);
+      }
+      const straddling = keys.find((key) => key[2] < length && chunkEnd(key) > length);
+      await wal.delete(fileRange(this.store, name, length));
+      // An empty record keeps a segment cut to 0 bytes in existence, as in every other layout.
+      if (length === 0) await wal.put(new Uint8Array(0), [this.store, name, 0, 0]);
+      if (straddling) {
+        const value = (await wal.get(straddling))!;
+        await wal.delete(straddling);
+        const kept = value.slice(0, length - straddling[2]);
+        await wal.add(kept, [this.store, name, straddling[2], kept.length]);
+      }
+    });
+  }
+
+  async walRemove(name: string): Promise<void> {
+    this.session.check();
+    await inTransaction(['wal'], 'readwrite', `removing WAL segment ${name}`, (tx) =>
+      tx.objectStore('wal').delete(fileRange(this.store, name)),
+    );
+  }
+
+  /** Collects `chunks` into ≤ 1 MiB records, then writes them all in one transaction. */
+  async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
+    this.session.check();
+    const records: Uint8Array[] = [];
+    let current = new Uint8Array(TABLE_CHUNK_BYTES);
+    let used = 0;
+    for await (const chunk of chunks) {
+      for (let at = 0; at < chunk.length; ) {
+        const n = Math.min(chunk.length - at, TABLE_CHUNK_BYTES - used);
+        current.set(chunk.subarray(at, at + n), used);
+        used += n;
+        at += n;
+        if (used === TABLE_CHUNK_BYTES) {
+          records.push(current);
+          current = new Uint8Array(TABLE_CHUNK_BYTES);
+          used = 0;
+        }
+      }
+    }
+    if (used > 0 || records.length === 0) records.push(current.slice(0, used));
+    this.session.check();
+    await inTransaction(['tables'], 'readwrite', `writing table file ${name}`, async (tx) => {
+      const tables = tx.objectStore('tables');
+      if ((await tables.count(fileRange(this.store, name))) > 0) {
+        throw new MemWalError('IOError', `table file ${name} already exists`);
+      }
+      await Promise.all(records.map((record, i) => tables.add(record, [this.store, name, i])));
+    });
+  }
+
+  async tableRead(name: string): Promise<Uint8Array> {
+    this.session.check();
+    const records = await inTransaction(['tables'], 'readonly', `reading table file ${name}`, (tx) =>
+      tx.objectStore('tables').getAll(fileRange(this.store, name)),
+    );
+    if (records.length === 0) throw new MemWalError('IOError', `table file ${name} does not exist`);
+    return concatBytes(records);
+  }
+
+  async tableList(): Promise<string[]> {
+    this.session.check();
+    const keys = await inTransaction(['tables'], 'readonly', 'listing table files', (tx) =>
+      tx.objectStore('tables').getAllKeys(storeRange(this.store)),
+    );
+    return keys.filter((key) => key[2] === 0).map((key) => key[1]);
+  }
+
+  async tableRemove(name: string): Promise<void> {
+    this.session.check();
+    await inTransaction(['tables'], 'readwrite', `removing table file ${name}`, (tx) =>
+      tx.objectStore('tables').delete(fileRange(this.store, name)),
+    );
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
+  }
+
+  /** The length of segment `name` from its chunk keys; `IOError` when it has none. */
+  private segmentLength(name: string, keys: WalChunkKey[]): number {
+    const last = keys.at(-1);
+    if (!last) throw new MemWalError('IOError', `WAL segment ${name} does not exist`);
+    return chunkEnd(last);
+  }
+}
