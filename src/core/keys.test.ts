@@ -1,0 +1,258 @@
+import {
+  Binary,
+  Bool,
+  DateDay,
+  DateMillisecond,
+  DurationNanosecond,
+  Field,
+  FixedSizeBinary,
+  Int16,
+  Int32,
+  Int64,
+  Int8,
+  LargeUtf8,
+  Schema,
+  TimeMicrosecond,
+  TimeSecond,
+  TimestampNanosecond,
+  Uint32,
+  Uint64,
+  Utf8,
+} from 'apache-arrow';
+import type { DataType } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { MemWalError } from '../errors.js';
+import { encodeKey, keyFromHex, keyToHex, makeKeyEncoder } from './keys.js';
+import { toBatches, tombstoneBatch } from './rows.js';
+import { makeStoreSchema } from './schema.js';
+
+/** Deterministic PRNG (mulberry32) so failures reproduce. */
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function keyed(fields: [string, DataType][], pk: string[]) {
+  return makeStoreSchema(new Schema(fields.map(([n, t]) => new Field(n, t, false))), pk);
+}
+
+function cmp<T>(a: T, b: T): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function utf8Cmp(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** Sorting by encoded key gives the same order as sorting by `natural`. */
+function expectOrderPreserved<R extends Record<string, unknown>>(
+  rows: R[],
+  ss: ReturnType<typeof keyed>,
+  natural: (a: R, b: R) => number,
+): void {
+  const keys = makeKeyEncoder(ss)(toBatches(rows, ss)[0]!);
+  const idx = rows.map((_, i) => i);
+  const byKey = [...idx].sort((a, b) => cmp(keys[a]!, keys[b]!));
+  const byValue = [...idx].sort((a, b) => natural(rows[a]!, rows[b]!));
+  expect(byKey.map((i) => rows[i])).toEqual(byValue.map((i) => rows[i]));
+  for (const k of keys) expect(/^[\x00-\xff]*$/.test(k)).toBe(true);
+}
+
+describe('key encoding preserves order', () => {
+  it('for random Int64 values, negatives and extremes included', () => {
+    const r = rng(1);
+    const ids = [
+      -9223372036854775808n, 9223372036854775807n, 0n, -1n, 1n, -(2n ** 32n), 2n ** 32n, 2n ** 31n - 1n, -(2n ** 31n),
+      ...Array.from({ length: 500 }, () => BigInt(Math.floor((r() - 0.5) * 2 ** 53)) * BigInt(Math.floor(r() * 1024))),
+      ...Array.from({ length: 200 }, () => BigInt(Math.floor((r() - 0.5) * 2000))),
+    ];
+    const ss = keyed([['id', new Int64()]], ['id']);
+    expectOrderPreserved(ids.map((id) => ({ id })), ss, (a, b) => cmp(a.id, b.id));
+  });
+
+  it.each<[string, DataType, number, number]>([
+    ['Int8', new Int8(), -128, 127],
+    ['Int16', new Int16(), -32768, 32767],
+    ['Int32', new Int32(), -(2 ** 31), 2 ** 31 - 1],
+    ['Uint32', new Uint32(), 0, 2 ** 32 - 1],
+    ['Date<Day>', new DateDay(), -1e5 * 86400000, 1e5 * 86400000],
+    ['Time32<Second>', new TimeSecond(), -86400, 86400],
+  ])('for random %s values with the extremes', (_name, type, min, max) => {
+    const r = rng(2);
+    const vals = [min, max, 0, ...Array.from({ length: 300 }, () => min + Math.floor(r() * (max - min)))];
+    if (type instanceof DateDay) for (let i = 0; i < vals.length; i++) vals[i] = Math.floor(vals[i]! / 86400000) * 86400000;
+    const ss = keyed([['k', type]], ['k']);
+    expectOrderPreserved(vals.map((k) => ({ k })), ss, (a, b) => cmp(a.k, b.k));
+  });
+
+  it('for Uint64 values above 2^63', () => {
+    const vals = [0n, 1n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, 12345678901234567890n];
+    const ss = keyed([['k', new Uint64()]], ['k']);
+    expectOrderPreserved(vals.map((k) => ({ k })), ss, (a, b) => cmp(a.k, b.k));
+  });
+
+  it('for strings, prefixes and embedded NULs included', () => {
+    const r = rng(3);
+    const alphabet = ['\0', '\x01', 'a', 'b', 'z', 'é', '\uffff', '𝄞', '\x7f', '\xff'];
+    const strs = ['', 'a', 'a\0', 'a\0\0', 'a\0b', 'ab', 'a\x01', 'b', '\0', '\0\0', '\0a'];
+    for (let i = 0; i < 400; i++) {
+      let s = '';
+      const len = Math.floor(r() * 6);
+      for (let j = 0; j < len; j++) s += alphabet[Math.floor(r() * alphabet.length)];
+      strs.push(s);
+    }
+    for (const type of [new Utf8(), new LargeUtf8()]) {
+      const ss = keyed([['s', type]], ['s']);
+      expectOrderPreserved(strs.map((s) => ({ s })), ss, (a, b) => utf8Cmp(a.s, b.s));
+    }
+    const ss = keyed([['s', new Utf8()]], ['s']);
+    const [a, a0, ab] = ['a', 'a\0', 'ab'].map((s) => encodeKey({ s }, ss));
+    expect(a! < a0! && a0! < ab!).toBe(true);
+  });
+
+  it('for composite (string, Int64, bool) keys', () => {
+    const r = rng(4);
+    const rows = Array.from({ length: 600 }, () => ({
+      s: ['', 'a', 'a\0', 'ab', 'b'][Math.floor(r() * 5)]!,
+      n: BigInt(Math.floor((r() - 0.5) * 20)),
+      f: r() < 0.5,
+    }));
+    const ss = keyed(
+      [
+        ['s', new Utf8()],
+        ['n', new Int64()],
+        ['f', new Bool()],
+      ],
+      ['s', 'n', 'f'],
+    );
+    expectOrderPreserved(rows, ss, (a, b) => utf8Cmp(a.s, b.s) || cmp(a.n, b.n) || cmp(Number(a.f), Number(b.f)));
+  });
+
+  it('for binary values with zero bytes', () => {
+    const vals = [[], [0], [0, 0], [0, 255], [0, 1], [1], [255], [255, 0], [1, 0, 0]].map((b) => new Uint8Array(b));
+    const ss = keyed([['b', new Binary()]], ['b']);
+    expectOrderPreserved(vals.map((b) => ({ b })), ss, (x, y) => Buffer.compare(x.b, y.b));
+  });
+});
+
+describe('encodeKey', () => {
+  const ss = keyed(
+    [
+      ['i8', new Int8()],
+      ['u32', new Uint32()],
+      ['i64', new Int64()],
+      ['u64', new Uint64()],
+      ['b', new Bool()],
+      ['s', new Utf8()],
+      ['ls', new LargeUtf8()],
+      ['bin', new Binary()],
+      ['fsb', new FixedSizeBinary(2)],
+      ['day', new DateDay()],
+      ['dms', new DateMillisecond()],
+      ['ts', new TimestampNanosecond()],
+      ['t32', new TimeSecond()],
+      ['t64', new TimeMicrosecond()],
+      ['dur', new DurationNanosecond()],
+      ['v', new Int32()],
+    ],
+    ['i8', 'u32', 'i64', 'u64', 'b', 's', 'ls', 'bin', 'fsb', 'day', 'dms', 'ts', 't32', 't64', 'dur'],
+  );
+
+  it('equals the key the batch encoder gives for the same row object', () => {
+    const r = rng(5);
+    const rows = Array.from({ length: 50 }, (_, i) => ({
+      i8: Math.floor(r() * 256) - 128,
+      u32: Math.floor(r() * 2 ** 32),
+      i64: i % 2 ? BigInt(Math.floor((r() - 0.5) * 2 ** 53)) : Math.floor((r() - 0.5) * 2 ** 40),
+      u64: BigInt(Math.floor(r() * 2 ** 53)) * 1000n,
+      b: r() < 0.5,
+      s: `s${i}\0é`,
+      ls: 'x'.repeat(i),
+      bin: new Uint8Array([i, 0, 255]),
+      fsb: new Uint8Array([i, 0]),
+      day: new Date(Date.UTC(2000, 0, 1 + i)),
+      dms: Date.UTC(2000, 0, 1 + i),
+      ts: i % 2 ? new Date(1_700_000_000_000 + i) : 1_700_000_000_000n * 1_000_000n + BigInt(i),
+      t32: i * 60,
+      t64: BigInt(i) * 1_000_000n,
+      dur: -BigInt(i),
+      v: i,
+    }));
+    const keys = makeKeyEncoder(ss)(toBatches(rows, ss)[0]!);
+    rows.forEach((row, i) => {
+      const { v: _v, ...key } = row;
+      expect(encodeKey(key, ss)).toBe(keys[i]);
+    });
+    // and a tombstone batch of the same keys encodes the same
+    const t = tombstoneBatch(rows.map(({ v: _v, ...key }) => key), ss);
+    expect(makeKeyEncoder(ss)(t)).toEqual(keys);
+  });
+
+  it('matches the Int64 fast path for numbers and bigints', () => {
+    const one = keyed([['id', new Int64()]], ['id']);
+    const keys = makeKeyEncoder(one)(toBatches([{ id: -5 }, { id: 2n ** 40n }], one)[0]!);
+    expect(encodeKey({ id: -5n }, one)).toBe(keys[0]);
+    expect(encodeKey({ id: 2 ** 40 }, one)).toBe(keys[1]);
+    expect(keyToHex(keys[0]!)).toBe('7ffffffffffffffb');
+  });
+
+  it('writes the documented bytes for a composite (Utf8, Int32) key', () => {
+    const s = keyed(
+      [
+        ['s', new Utf8()],
+        ['n', new Int32()],
+      ],
+      ['s', 'n'],
+    );
+    expect(keyToHex(encodeKey({ s: 'a\0', n: -1 }, s))).toBe('6100ff0001' + '7fffffff');
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['a missing key column', { id: 1 }, '"name" is missing'],
+    ['a value of the wrong type', { id: '1', name: 'x' }, '"id": expected a bigint or a safe-integer number'],
+    ['an unsafe number', { id: 2 ** 60, name: 'x' }, '"id"'],
+    ['a non-key field', { id: 1, name: 'x', other: 2 }, '"other" is not a primary key column'],
+  ])('rejects %s with InvalidArgument', (_what, key, text) => {
+    const s = keyed(
+      [
+        ['id', new Int64()],
+        ['name', new Utf8()],
+        ['other', new Int32()],
+      ],
+      ['id', 'name'],
+    );
+    let err: unknown;
+    try {
+      encodeKey(key, s);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(MemWalError);
+    expect((err as MemWalError).code).toBe('InvalidArgument');
+    expect((err as MemWalError).message).toContain(text);
+  });
+
+  it('rejects keys on a store without a primary key with NotSupported', () => {
+    const s = makeStoreSchema(new Schema([new Field('id', new Int64(), false)]), []);
+    expect(() => encodeKey({ id: 1 }, s)).toThrow(expect.objectContaining({ code: 'NotSupported' }));
+  });
+});
+
+describe('keyToHex / keyFromHex', () => {
+  it('round-trip every byte value', () => {
+    const key = String.fromCharCode(...Array.from({ length: 256 }, (_, i) => i));
+    const hex = keyToHex(key);
+    expect(hex).toHaveLength(512);
+    expect(keyFromHex(hex)).toBe(key);
+    expect(keyFromHex(hex.toUpperCase())).toBe(key);
+  });
+
+  it('rejects odd lengths and non-hex digits', () => {
+    expect(() => keyFromHex('abc')).toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
+    expect(() => keyFromHex('zz')).toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
+  });
+});
