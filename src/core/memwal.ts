@@ -14,7 +14,7 @@ import { encodeFrame, scanSegment } from '../wal/codec.js';
 import { Backpressure } from './backpressure.js';
 import { KEY_INDEX_ROW_BYTES, MemTable, estimateInsertBytes, locationBatch, locationRow, packLocation } from './memtable.js';
 import { encodeKey, keyFromHex, keyToHex, makeKeyEncoder, type KeyEncoder } from './keys.js';
-import { concatRows, projectBatch, rowObject, toBatches, tombstoneBatch } from './rows.js';
+import { compactIfSparse, concatRows, projectBatch, rowObject, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
 import {
   TOMBSTONE_COLUMN,
@@ -391,7 +391,8 @@ export class MemWal implements MemWalApi {
     if (!schemasEqual(table.schema, this.schemaForWal())) {
       throw new MemWalError('Corruption', `WAL entry ${position}: schema differs from the store's`);
     }
-    return table.batches.map((b) => new RecordBatch(this.schemaForWal(), b.data));
+    // Decoded views point into the whole segment buffer: compact them so the estimate is what is resident.
+    return table.batches.map((b) => compactIfSparse(b, this.schemaForWal()));
   }
 
   private schemaForWal(): Schema {

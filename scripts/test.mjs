@@ -1,0 +1,45 @@
+// `npm test`: typecheck, unit tests (vitest), browser e2e (Playwright), then one closing line
+// `memwal: N passed, N failed` that counts both runners. Exits non-zero on any failure.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const out = mkdtempSync(join(tmpdir(), 'memwal-test-'));
+const run = (cmd, args, env = {}) =>
+  spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1', ...env } }).status ?? 1;
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+
+console.log('== typecheck');
+if (run('npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failed += 1;
+
+console.log('== unit tests (vitest)');
+const vitestJson = join(out, 'vitest.json');
+const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`]);
+if (existsSync(vitestJson)) {
+  const r = JSON.parse(readFileSync(vitestJson, 'utf8'));
+  passed += r.numPassedTests;
+  failed += r.numFailedTests;
+  skipped += r.numPendingTests + (r.numTodoTests ?? 0);
+  if (vitestStatus !== 0 && r.numFailedTests === 0) failed += 1; // a suite failed to load
+} else if (vitestStatus !== 0) failed += 1;
+
+if (process.env.MEMWAL_SKIP_E2E !== '1') {
+  console.log('== browser e2e (Playwright, Chromium)');
+  const pwJson = join(out, 'playwright.json');
+  const pwStatus = run('npx', ['playwright', 'test', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
+  if (existsSync(pwJson)) {
+    const s = JSON.parse(readFileSync(pwJson, 'utf8')).stats;
+    passed += s.expected;
+    failed += s.unexpected;
+    skipped += s.skipped;
+    passed += s.flaky; // passed on retry; counted and visible in the list above
+    if (pwStatus !== 0 && s.unexpected === 0) failed += 1;
+  } else if (pwStatus !== 0) failed += 1;
+}
+
+console.log(`memwal: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(failed > 0 ? 1 : 0);
