@@ -10,15 +10,36 @@ import { estimateBatchBytes } from './size.js';
  */
 export const KEY_INDEX_ROW_BYTES = 64;
 
-/** Where a row lives in a memtable: `batch * 2^32 + row` (batches < 2^21, so exact). */
-export function packLocation(batch: number, row: number): number {
-  return batch * 4294967296 + row;
-}
-export function locationBatch(loc: number): number {
-  return Math.floor(loc / 4294967296);
-}
-export function locationRow(loc: number): number {
-  return loc % 4294967296;
+/**
+ * Row ordinals: a row's position across a sequence of batches. Key indexes map keys to
+ * ordinals, which stay small integers (unboxed Map values, no GC churn).
+ */
+export class RowOrdinals {
+  private readonly starts: number[] = [];
+  private total = 0;
+
+  /** Register the next batch's row count. */
+  add(rows: number): void {
+    this.starts.push(this.total);
+    this.total += rows;
+  }
+
+  /** Ordinal of row 0 of `batch`. */
+  start(batch: number): number {
+    return this.starts[batch]!;
+  }
+
+  /** The batch holding `ordinal` (binary search) and the row inside it. */
+  locate(ordinal: number): { batch: number; row: number } {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= ordinal) lo = mid;
+      else hi = mid - 1;
+    }
+    return { batch: lo, row: ordinal - this.starts[lo]! };
+  }
 }
 
 /** Estimated bytes of one batch as a memtable holds it (batch plus its share of the key index). */
@@ -38,8 +59,9 @@ export class MemTable {
   readonly batches: RecordBatch[] = [];
   /** Encoded primary keys per batch (stores with a primary key only). */
   readonly batchKeys: string[][] = [];
-  /** Newest visible location per key; covers exactly the visible prefix of batches. */
+  /** Newest visible row ordinal per key; covers exactly the visible prefix of batches. */
   readonly keyIndex: Map<string, number> | undefined;
+  readonly ordinals = new RowOrdinals();
   rows = 0;
   estimatedBytes = 0;
   /** Batches [0, visibleBatches) are visible to get/scan (durable, or accepted when not durable). */
@@ -64,6 +86,7 @@ export class MemTable {
     for (let i = 0; i < batches.length; i++) {
       const b = batches[i]!;
       this.batches.push(b);
+      this.ordinals.add(b.numRows);
       if (keys) this.batchKeys.push(keys[i]!);
       this.rows += b.numRows;
       this.estimatedBytes += bytes[i]!;
@@ -77,7 +100,7 @@ export class MemTable {
     for (let b = this.visibleBatches; b < upTo; b++) {
       if (index) {
         const keys = this.batchKeys[b]!;
-        const base = b * 4294967296;
+        const base = this.ordinals.start(b);
         for (let r = 0; r < keys.length; r++) index.set(keys[r]!, base + r);
       }
     }
@@ -87,7 +110,7 @@ export class MemTable {
   /** Is row `row` of batch `batch` the newest visible version of its key in this memtable? */
   isNewest(batch: number, row: number): boolean {
     if (!this.keyIndex) return true;
-    return this.keyIndex.get(this.batchKeys[batch]![row]!) === packLocation(batch, row);
+    return this.keyIndex.get(this.batchKeys[batch]![row]!) === this.ordinals.start(batch) + row;
   }
 
   /** True once every batch is in a durable WAL entry (the flush precondition). */

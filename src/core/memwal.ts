@@ -12,7 +12,7 @@ import { resolveStorage } from '../storage/resolve.js';
 import { crc32c } from '../wal/crc32c.js';
 import { encodeFrame, scanSegment } from '../wal/codec.js';
 import { Backpressure } from './backpressure.js';
-import { KEY_INDEX_ROW_BYTES, MemTable, estimateInsertBytes, locationBatch, locationRow, packLocation } from './memtable.js';
+import { MemTable, RowOrdinals, estimateInsertBytes } from './memtable.js';
 import { encodeKey, keyFromHex, keyToHex, makeKeyEncoder, type KeyEncoder } from './keys.js';
 import { compactIfSparse, concatRows, projectBatch, rowObject, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
@@ -82,6 +82,7 @@ interface LoadedTable {
   entry: TableFileEntry;
   batches: RecordBatch[];
   keyIndex: Map<string, number> | undefined;
+  ordinals: RowOrdinals;
 }
 
 /** A consistent capture of the read view (SPEC §4.4): newest first. */
@@ -890,7 +891,8 @@ export class MemWal implements MemWalApi {
     let minKey: string | undefined;
     let maxKey: string | undefined;
     for (const [k, loc] of m.keyIndex) {
-      perBatch[locationBatch(loc)]!.push(locationRow(loc));
+      const { batch, row } = m.ordinals.locate(loc);
+      perBatch[batch]!.push(row);
       if (minKey === undefined || k < minKey) minKey = k;
       if (maxKey === undefined || k > maxKey) maxKey = k;
     }
@@ -1046,10 +1048,9 @@ export class MemWal implements MemWalApi {
     for (const { m, visible } of view.memtables) {
       const loc = m.keyIndex!.get(k);
       if (loc === undefined) continue;
-      const b = locationBatch(loc);
+      const { batch: b, row } = m.ordinals.locate(loc);
       if (b >= visible) continue;
       const batch = m.batches[b]!;
-      const row = locationRow(loc);
       return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
     }
     for (const t of view.tables) {
@@ -1057,8 +1058,8 @@ export class MemWal implements MemWalApi {
       const lt = await this.loadTable(t);
       const loc = lt.keyIndex!.get(k);
       if (loc === undefined) continue;
-      const batch = lt.batches[locationBatch(loc)]!;
-      const row = locationRow(loc);
+      const { batch: b, row } = lt.ordinals.locate(loc);
+      const batch = lt.batches[b]!;
       return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
     }
     return undefined;
@@ -1085,14 +1086,17 @@ export class MemWal implements MemWalApi {
       const table = tableFromIPC(bytes) as Table;
       const batches = table.batches.map((b) => new RecordBatch(this.ss.internal, b.data));
       let keyIndex: Map<string, number> | undefined;
+      const ordinals = new RowOrdinals();
+      for (const b of batches) ordinals.add(b.numRows);
       if (this.keyEncoder) {
         keyIndex = new Map();
         for (let bi = 0; bi < batches.length; bi++) {
           const keys = this.keyEncoder(batches[bi]!);
-          for (let r = 0; r < keys.length; r++) keyIndex.set(keys[r]!, packLocation(bi, r));
+          const base = ordinals.start(bi);
+          for (let r = 0; r < keys.length; r++) keyIndex.set(keys[r]!, base + r);
         }
       }
-      return { entry: t, batches, keyIndex };
+      return { entry: t, batches, keyIndex, ordinals };
     })();
     p.catch(() => this.tableCache.delete(t.name));
     this.tableCache.set(t.name, p);
@@ -1500,4 +1504,3 @@ async function* chunked(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
   }
 }
 
-export { KEY_INDEX_ROW_BYTES };
