@@ -431,6 +431,18 @@ describe('writer lock, fencing and poison', () => {
     await h.release();
   });
 
+  it('close reports a WAL append that fails past walRetry while closing', async () => {
+    const fs = new FaultInjectingStorage();
+    const name = storeName();
+    const w = await open(fs, { durableWrite: false, maxWalFlushIntervalMs: 60_000, walRetry: { baseMs: 1, maxMs: 1, timeoutMs: 10 } }, name);
+    await w.put(rows(1, 2)); // accepted, not yet appended
+    fs.failNext('walAppend', Infinity);
+    expect((await rejection(w.close())).code).toBe('IOError');
+    fs.clearFaults();
+    const again = await open(fs, { lockTimeoutMs: 0 }, name); // the lock was released
+    await again.close();
+  });
+
   it('close with a failing flush releases the lock and rejects; the rows replay at the next open', async () => {
     const fs = new FaultInjectingStorage();
     const name = storeName();

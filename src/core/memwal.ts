@@ -1361,7 +1361,8 @@ export class MemWal implements MemWalApi {
     this.stopping = true;
     this.bp.wake();
     let failure: MemWalError | undefined;
-    if (!this.poisonError && !this.dead) {
+    const poisonedBefore = this.poisonError !== undefined || this.dead;
+    if (!poisonedBefore) {
       if (this.o.enableMemtable) this.freeze();
       this.closeOpenEntry();
       this.kickWal();
@@ -1375,7 +1376,8 @@ export class MemWal implements MemWalApi {
           if (!this.flushing && this.hasUncommittedFrozen() && !this.closeFlushError) this.kickFlush();
         }
       }
-      failure = this.closeFlushError;
+      // A failure during close (a WAL append past walRetry, a failed last flush) is reported.
+      failure = this.closeFlushError ?? this.poisonError;
     }
     await this.rw.write(async () => {
       this.shutdown(new MemWalError('Closed', `store ${this.o.name} is closed`));
