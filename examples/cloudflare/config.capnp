@@ -1,0 +1,19 @@
+# Runs the example with plain workerd (no wrangler): bundle worker.ts to dist/worker.js (README),
+# then `npx workerd serve config.capnp`. Data lives under ./do-disk (one SQLite file per object).
+using Workerd = import "/workerd/workerd.capnp";
+
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .memwalWorker),
+    (name = "do-disk", disk = (path = "do-disk", writable = true)),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:8787", http = (), service = "main")],
+);
+
+const memwalWorker :Workerd.Worker = (
+  modules = [(name = "worker.js", esModule = embed "dist/worker.js")],
+  compatibilityDate = "2025-09-01",
+  durableObjectNamespaces = [(className = "MemWalObject", uniqueKey = "memwal-example", enableSql = true)],
+  durableObjectStorage = (localDisk = "do-disk"),
+  bindings = [(name = "MEMWAL", durableObjectNamespace = "MemWalObject")],
+);

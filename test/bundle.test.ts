@@ -1,0 +1,33 @@
+// SPEC §3 / issue 6 item 4: `memwal` and `memwal/worker` bundle for the browser without any
+// runtime module (`node:*`, `cloudflare:*`, the `Deno` global), and `memwal/cloudflare` bundles
+// for workerd without `node:*` (it types Durable Object storage structurally, so it needs no
+// `cloudflare:*` module either).
+
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { bundle } from './workerd/build.js';
+import type { BundleTarget } from './workerd/build.js';
+
+const source = (path: string): string => fileURLToPath(new URL(`../src/${path}`, import.meta.url));
+
+describe('entry points bundle without runtime modules', () => {
+  const entries: [string, string, BundleTarget][] = [
+    ['memwal', 'index.ts', 'browser'],
+    ['memwal/worker', 'worker.ts', 'browser'],
+    ['memwal/cloudflare', 'cloudflare.ts', 'workerd'],
+  ];
+  for (const [entry, file, target] of entries) {
+    it(`${entry} bundles for ${target} with no node:, cloudflare: or Deno references`, async () => {
+      const { text, runtimeImports } = await bundle(source(file), target);
+      expect(runtimeImports).toEqual([]);
+      expect(text).not.toMatch(/\bDeno\s*\./);
+      expect(text.length).toBeGreaterThan(1000);
+    });
+  }
+
+  it('the check sees runtime imports: memwal/node bundled for the browser imports node:*', async () => {
+    const { runtimeImports } = await bundle(source('node.ts'), 'browser');
+    expect(runtimeImports.length).toBeGreaterThan(0);
+    expect(runtimeImports.every((p) => p.startsWith('node:'))).toBe(true);
+  });
+});

@@ -1,0 +1,121 @@
+// The conformance worker: runs memwal's adapter conformance cases, plus a few checks specific to
+// Durable Object storage, inside workerd against a real SQLite-backed Durable Object, and answers
+// GET /?chunkBytes=N with the results as JSON. Bundled by test/workerd/build.ts.
+
+import { DurableObjectStorageAdapter } from '../../src/cloudflare.js';
+import { MemWalError } from '../../src/errors.js';
+import type { DurableObjectStorageLike } from '../../src/cloudflare.js';
+import { conformanceCases } from '../../src/testing/conformance.js';
+import type { ConformanceCase } from '../../src/testing/conformance.js';
+
+/** One case's outcome, as the test in Node reads it. */
+export interface CaseResult {
+  name: string;
+  ok: boolean;
+  error?: string;
+}
+
+interface DurableObjectNamespaceLike {
+  idFromName(name: string): unknown;
+  get(id: unknown): { fetch(request: Request): Promise<Response> };
+}
+
+function expectCode(e: unknown, code: string, what: string): void {
+  if (!(e instanceof MemWalError) || e.code !== code) throw new Error(`${what}: expected ${code}, got ${String(e)}`);
+}
+
+/** Checks only this adapter needs: a shared lock table, the chunk-size limit, interrupted writes. */
+function durableObjectCases(storage: DurableObjectStorageLike, chunkBytes: number | undefined): ConformanceCase[] {
+  const make = (): DurableObjectStorageAdapter => new DurableObjectStorageAdapter(storage, { chunkBytes });
+  const store = (): string => `do-${Math.random().toString(36).slice(2, 10)}`;
+  return [
+    {
+      name: 'two adapters over one ctx.storage share the writer lock',
+      async run() {
+        const name = store();
+        const first = await make().openStore(name, { timeoutMs: 0 });
+        await make()
+          .openStore(name, { timeoutMs: 0 })
+          .then(
+            () => Promise.reject(new Error('a second adapter opened a held store')),
+            (e: unknown) => expectCode(e, 'Locked', 'open through a second adapter'),
+          );
+        await first.release();
+        await (await make().openStore(name, { timeoutMs: 0 })).release();
+        await make().destroyStore(name);
+      },
+    },
+    {
+      name: 'chunkBytes outside 1..1 MiB throws InvalidArgument',
+      async run() {
+        for (const bad of [0, 1024 * 1024 + 1, 1.5]) {
+          try {
+            new DurableObjectStorageAdapter(storage, { chunkBytes: bad });
+          } catch (e) {
+            expectCode(e, 'InvalidArgument', `chunkBytes ${bad}`);
+            continue;
+          }
+          throw new Error(`chunkBytes ${bad} was accepted`);
+        }
+      },
+    },
+    {
+      name: 'an interrupted table write is listed, unreadable, and removable',
+      async run() {
+        const name = store();
+        const adapter = make();
+        const h = await adapter.openStore(name, { timeoutMs: 0 });
+        const failing = (async function* () {
+          yield new Uint8Array(5000).fill(7);
+          throw new Error('source failed');
+        })();
+        await h.tableWrite('1-1-0.arrow', failing).then(
+          () => Promise.reject(new Error('the interrupted write resolved')),
+          (e: unknown) => expectCode(e, 'IOError', 'interrupted table write'),
+        );
+        const listed = await h.tableList();
+        if (listed.join() !== '1-1-0.arrow') throw new Error(`tableList after the interrupted write: ${listed.join()}`);
+        await h.tableRead('1-1-0.arrow').then(
+          () => Promise.reject(new Error('an incomplete table file was readable')),
+          (e: unknown) => expectCode(e, 'IOError', 'reading an incomplete table file'),
+        );
+        await h.tableRemove('1-1-0.arrow');
+        await h.tableWrite('1-1-0.arrow', [new Uint8Array([1, 2, 3])]);
+        const back = await h.tableRead('1-1-0.arrow');
+        if (back.join() !== '1,2,3') throw new Error(`rewritten table file reads ${back.join()}`);
+        await h.release();
+        await adapter.destroyStore(name);
+      },
+    },
+  ];
+}
+
+/** The Durable Object that runs the cases against its own storage. */
+export class ConformanceObject {
+  constructor(private readonly ctx: { storage: DurableObjectStorageLike }) {}
+
+  async fetch(request: Request): Promise<Response> {
+    const param = new URL(request.url).searchParams.get('chunkBytes');
+    const chunkBytes = param ? Number(param) : undefined;
+    const cases = [
+      ...conformanceCases(() => new DurableObjectStorageAdapter(this.ctx.storage, { chunkBytes })),
+      ...durableObjectCases(this.ctx.storage, chunkBytes),
+    ];
+    const results: CaseResult[] = [];
+    for (const c of cases) {
+      try {
+        await c.run();
+        results.push({ name: c.name, ok: true });
+      } catch (e) {
+        results.push({ name: c.name, ok: false, error: e instanceof Error ? `${e.message}\n${e.stack ?? ''}` : String(e) });
+      }
+    }
+    return Response.json(results);
+  }
+}
+
+export default {
+  fetch(request: Request, env: { CONFORMANCE: DurableObjectNamespaceLike }): Promise<Response> {
+    return env.CONFORMANCE.get(env.CONFORMANCE.idFromName('conformance')).fetch(request);
+  },
+};
