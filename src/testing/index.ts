@@ -7,3 +7,4 @@ export { conformanceCases } from './conformance.js';
 export type { ConformanceCase } from './conformance.js';
 export { MemoryStorage } from '../storage/memory.js';
 export { rng } from './rng.js';
+export { quotaExceededError } from '../errors.js';
