@@ -1,0 +1,86 @@
+// Types only: what the client e2e page (index.html) exposes to Playwright as `window.mw`, and the
+// control messages its fault worker obeys.
+
+export type Layout = 'opfs' | 'indexeddb';
+
+/**
+ * Which worker hosts the store: openMemWal's default one, one the page starts (so it can
+ * terminate it), the fault worker, or the fault worker script started by openMemWal (`workerUrl`).
+ */
+export type WorkerKind = 'default' | 'own' | 'fault' | 'url';
+
+export interface OpenRequest {
+  name: string;
+  storage?: Layout;
+  worker?: WorkerKind;
+  /** Keyed by `id` (upserts) or append-only (duplicates visible). */
+  keyed?: boolean;
+  /** Any further MemWalOptions (numbers, booleans, retry objects). */
+  options?: Record<string, unknown>;
+}
+
+/** A call's outcome with the MemWalError code kept (page.evaluate loses error fields). */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; code: string; message: string };
+
+export type FaultOp = 'walAppend' | 'tableWrite' | 'manifestCommit';
+
+export type FaultControl =
+  | { action: 'hold'; op: FaultOp }
+  | { action: 'release'; op: FaultOp }
+  | { action: 'failNext'; op: FaultOp; count: number; quota?: boolean }
+  | { action: 'clear' };
+
+/** Options of a write storm: puts of `batch` rows with fresh ids, `payloadBytes` of text each. */
+export interface StormOptions {
+  firstId: number;
+  batch: number;
+  payloadBytes: number;
+  /** Puts in flight at once. */
+  concurrency: number;
+  /** Also report each ack through `window.__ack(ids)` (a test binding), before the page can close. */
+  reportAcks?: boolean;
+}
+
+export interface StormReport {
+  acked: number[];
+  /** Codes of rejected puts, counted. */
+  errors: Record<string, number>;
+  puts: number;
+}
+
+export interface ScanReport {
+  rows: number;
+  /** How often each id occurs, for ids occurring other than once. */
+  duplicates: Record<number, number>;
+  ids: number[];
+}
+
+/** `window.mw` of client/index.html. Client ids name the stores this page opened. */
+export interface ClientHarness {
+  open(req: OpenRequest): Promise<Outcome<number>>;
+  /** Start an open and return at once; `settled(op)` gives its outcome (the client id). */
+  startOpen(req: OpenRequest): number;
+  /** State changes of the open started as `op` so far (it may still be waiting). */
+  openStates(op: number): string[];
+  /** Every state change the client reported, in order (open's hook included). */
+  states(client: number): string[];
+  put(client: number, firstId: number, rows: number, payloadBytes?: number): Promise<Outcome<unknown>>;
+  /** Start a put and return at once; `settled(op)` answers later. */
+  startPut(client: number, firstId: number, rows: number, payloadBytes?: number): number;
+  settled(op: number, waitMs?: number): Promise<Outcome<unknown> | 'pending'>;
+  /** Stats, metrics and other argument-less calls: `memtableStats`, `metrics`, `sync`, `close`, ... */
+  call(client: number, method: string): Promise<Outcome<unknown>>;
+  scan(client: number): Promise<Outcome<ScanReport>>;
+  storm(client: number, opts: StormOptions): void;
+  stopStorm(client: number): Promise<StormReport>;
+  /** Acked ids of the running storm so far. */
+  acked(client: number): number[];
+  fault(client: number, control: FaultControl): void;
+  /** Terminate the worker the page started for this client ('own' or 'fault'). */
+  terminate(client: number): void;
+  persisted(client: number): boolean | undefined;
+  /** Warnings the client's logger received (the worker's warnings come back to the page). */
+  warnings(client: number): string[];
+  /** Fire the page-lifecycle event the client listens to (`visibilitychange` with the page shown as hidden). */
+  hide(event: 'pagehide' | 'visibilitychange'): void;
+}

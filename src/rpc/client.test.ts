@@ -1,0 +1,368 @@
+// MemWalClient against a host over a MessageChannel (and a real worker thread for deaths): the
+// same results and errors as in-process, signals as messages, paged iterators, state events.
+
+import { Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemWalError } from '../errors.js';
+import { MemoryStorage } from '../storage/memory.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
+import { MemWalClient, openMemWal, type OpenMemWalOptions, type WorkerLike } from './client.js';
+import { PAGE_MAX_ITEMS } from './host.js';
+import { channelWorker, lateHostWorker, quiet, rows, schema, storeName, stubGlobalWorker, threadWorker } from './rpc.test-util.js';
+
+const clients: MemWalClient[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.abort()));
+});
+
+async function open(worker: WorkerLike, extra: Partial<OpenMemWalOptions> = {}, hooks = {}): Promise<MemWalClient> {
+  const c = await openMemWal({ name: storeName(), schema, primaryKey: ['id'], storage: 'memory', logger: quiet, worker, ...extra }, hooks);
+  clients.push(c);
+  return c;
+}
+
+async function rejection(p: Promise<unknown>): Promise<MemWalError> {
+  try {
+    await p;
+  } catch (e) {
+    return e as MemWalError;
+  }
+  throw new Error('expected a rejection');
+}
+
+async function until(cond: () => Promise<boolean> | boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Spy on MessagePort.postMessage while `run` runs: every message, with the sizes of the buffers it transfers. */
+async function posted(run: () => Promise<unknown>): Promise<{ message: unknown; transferredBytes: number[] }[]> {
+  const proto = MessagePort.prototype as unknown as { postMessage: (m: unknown, t?: unknown) => void };
+  const original = proto.postMessage;
+  const seen: { message: unknown; transferredBytes: number[] }[] = [];
+  proto.postMessage = function (this: MessagePort, m: unknown, t?: unknown) {
+    const buffers = (Array.isArray(t) ? t : []).filter((x): x is ArrayBuffer => x instanceof ArrayBuffer);
+    seen.push({ message: m, transferredBytes: buffers.map((b) => b.byteLength) }); // before the transfer detaches them
+    return original.call(this, m, t);
+  };
+  try {
+    await run();
+  } finally {
+    proto.postMessage = original;
+  }
+  return seen;
+}
+
+/** Byte sizes of the ArrayBuffers transferred while `run` runs. */
+async function transferredBytes(run: () => Promise<unknown>): Promise<number[]> {
+  return (await posted(run)).flatMap((p) => p.transferredBytes);
+}
+
+/** The comlink method names called while `run` runs. */
+async function calledMethods(run: () => Promise<unknown>): Promise<string[]> {
+  return (await posted(run)).flatMap((p) => {
+    const m = p.message as { type?: string; path?: string[] };
+    return m?.type === 'APPLY' && m.path ? [m.path.join('.')] : [];
+  });
+}
+
+describe('MemWalClient over a MessageChannel', () => {
+  it('puts rows, a Table and a RecordBatch, and reads them back through get and scan', async () => {
+    const c = await open(channelWorker());
+    const r1 = await c.put(rows(1, 3));
+    expect(r1).toEqual({ rows: 3, position: 1, durable: true });
+    const t = new Table({ id: vectorFromArray([10, 11], new Int32()), name: vectorFromArray(['t10', 't11'], new Utf8()) });
+    await c.put(t);
+    await c.put(t.batches[0]!.slice(0, 1));
+    expect(await c.get({ id: 2 })).toEqual({ id: 2, name: 'v2' });
+    expect(await c.get({ id: 99 })).toBeUndefined();
+    const scanned = await c.scan();
+    expect(scanned).toBeInstanceOf(Table);
+    expect(scanned.numRows).toBe(5);
+    expect(scanned.toArray().map((r) => r.toJSON().id).sort((a, b) => a - b)).toEqual([1, 2, 3, 10, 11]);
+  });
+
+  it('Arrow data crosses as transferred IPC bytes both ways (put and scan)', async () => {
+    const c = await open(channelWorker());
+    const big = new Table({
+      id: vectorFromArray(Array.from({ length: 20_000 }, (_, i) => i), new Int32()),
+      name: vectorFromArray(Array.from({ length: 20_000 }, (_, i) => `name-${i}`), new Utf8()),
+    });
+    const putSizes = await transferredBytes(() => c.put(big));
+    expect(Math.max(...putSizes)).toBeGreaterThan(200_000);
+    const scanSizes = await transferredBytes(() => c.scan());
+    expect(Math.max(...scanSizes)).toBeGreaterThan(200_000);
+    expect(big.getChild('name')!.get(19_999)).toBe('name-19999'); // the caller's table is intact
+  });
+
+  it('MemWalError code and message survive: a real MemWalError is rebuilt on the client', async () => {
+    const c = await open(channelWorker());
+    const bad = await rejection(c.put([{ id: 1, name: 'x', nope: 1 }]));
+    expect(bad).toBeInstanceOf(MemWalError);
+    expect(bad.code).toBe('InvalidArgument');
+    expect(bad.message).toContain('nope');
+    const appendOnly = await open(channelWorker(), { primaryKey: [] });
+    const ns = await rejection(appendOnly.get({ id: 1 }));
+    expect(ns).toBeInstanceOf(MemWalError);
+    expect(ns.code).toBe('NotSupported');
+  });
+
+  it('an argument that cannot be cloned rejects InvalidArgument', async () => {
+    const c = await open(channelWorker());
+    const e = await rejection(c.put([{ id: 1, name: (() => 'x') as unknown as string }]));
+    expect(e.code).toBe('InvalidArgument');
+  });
+
+  it('an adapter object in storage is refused before any worker starts', async () => {
+    const e = await rejection(
+      openMemWal({ name: 'x', schema, storage: new MemoryStorage() as never, worker: channelWorker() }),
+    );
+    expect(e.code).toBe('InvalidArgument');
+    expect(e.message).toContain('an adapter object cannot be posted to a worker; host it with memwal/worker');
+  });
+
+  it('invalid options fail InvalidArgument on the client, naming the option', async () => {
+    const e = await rejection(openMemWal({ name: 'x', schema, maxMemtableBytes: -1, worker: channelWorker() }));
+    expect(e.code).toBe('InvalidArgument');
+    expect(e.message).toContain('maxMemtableBytes');
+  });
+
+  it("a put's AbortSignal crosses as a message: aborting on the client ends the backpressure wait in the worker", async () => {
+    const storage = new FaultInjectingStorage();
+    const c = await open(channelWorker({ resolveStorage: () => storage }), {
+      maxMemtableBytes: 1024,
+      maxUnflushedMemtableBytes: 2048,
+    });
+    const release = storage.hold('tableWrite');
+    try {
+      // Fill the budget; the frozen memtables cannot flush while table writes are held.
+      for (let i = 0; i < 20 && (await c.backpressureStats()).activeCount === 0; i++) {
+        const ac = new AbortController();
+        const p = c.put(rows(i * 50, 50, 'x'.repeat(20)), { signal: ac.signal });
+        const settled = await Promise.race([p.then(() => true), new Promise((r) => setTimeout(() => r(false), 50))]);
+        if (!settled) {
+          expect((await c.backpressureStats()).activeCount).toBe(1);
+          ac.abort();
+          const e = await rejection(p);
+          expect(e.code).toBe('Aborted');
+          const bp = await c.backpressureStats();
+          expect(bp.activeCount).toBe(0);
+          expect(bp.abortedCount).toBe(1);
+          return;
+        }
+      }
+      throw new Error('no put ever blocked');
+    } finally {
+      release();
+    }
+  });
+
+  /** A store whose frozen memtable cannot flush (table writes held) until `release()`. */
+  async function stuckFlush(): Promise<{ c: MemWalClient; release: () => void }> {
+    const storage = new FaultInjectingStorage();
+    const c = await open(channelWorker({ resolveStorage: () => storage }));
+    const release = storage.hold('tableWrite');
+    await c.put(rows(1, 10));
+    await c.forceSealActive();
+    return { c, release };
+  }
+
+  it('an already-aborted signal reaches the worker with the call', async () => {
+    const { c, release } = await stuckFlush();
+    const ac = new AbortController();
+    ac.abort();
+    expect((await rejection(c.waitForFlushDrain({ signal: ac.signal }))).code).toBe('Aborted');
+    release();
+  });
+
+  it("waitForFlushDrain's signal aborts the wait in the worker", async () => {
+    const { c, release } = await stuckFlush();
+    const ac = new AbortController();
+    const p = c.waitForFlushDrain({ signal: ac.signal });
+    await new Promise((r) => setTimeout(r, 20));
+    ac.abort();
+    expect((await rejection(p)).code).toBe('Aborted');
+    release();
+    await c.waitForFlushDrain();
+  });
+
+  it('tail yields every durable entry in order across several pages', async () => {
+    const c = await open(channelWorker(), { primaryKey: [], enableMemtable: false });
+    const n = PAGE_MAX_ITEMS + 40;
+    await Promise.all(Array.from({ length: n }, (_, i) => c.put([{ id: i, name: `r${i}` }])));
+    const seen: number[] = [];
+    for await (const e of c.tail(1)) {
+      expect(e.data).toBeInstanceOf(Table);
+      for (const r of e.data.toArray()) seen.push(r.toJSON().id as number);
+    }
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i));
+  });
+
+  it('a following tail sees new entries, and its signal ends it', async () => {
+    const c = await open(channelWorker(), { primaryKey: [], enableMemtable: false });
+    await c.put([{ id: 1, name: 'a' }]);
+    const ac = new AbortController();
+    const got: number[] = [];
+    const done = (async () => {
+      for await (const e of c.tail(1, { follow: true, signal: ac.signal })) {
+        got.push(e.position);
+        if (got.length === 2) ac.abort();
+      }
+    })();
+    await until(() => got.length === 1);
+    await c.put([{ id: 2, name: 'b' }]);
+    await done;
+    expect(got).toEqual([1, 2]);
+    expect(await c.sync()).toEqual({ position: 2 }); // the connection still works
+  });
+
+  it('breaking out of a following tail releases the worker-side iterator', async () => {
+    const c = await open(channelWorker(), { primaryKey: [], enableMemtable: false });
+    await c.put([{ id: 1, name: 'a' }]);
+    const calls = await calledMethods(async () => {
+      for await (const e of c.tail(1, { follow: true })) {
+        expect(e.position).toBe(1);
+        break;
+      }
+      await c.walStats(); // the release message goes out before this call
+    });
+    expect(calls).toEqual(['tail', 'nextEntries', 'release', 'walStats']);
+    expect((await c.walStats()).nextPosition).toBe(2);
+    await c.close();
+  });
+
+  it('a host that starts listening late (after an await in its worker) still gets the connection', async () => {
+    const c = await open(lateHostWorker(100));
+    expect(await c.put(rows(1, 2))).toMatchObject({ rows: 2 });
+  });
+
+  it("tail's own errors reach the client's iterator", async () => {
+    const c = await open(channelWorker(), { primaryKey: [], enableMemtable: false });
+    const e = await rejection((async () => {
+      for await (const _ of c.tail(0)) void _;
+    })());
+    expect(e.code).toBe('InvalidArgument');
+  });
+
+  it('scanBatches pulls batches page by page and honours limit', async () => {
+    const c = await open(channelWorker(), { primaryKey: [] });
+    for (let i = 0; i < 5; i++) await c.put(rows(i * 10, 10));
+    let total = 0;
+    for await (const b of c.scanBatches({ limit: 23 })) total += (b as RecordBatch).numRows;
+    expect(total).toBe(23);
+    expect(() => c.scanBatches({ limit: -1 })).toThrow(MemWalError);
+  });
+
+  it("onStateChange: a second opener reports 'waiting-for-lock', lockTimeoutMs 0 gives Locked, steal fences the first", async () => {
+    const name = storeName('lock');
+    const first = await open(channelWorker(), { name });
+    const firstStates: string[] = [];
+    first.onStateChange((s) => firstStates.push(s));
+    await first.put(rows(1, 5));
+
+    const locked = await rejection(open(channelWorker(), { name, lockTimeoutMs: 0 }));
+    expect(locked.code).toBe('Locked');
+
+    const states: string[] = [];
+    const waiting = open(channelWorker(), { name, lockTimeoutMs: 200 }, { onStateChange: (s: string) => states.push(s) });
+    expect((await rejection(waiting)).code).toBe('Locked');
+    expect(states).toContain('waiting-for-lock');
+
+    const thief = await open(channelWorker(), { name, steal: true });
+    await until(() => first.writerState === 'fenced');
+    expect(firstStates).toContain('fenced');
+    expect((await rejection(first.put(rows(100, 1)))).code).toBe('Fenced');
+    expect((await thief.scan()).numRows).toBe(5);
+  });
+
+  it('after close every call rejects Closed, and close is idempotent', async () => {
+    const c = await open(channelWorker());
+    await c.put(rows(1, 2));
+    const states: string[] = [];
+    c.onStateChange((s) => states.push(s));
+    await c.close();
+    await c.close();
+    expect(states).toEqual(['closed']);
+    expect((await rejection(c.put(rows(3, 1)))).code).toBe('Closed');
+    expect((await rejection(c.memtableStats())).code).toBe('Closed');
+  });
+
+  it('the worker forwards logger warnings to the client logger', async () => {
+    const warnings: string[] = [];
+    const storage = new FaultInjectingStorage();
+    const c = await open(channelWorker({ resolveStorage: () => storage }), {
+      logger: { warn: (m: string) => warnings.push(m) },
+      maxMemtableBytes: 512,
+      maxUnflushedMemtableBytes: 1024,
+      backpressureLogIntervalMs: 20,
+    });
+    const release = storage.hold('tableWrite');
+    const puts = [c.put(rows(1, 50)), c.put(rows(100, 50)), c.put(rows(200, 50))];
+    await until(() => warnings.length > 0);
+    release();
+    await Promise.all(puts);
+  });
+});
+
+describe('a worker openMemWal starts itself (workerUrl)', () => {
+  it('close() closes the store, then terminates the worker', async () => {
+    const stub = stubGlobalWorker();
+    try {
+      const c = await openMemWal({ name: storeName(), schema, storage: 'memory', logger: quiet, workerUrl: 'memwal-worker.js' });
+      await c.put(rows(1, 2));
+      await c.close();
+      expect(stub.started).toHaveLength(1);
+      expect(stub.started[0]!.terminated).toBe(true);
+    } finally {
+      stub.restore();
+    }
+  });
+
+  it("an uncaught error in the worker ('error' event) rejects pending and later calls Closed and ends the worker", async () => {
+    const storage = new FaultInjectingStorage();
+    const stub = stubGlobalWorker({ resolveStorage: () => storage });
+    try {
+      const c = await openMemWal({ name: storeName(), schema, storage: 'memory', logger: quiet, workerUrl: 'memwal-worker.js' });
+      storage.hold('walAppend');
+      const pending = rejection(c.put(rows(1, 2)));
+      stub.started[0]!.fireError('boom');
+      const e = await pending;
+      expect(e.code).toBe('Closed');
+      expect(e.message).toContain('boom');
+      expect((await rejection(c.walStats())).code).toBe('Closed');
+      expect(stub.started[0]!.terminated).toBe(true);
+    } finally {
+      stub.restore();
+    }
+  });
+
+  it('worker and workerUrl together are refused', async () => {
+    const e = await rejection(openMemWal({ name: 'x', schema, worker: channelWorker(), workerUrl: 'w.js' }));
+    expect(e.code).toBe('InvalidArgument');
+  });
+});
+
+describe('MemWalClient and a dying worker', () => {
+  it('a terminated worker makes pending and later calls reject Closed instead of hanging', async () => {
+    const t = threadWorker();
+    const c = await open(t.worker);
+    await c.put(rows(1, 3));
+    t.control('hold-wal');
+    await new Promise((r) => setTimeout(r, 50));
+    const pending = rejection(c.put(rows(10, 3)));
+    const pendingSync = rejection(c.sync());
+    await new Promise((r) => setTimeout(r, 50));
+    await t.terminate();
+    const e = await pending;
+    expect(e).toBeInstanceOf(MemWalError);
+    expect(e.code).toBe('Closed');
+    expect((await pendingSync).code).toBe('Closed');
+    expect((await rejection(c.memtableStats())).code).toBe('Closed');
+    expect(c.writerState).toBe('closed');
+    expect((await rejection(c.close())).code).toBe('Closed');
+    await c.abort();
+  }, 20_000);
+});

@@ -1,0 +1,325 @@
+// The worker side of openMemWal: hostMemWal() answers MemWalClient connections on a worker scope,
+// and makeHostApi() is what one connection exposes through comlink, adding what comlink lacks
+// (Arrow as transferred IPC bytes, MemWalError codes, signals as messages, paged iterators).
+
+import * as Comlink from 'comlink';
+import { MemWal } from '../core/memwal.js';
+import type { WalEntry } from '../core/stats.js';
+import { MemWalError, toMemWalError } from '../errors.js';
+import type { StorageAdapter } from '../storage/adapter.js';
+import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
+import { setBrowserStorageResolver } from '../storage/resolve.js';
+import { decodeData, decodeSchema, encodeArrow, transfersOf } from './arrow-wire.js';
+import type {
+  ConnectMessage,
+  Hello,
+  HostEvent,
+  HostReadyMessage,
+  Page,
+  WireArrow,
+  WireData,
+  WireError,
+  WireOpenOptions,
+  WireSignal,
+  WireStorage,
+  WireWalEntry,
+} from './protocol.js';
+
+/** Most items in one page of `scanBatches` / `tail`. */
+export const PAGE_MAX_ITEMS = 256;
+/** A page stops growing once its IPC bytes reach this (its first item may be larger). */
+export const PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
+/** Options of `hostMemWal`. */
+export interface HostMemWalOptions {
+  /**
+   * Choose the adapter for a client's `storage` option (`'opfs' | 'indexeddb' | 'memory'` or
+   * undefined): return a `StorageAdapter` (a custom or `FaultInjectingStorage` one) or
+   * `undefined` for the default resolution (OPFS where sync handles exist, else IndexedDB).
+   */
+  resolveStorage?: (storage: WireStorage | undefined) => StorageAdapter | undefined | Promise<StorageAdapter | undefined>;
+}
+
+/** The part of a worker scope (or any MessagePort-like endpoint) the host listens on. */
+export interface HostScope {
+  addEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
+  removeEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
+  postMessage(message: unknown): void;
+}
+
+/** Holds a connection's lifetime Web Lock; `held` resolves once it is granted (false: no Web Locks). */
+export interface Lifetime {
+  held: Promise<boolean>;
+  release(): void;
+}
+
+const NO_LIFETIME: Lifetime = { held: Promise.resolve(false), release() {} };
+
+/**
+ * Serve memwal stores to `MemWalClient`s (`openMemWal({ worker })` or `{ workerUrl }`) from this
+ * worker: call it once, synchronously, in your worker module. Each client gets a connection of
+ * its own (several stores may share one worker). `options.resolveStorage` plugs in a custom
+ * adapter. Installs the browser storage resolver (`storage: 'opfs' | 'indexeddb' | undefined`).
+ * It posts `{ memwal: 'host-ready' }` once on the scope (a client whose connect message came too
+ * early sends it again) and leaves every message without `memwal: 'connect'` to your own handlers.
+ * Returns a function that stops accepting new connections. Browser dedicated workers (the OPFS
+ * layout needs one); any context with MessageChannel otherwise. Never throws.
+ */
+export function hostMemWal(scope?: HostScope, options: HostMemWalOptions = {}): () => void {
+  setBrowserStorageResolver((layout) => (layout === undefined ? defaultBrowserStorage() : resolveBrowserStorage(layout)));
+  const target = scope ?? (globalThis as unknown as HostScope);
+  const onMessage = (ev: MessageEvent): void => {
+    const msg = ev.data as Partial<ConnectMessage> | null;
+    if (msg?.memwal !== 'connect' || !msg.port) return;
+    Comlink.expose(makeHostApi(msg.port, options, holdLifetimeLock(msg.lockName)), msg.port);
+  };
+  target.addEventListener('message', onMessage);
+  (target as { start?: () => void }).start?.();
+  target.postMessage({ memwal: 'host-ready' } satisfies HostReadyMessage);
+  return () => target.removeEventListener('message', onMessage);
+}
+
+/**
+ * Take Web Lock `name` and hold it until `release()` (or until this worker dies, which is how the
+ * client learns of the death). No Web Locks or no name: nothing is held.
+ */
+function holdLifetimeLock(name: string | undefined): Lifetime {
+  const locks = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
+  if (!name || !locks) return NO_LIFETIME;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const held = new Promise<boolean>((resolve) => {
+    locks.request(name, () => (resolve(true), released)).catch(() => resolve(false));
+  });
+  return { held, release };
+}
+
+/** The error comlink carries for a rejected call: code and message, rebuilt by the client. */
+function toWireError(e: unknown): WireError {
+  const err = toMemWalError(e, 'memwal worker');
+  return { memwalError: { code: err.code, message: err.message } };
+}
+
+/** `fn` with every rejection turned into a WireError. */
+function wire<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args: A): Promise<R> => {
+    try {
+      return await fn(...args);
+    } catch (e) {
+      throw toWireError(e);
+    }
+  };
+}
+
+/** Log details as they can cross (an unclonable value becomes its string). */
+function cloneable(details: unknown[]): unknown[] {
+  return details.map((d) => {
+    try {
+      return structuredClone(d);
+    } catch {
+      return String(d);
+    }
+  });
+}
+
+type Settled = { ok: true; r: IteratorResult<unknown> } | { ok: false; e: unknown };
+const settle = (p: Promise<IteratorResult<unknown>>): Promise<Settled> =>
+  p.then(
+    (r) => ({ ok: true as const, r }),
+    (e: unknown) => ({ ok: false as const, e }),
+  );
+const macrotask = (): Promise<undefined> => new Promise((resolve) => setTimeout(() => resolve(undefined), 0));
+
+/** A worker-side iterator the client pulls page by page. */
+interface Paged {
+  source: AsyncIterator<unknown>;
+  encode(value: unknown): WireArrow | WireWalEntry;
+  /** Aborts the source's waits (a following tail) on release. */
+  controller: AbortController;
+  signalId: number | undefined;
+  /** A `next()` started for the previous page that was not ready in time; it starts the next one. */
+  ahead: Promise<Settled> | undefined;
+}
+
+const wireArrowOf = (item: WireArrow | WireWalEntry): WireArrow => ('ipc' in item ? item : item.data);
+
+/**
+ * The API one client connection calls (comlink-exposed on `port`). Events (state changes,
+ * warnings) are posted on `port` too, so they keep their order with the replies. `HostApi` in
+ * protocol.ts is this function's return type.
+ */
+export function makeHostApi(
+  port: { postMessage(message: unknown): void },
+  options: HostMemWalOptions = {},
+  lifetime: Lifetime = NO_LIFETIME,
+) {
+  let store: MemWal | undefined;
+  const signals = new Map<number, AbortController>();
+  const iterators = new Map<number, Paged>();
+  let nextIteratorId = 1;
+
+  const emit = (e: HostEvent): void => port.postMessage(e);
+  const need = (): MemWal => {
+    if (!store) throw new MemWalError('Closed', 'no store is open on this connection');
+    return store;
+  };
+
+  /** Run `fn` with the client's signal (aborted by a later `abortSignal(id)`). */
+  async function withSignal<R>(w: WireSignal | undefined, fn: (signal: AbortSignal | undefined) => Promise<R>): Promise<R> {
+    if (!w) return fn(undefined);
+    const controller = new AbortController();
+    if (w.aborted) controller.abort();
+    signals.set(w.id, controller);
+    try {
+      return await fn(controller.signal);
+    } finally {
+      signals.delete(w.id);
+    }
+  }
+
+  function register(source: AsyncIterable<unknown>, encode: Paged['encode'], controller: AbortController, w?: WireSignal): number {
+    const id = nextIteratorId++;
+    if (w) {
+      if (w.aborted) controller.abort();
+      signals.set(w.id, controller);
+    }
+    iterators.set(id, { source: source[Symbol.asyncIterator](), encode, controller, signalId: w?.id, ahead: undefined });
+    return id;
+  }
+
+  function end(id: number): Paged | undefined {
+    const it = iterators.get(id);
+    iterators.delete(id);
+    if (it?.signalId !== undefined) signals.delete(it.signalId);
+    return it;
+  }
+
+  function release(id: number): void {
+    const it = end(id);
+    if (!it) return;
+    it.controller.abort();
+    it.source.return?.().catch(() => undefined); // the iterator's own error already reached the client or nobody asks
+  }
+
+  /** Up to PAGE_MAX_ITEMS / PAGE_MAX_BYTES items: the first awaited, the rest only if ready now. */
+  async function nextPage<T extends WireArrow | WireWalEntry>(id: number): Promise<Page<T>> {
+    const it = iterators.get(id);
+    if (!it) throw new MemWalError('InvalidArgument', `iterator ${id} is not open (it ended or was released)`);
+    const items: T[] = [];
+    let bytes = 0;
+    let done = false;
+    try {
+      for (;;) {
+        const next = it.ahead ?? settle(it.source.next());
+        it.ahead = undefined;
+        const s = items.length === 0 ? await next : await Promise.race([next, macrotask()]);
+        if (s === undefined) {
+          it.ahead = next;
+          break;
+        }
+        if (!s.ok) {
+          if (items.length === 0) throw s.e;
+          it.ahead = next; // deliver what we have; the error comes with the next page
+          break;
+        }
+        if (s.r.done) {
+          done = true;
+          end(id);
+          break;
+        }
+        const item = it.encode(s.r.value) as T;
+        items.push(item);
+        bytes += wireArrowOf(item).ipc.byteLength;
+        if (items.length >= PAGE_MAX_ITEMS || bytes >= PAGE_MAX_BYTES) break;
+      }
+    } catch (e) {
+      end(id);
+      throw e;
+    }
+    return Comlink.transfer({ items, done }, transfersOf(...items.map(wireArrowOf)));
+  }
+
+  const releaseAll = (): void => {
+    for (const id of [...iterators.keys()]) release(id);
+  };
+
+  const arrowResult = (w: WireArrow): WireArrow => Comlink.transfer(w, transfersOf(w));
+
+  return {
+    /** Handshake: resolves once this connection's lifetime lock is held. */
+    hello: wire(async (): Promise<Hello> => ({ lifetimeLock: await lifetime.held })),
+
+    /** Open the connection's store; state changes are posted as events from the first one. */
+    open: wire(async (o: WireOpenOptions): Promise<void> => {
+      if (store) throw new MemWalError('InvalidArgument', 'this connection already has an open store');
+      const { schemaIpc, storage, ...rest } = o;
+      const adapter = await options.resolveStorage?.(storage);
+      store = await MemWal.open(
+        {
+          ...rest,
+          schema: decodeSchema(schemaIpc),
+          storage: adapter ?? storage,
+          logger: { warn: (message, ...details) => emit({ memwalEvent: 'warn', message, details: cloneable(details) }) },
+        },
+        { onStateChange: (state) => emit({ memwalEvent: 'state', state }) },
+      );
+    }),
+
+    put: wire((data: WireData, signal?: WireSignal) => withSignal(signal, (s) => need().put(decodeData(data), { signal: s }))),
+    delete: wire((keys: WireData, signal?: WireSignal) =>
+      withSignal(signal, (s) => need().delete(decodeData(keys) as Parameters<MemWal['delete']>[0], { signal: s })),
+    ),
+    get: wire((key: Record<string, unknown>) => need().get(key)),
+    scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
+
+    /** Start a worker-side scanBatches; returns the iterator id for `nextBatches`. */
+    scanBatches: wire(async (opts?: { columns?: string[]; limit?: number }) =>
+      register(need().scanBatches(opts), (b) => encodeArrow(b as Parameters<typeof encodeArrow>[0]), new AbortController()),
+    ),
+    /** Start a worker-side tail; returns the iterator id for `nextEntries`. */
+    tail: wire(async (fromPosition: number, opts: { follow?: boolean; signal?: WireSignal } = {}) => {
+      const controller = new AbortController();
+      const source = need().tail(fromPosition, { follow: opts.follow, signal: controller.signal });
+      const encode = (v: unknown): WireWalEntry => {
+        const e = v as WalEntry;
+        return { position: e.position, epoch: e.epoch, data: encodeArrow(e.data) };
+      };
+      return register(source, encode, controller, opts.signal);
+    }),
+    nextBatches: wire((id: number) => nextPage<WireArrow>(id)),
+    nextEntries: wire((id: number) => nextPage<WireWalEntry>(id)),
+    /** The client is done with iterator `id` (it may be waiting: a following tail). */
+    release: wire(async (id: number) => release(id)),
+    /** The client's signal `id` aborted. */
+    abortSignal: wire(async (id: number) => signals.get(id)?.abort()),
+
+    sync: wire(() => need().sync()),
+    forceSealActive: wire(() => need().forceSealActive()),
+    waitForFlushDrain: wire((signal?: WireSignal) => withSignal(signal, (s) => need().waitForFlushDrain({ signal: s }))),
+    memtableStats: wire(() => need().memtableStats()),
+    backpressureStats: wire(() => need().backpressureStats()),
+    walStats: wire(() => need().walStats()),
+    writeStats: wire(() => need().writeStats()),
+    storageStats: wire(() => need().storageStats()),
+    metrics: wire(() => need().metrics()),
+    markConsumed: wire((position: number) => need().markConsumed(position)),
+
+    close: wire(async () => {
+      try {
+        await store?.close();
+      } finally {
+        releaseAll();
+      }
+    }),
+    abort: wire(async () => {
+      releaseAll();
+      await store?.abort();
+    }),
+    /** The client is gone for good: abort whatever is still open and drop the lifetime lock. */
+    detach: wire(async () => {
+      releaseAll();
+      await store?.abort();
+      lifetime.release();
+    }),
+  };
+}

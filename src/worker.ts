@@ -1,0 +1,4 @@
+// memwal/worker: host stores in your own dedicated worker (a custom or fault-injecting adapter,
+// your own bundling), for `openMemWal({ worker })` on the main thread. Re-exports only.
+
+export { hostMemWal, type HostMemWalOptions, type HostScope } from './rpc/host.js';
