@@ -6,13 +6,9 @@
 // them from ../src so it runs without a build.
 
 import * as Comlink from 'comlink';
-import { MemWal } from '../src/index.js';
-import { hostMemWal } from '../src/worker.js';
-import { FaultInjectingStorage } from '../src/testing/index.js';
-import type { FaultOp } from '../src/testing/index.js';
-import type { StorageAdapter } from '../src/storage/adapter.js';
-import { defaultBrowserStorage, resolveBrowserStorage } from '../src/storage/browser.js';
-import { quotaExceededError } from '../src/errors.js';
+import { MemWal, type StorageAdapter } from '../src/index.js';
+import { defaultBrowserStorage, hostMemWal, resolveBrowserStorage } from '../src/worker.js';
+import { FaultInjectingStorage, quotaExceededError, type FaultOp } from '../src/testing/index.js';
 import type { DemoControl, DemoStorage, FaultKind } from './protocol.js';
 
 /** One fault-injecting wrapper per layout, so a reopen in this worker keeps its pending faults. */

@@ -1,7 +1,7 @@
 // memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
 
 export { MemWal, type OpenHooks } from './core/memwal.js';
-export { openMemWal, MemWalClient, type OpenMemWalOptions } from './rpc/client.js';
+export { openMemWal, MemWalClient, type OpenMemWalOptions, type WorkerLike } from './rpc/client.js';
 export { MemWalError, isMemWalError, type MemWalErrorCode } from './errors.js';
 export { MemoryStorage, sharedMemoryStorage } from './storage/memory.js';
 export type {
