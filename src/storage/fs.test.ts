@@ -16,7 +16,7 @@ import { MemWalError } from '../errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
 import { NodeFileStorage } from '../node.js';
-import { conformanceCases } from '../testing/conformance.js';
+import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FileStorage } from './fs.js';
 import type { FileSystemShim, ShimFile } from './fs.js';
 import { nodeFileSystem } from './fs-node.js';
@@ -33,21 +33,7 @@ async function tempRoot(): Promise<string> {
 }
 
 function manifest(writerEpoch: number, version: number, extra: Partial<Manifest> = {}): Manifest {
-  return {
-    formatVersion: MANIFEST_FORMAT_VERSION,
-    layout: 'node-fs',
-    mode: 'memtable',
-    schema: 'AAAA',
-    primaryKey: [],
-    writerEpoch,
-    version,
-    nextGeneration: 1,
-    replayCursor: 0,
-    consumerCursor: null,
-    positionHint: 0,
-    tables: [],
-    ...extra,
-  };
+  return { ...testManifest({ layout: 'node-fs' }, writerEpoch, version), ...extra };
 }
 
 /** Resolves the MemWalError code `promise` rejects with ('resolved' if it does not reject). */

@@ -194,16 +194,4 @@ export function ownBuffer(bytes: Uint8Array): Uint8Array {
     : bytes.slice();
 }
 
-/** The concatenation of `parts`. */
-export function concatBytes(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+export { concatBytes } from '../core/util.js';

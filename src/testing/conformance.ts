@@ -7,6 +7,7 @@ import type { MemWalErrorCode } from '../errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import { concatBytes } from '../core/util.js';
 
 /** One named check of an adapter; `run` rejects with an Error saying what differed. */
 export interface ConformanceCase {
@@ -79,18 +80,8 @@ function pattern(length: number, seed: number): Uint8Array {
   return out;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
-/** A minimal valid manifest for `adapter`. */
-function manifest(adapter: StorageAdapter, writerEpoch: number, version: number): Manifest {
+/** A minimal valid manifest for `adapter` (for adapter tests). */
+export function testManifest(adapter: Pick<StorageAdapter, 'layout'>, writerEpoch: number, version: number): Manifest {
   return {
     formatVersion: MANIFEST_FORMAT_VERSION,
     layout: adapter.layout,
@@ -134,7 +125,7 @@ class CaseContext {
   /** Opens `name` and commits the first manifest (epoch 1, version 1), as a writer's first open does. */
   async claim(name: string): Promise<StoreHandle> {
     const handle = await this.open(name, { timeoutMs: 0 });
-    await handle.manifestCommit(0, manifest(this.adapter, 1, 1));
+    await handle.manifestCommit(0, testManifest(this.adapter, 1, 1));
     return handle;
   }
 
@@ -171,10 +162,10 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
 
     define('manifest commit and load round-trip, as copies', async (t) => {
       const h = await t.open(t.store());
-      const v1 = manifest(t.adapter, 1, 1);
+      const v1 = testManifest(t.adapter, 1, 1);
       await h.manifestCommit(0, v1);
       sameJson(await h.manifestLoad(), v1, 'manifest after the first commit');
-      const v2 = { ...manifest(t.adapter, 1, 2), replayCursor: 9, consumerCursor: 4, positionHint: 12, nextGeneration: 2 };
+      const v2 = { ...testManifest(t.adapter, 1, 2), replayCursor: 9, consumerCursor: 4, positionHint: 12, nextGeneration: 2 };
       v2.tables = [{ generation: 1, name: '1-1-0.arrow', bytes: 10, rows: 2, checksum: '0a1b2c3d', minKey: '00', maxKey: 'ff' }];
       await h.manifestCommit(1, v2);
       const loaded = await h.manifestLoad();
@@ -187,11 +178,11 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
 
     define('manifest commit with a stale expected version fails IOError and changes nothing', async (t) => {
       const h = await t.open(t.store());
-      await h.manifestCommit(0, manifest(t.adapter, 1, 1));
-      await rejects(h.manifestCommit(0, manifest(t.adapter, 1, 1)), 'IOError', 'commit expecting no manifest over version 1');
-      const v2 = { ...manifest(t.adapter, 1, 2), replayCursor: 5 };
+      await h.manifestCommit(0, testManifest(t.adapter, 1, 1));
+      await rejects(h.manifestCommit(0, testManifest(t.adapter, 1, 1)), 'IOError', 'commit expecting no manifest over version 1');
+      const v2 = { ...testManifest(t.adapter, 1, 2), replayCursor: 5 };
       await h.manifestCommit(1, v2);
-      await rejects(h.manifestCommit(1, { ...manifest(t.adapter, 1, 2), replayCursor: 77 }), 'IOError', 'commit expecting version 1 over version 2');
+      await rejects(h.manifestCommit(1, { ...testManifest(t.adapter, 1, 2), replayCursor: 77 }), 'IOError', 'commit expecting version 1 over version 2');
       sameJson(await h.manifestLoad(), v2, 'manifest after the rejected commits');
     }),
 
@@ -203,11 +194,11 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       const next = await t.open(name, { steal: true, timeoutMs: 0 });
       const stored = await next.manifestLoad();
       check(stored?.writerEpoch === 1 && stored.version === 1, `the new writer should load epoch 1 version 1, got ${canonical(stored)}`);
-      const claimed = manifest(t.adapter, 2, 2);
+      const claimed = testManifest(t.adapter, 2, 2);
       await next.manifestCommit(1, claimed);
 
       await rejects(old.walAppend('1-1', first.length, pattern(8, 2)), 'Fenced', "the old writer's WAL append");
-      await rejects(old.manifestCommit(1, { ...manifest(t.adapter, 1, 2), replayCursor: 3 }), 'Fenced', "the old writer's manifest commit");
+      await rejects(old.manifestCommit(1, { ...testManifest(t.adapter, 1, 2), replayCursor: 3 }), 'Fenced', "the old writer's manifest commit");
 
       sameJson(await next.manifestLoad(), claimed, 'manifest after the old writer was fenced');
       sameBytes(await next.walRead('1-1'), first, 'old segment after the fenced append');
@@ -217,7 +208,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
 
     define('a WAL append to a segment older than the manifest epoch fails Fenced', async (t) => {
       const h = await t.claim(t.store());
-      await h.manifestCommit(1, manifest(t.adapter, 2, 2));
+      await h.manifestCommit(1, testManifest(t.adapter, 2, 2));
       await rejects(h.walAppend('1-5', 0, pattern(4, 1)), 'Fenced', 'append to an epoch-1 segment under epoch 2');
       check(!(await h.walList()).some((s) => s.name === '1-5'), 'the fenced append must not create its segment');
     }),
@@ -281,7 +272,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await h.walAppend('1-1', 0, a1);
       await h.walAppend('1-6', 0, b1);
       await h.walAppend('1-1', a1.length, a2);
-      const a = concat(a1, a2);
+      const a = concatBytes([a1, a2]);
       sameBytes(await h.walRead('1-1'), a, 'segment 1-1');
       sameBytes(await h.walRead('1-1', 2), a.subarray(2), 'segment 1-1 from offset 2');
       sameBytes(await h.walRead('1-1', a.length), new Uint8Array(0), 'segment 1-1 from its end');
@@ -298,7 +289,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await h.walTruncate('1-1', 2);
       sameBytes(await h.walRead('1-1'), a.subarray(0, 2), 'segment 1-1 after truncating to 2 bytes');
       await h.walAppend('1-1', 2, pattern(5, 4));
-      sameBytes(await h.walRead('1-1'), concat(a.subarray(0, 2), pattern(5, 4)), 'segment 1-1 after appending past the cut');
+      sameBytes(await h.walRead('1-1'), concatBytes([a.subarray(0, 2), pattern(5, 4)]), 'segment 1-1 after appending past the cut');
       await h.walRemove('1-6');
       await h.walRemove('1-6');
       await h.walRemove('1-99');
@@ -321,7 +312,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
     define('table files are written from chunks, then read, listed and removed', async (t) => {
       const h = await t.claim(t.store());
       const parts = [pattern(5, 1), pattern(70_000, 2), new Uint8Array(0), pattern(9, 3)];
-      const whole = concat(...parts);
+      const whole = concatBytes([...parts]);
       await h.tableWrite('1-1-0.arrow', parts);
       await h.tableWrite(
         '2-1-0.arrow',
@@ -371,7 +362,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
     define('data survives release and reopen', async (t) => {
       const name = t.store();
       const h = await t.claim(name);
-      const v2 = { ...manifest(t.adapter, 1, 2), replayCursor: 3 };
+      const v2 = { ...testManifest(t.adapter, 1, 2), replayCursor: 3 };
       await h.manifestCommit(1, v2);
       await h.walAppend('1-1', 0, pattern(33, 1));
       await h.tableWrite('1-1-0.arrow', [pattern(44, 2)]);
@@ -406,7 +397,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await h.release();
       await h.release();
       await rejects(h.manifestLoad(), undefined, 'manifestLoad after release');
-      await rejects(h.manifestCommit(1, manifest(t.adapter, 1, 2)), undefined, 'manifestCommit after release');
+      await rejects(h.manifestCommit(1, testManifest(t.adapter, 1, 2)), undefined, 'manifestCommit after release');
       await rejects(h.walAppend('1-1', 4, pattern(4, 2)), undefined, 'walAppend after release');
       await rejects(h.walRead('1-1'), undefined, 'walRead after release');
       await rejects(h.walList(), undefined, 'walList after release');

@@ -7,6 +7,7 @@ import type { Manifest } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
+import { concatBytes } from '../core/util.js';
 
 /** The store-handle operations that `failNext` and `hold` target. */
 export type FaultOp =
@@ -225,7 +226,7 @@ class FaultSession implements StoreHandle {
         const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
         if (outcome === 0) return undefined;
         if (outcome === 1 && complete) return () => this.inner.tableWrite(name, parts);
-        const whole = concat(parts);
+        const whole = concatBytes(parts);
         const torn = whole.subarray(0, int(random, whole.length));
         return () => this.inner.tableWrite(name, [torn]);
       },
@@ -300,16 +301,6 @@ class FaultSession implements StoreHandle {
       this.inflight.delete(entry);
     }
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const whole = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    whole.set(p, at);
-    at += p.length;
-  }
-  return whole;
 }
 
 /**

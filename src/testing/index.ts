@@ -3,7 +3,7 @@
 
 export { FaultInjectingStorage } from './fault.js';
 export type { FaultOp } from './fault.js';
-export { conformanceCases } from './conformance.js';
+export { conformanceCases, testManifest } from './conformance.js';
 export type { ConformanceCase } from './conformance.js';
 export { MemoryStorage } from '../storage/memory.js';
 export { rng } from './rng.js';

@@ -7,6 +7,7 @@ import { MemWalError } from '../errors.js';
 import { encodeFrame, scanSegment } from './codec.js';
 import type { SegmentScan } from './codec.js';
 import { crc32c } from './crc32c.js';
+import { concatBytes } from '../core/util.js';
 import { FRAME_CRC_OFFSET, FRAME_EPOCH_OFFSET, FRAME_HEADER_BYTES, FRAME_MAX_PAYLOAD_BYTES } from './format.js';
 
 /** Small seeded PRNG (mulberry32): floats in [0, 1). */
@@ -26,15 +27,7 @@ function randomBytes(rand: () => number, n: number): Uint8Array {
   return Uint8Array.from({ length: n }, () => int(rand, 256));
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+const concat = (...parts: Uint8Array[]): Uint8Array => concatBytes(parts).slice();
 
 /** A segment of `count` frames at consecutive positions, and the offset where each ends. */
 function segment(rand: () => number, count: number, firstPosition = 1, epoch = 3) {
