@@ -42,7 +42,10 @@ export interface MemWalOptions {
   enableMemtable?: boolean;
   /** Default true: a put resolves only once its WAL entry is durable. */
   durableWrite?: boolean;
-  /** Caps one WAL entry; a put is never split. Default 8 MiB: a few ms of OPFS write. */
+  /**
+   * Caps one WAL entry; a put is never split. Default 2 MiB: one append (encode, CRC, write,
+   * flush) stays a slice of a few ms, so the worker keeps answering stats under load.
+   */
   maxWalBufferBytes?: number;
   /**
    * Longest a non-durable put waits for its WAL append. Durable puts never wait for a timer.
@@ -105,7 +108,7 @@ export interface ResolvedOptions {
   logger: Logger;
 }
 
-export const DEFAULT_MAX_WAL_BUFFER_BYTES = 8 * MiB;
+export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
 export const DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS = 100;
 export const DEFAULT_MAX_MEMTABLE_BYTES = 16 * MiB;
 export const DEFAULT_MAX_MEMTABLE_ROWS = 500_000;

@@ -704,6 +704,7 @@ export class MemWal implements MemWalApi {
     }
     const start = nowMs();
     let attempt = 0;
+    await yieldToEventLoop(); // encoding and the append are separate slices
     for (;;) {
       try {
         await handle.walAppend(seg.name, seg.bytes, frame);
@@ -816,10 +817,13 @@ export class MemWal implements MemWalApi {
     let written = false;
     try {
       const { batches, rows, minKey, maxKey } = this.flushContent(m);
+      await yieldToEventLoop();
       const bytes = tableToIPC(new Table(this.ss.internal, batches), 'file');
-      const checksum = crc32c(bytes).toString(16).padStart(8, '0');
+      await yieldToEventLoop();
+      const crc = { value: 0 };
       written = true;
-      await handle.tableWrite(name, chunked(bytes));
+      await handle.tableWrite(name, chunked(bytes, crc));
+      const checksum = crc.value.toString(16).padStart(8, '0');
       const entry: TableFileEntry = { generation: m.generation, name, bytes: bytes.length, rows, checksum };
       if (minKey !== undefined && maxKey !== undefined) {
         entry.minKey = keyToHex(minKey);
@@ -1498,11 +1502,16 @@ function analyzeWal(
   return { segments, entries, torn };
 }
 
-/** Split bytes into chunks, yielding to the event loop between them (stats stay responsive). */
-async function* chunked(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+/**
+ * Split bytes into chunks, yielding to the event loop between them (stats stay responsive), and
+ * fold each chunk into `crc.value` (CRC-32C of everything yielded so far).
+ */
+async function* chunked(bytes: Uint8Array, crc: { value: number }): AsyncGenerator<Uint8Array> {
   for (let off = 0; off < bytes.length; off += TABLE_WRITE_CHUNK_BYTES) {
     if (off > 0) await yieldToEventLoop();
-    yield bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
+    const chunk = bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
+    crc.value = crc32c(chunk, crc.value);
+    yield chunk;
   }
 }
 
