@@ -17,7 +17,6 @@ import { encodeKey, keyFromHex, keyToHex, makeKeyEncoder, type KeyEncoder } from
 import { compactIfSparse, concatRows, projectBatch, rowObject, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
 import {
-  TOMBSTONE_COLUMN,
   decodeSchema,
   describeSchemaDifference,
   encodeSchema,

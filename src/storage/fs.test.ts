@@ -13,7 +13,6 @@ import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemWal } from '../core/memwal.js';
 import { MemWalError } from '../errors.js';
-import { MANIFEST_FORMAT_VERSION } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
 import { NodeFileStorage } from '../node.js';
 import { conformanceCases, testManifest } from '../testing/conformance.js';
