@@ -132,10 +132,20 @@ export async function runSeed(seed: number): Promise<{ acked: number; issued: nu
   const w3 = await MemWal.open(options(storage, name, mode));
   const got = await recoveredState(w3, mode);
   torn += (await w3.walStats()).tornTailBytes;
-  await w3.close();
+  // The recovered writer keeps working: one more put, then one more reopen must see both.
+  const post: Op = { kind: 'put', rows: [{ id: 99, name: 'post' }] };
+  await w3.put(post.rows);
+  await w3.abort();
+  const w4 = await MemWal.open(options(storage, name, mode));
+  const after = await recoveredState(w4, mode);
+  await w4.close();
   const maxAcked = acked.size === 0 ? -1 : Math.max(...acked);
   for (let k = maxAcked + 1; k <= issued; k++) {
-    if (model(ops, k, mode) === got) return { acked: acked.size, issued, matched: k, torn };
+    if (model(ops, k, mode) === got) {
+      const expectedAfter = model([...ops.slice(0, k), post], k + 1, mode);
+      if (after !== expectedAfter) throw new Error(`seed ${seed} (${mode}): after recovery and one more put: ${after}, expected ${expectedAfter}`);
+      return { acked: acked.size, issued, matched: k, torn };
+    }
   }
   if (process.env.MEMWAL_CRASH_DEBUG) {
     console.log('expected', model(ops, issued, mode));

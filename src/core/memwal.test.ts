@@ -477,6 +477,23 @@ describe('recovery', () => {
     await again.close();
   });
 
+  it('a commit while an entry is still open does not reserve its position (no gap after a crash)', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    const w = await open(storage, { durableWrite: false, maxWalFlushIntervalMs: 60_000 }, name);
+    await w.put(rows(1, 2));
+    await w.forceSealActive(); // entry 1 appended, generation 1 flushes
+    await w.put(rows(3, 1)); // entry 2 assigned, not appended
+    await w.waitForFlushDrain(); // the commit happens while entry 2 is open
+    await w.abort(); // crash: entry 2 never reached storage
+    const again = await open(storage, {}, name);
+    await again.put(rows(4, 1));
+    await again.abort();
+    const third = await open(storage, {}, name); // a gap in positions would fail with Corruption
+    expect(idsOf(await third.scan())).toEqual([1, 2, 4]);
+    await third.close();
+  });
+
   it('a torn WAL tail is truncated and counted; a corrupt middle entry fails open with Corruption', async () => {
     const storage = new MemoryStorage();
     const name = storeName();

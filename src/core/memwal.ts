@@ -919,7 +919,9 @@ export class MemWal implements MemWalApi {
         ...change(cloneManifest(cur)),
         version: cur.version + 1,
         writerEpoch: this.epoch,
-        positionHint: Math.max(cur.positionHint, this.nextPosition - 1),
+        // Only durable positions: one assigned to an entry not yet appended may be reused after a
+        // crash (it never reached storage), and reserving it would leave a gap in the WAL.
+        positionHint: Math.max(cur.positionHint, this.durablePosition),
       };
       const handle = this.handle!;
       try {

@@ -38,7 +38,7 @@ export interface Manifest {
   replayCursor: number;
   /** Highest position a consumer marked consumed; `null` until `markConsumed` is first called. */
   consumerCursor: number | null;
-  /** The highest WAL position any writer may have used; positions are never reused. */
+  /** The highest durable WAL position any writer reached; positions of durable entries are never reused. */
   positionHint: number;
   tables: TableFileEntry[];
 }
