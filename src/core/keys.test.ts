@@ -22,7 +22,7 @@ import {
 import type { DataType } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWalError } from '../errors.js';
-import { encodeKey, keyFromHex, keyToHex, makeKeyEncoder } from './keys.js';
+import { encodeKey, keyFromHex, keyString, keyToHex, makeKeyEncoder } from './keys.js';
 import { toBatches, tombstoneBatch } from './rows.js';
 import { makeStoreSchema } from './schema.js';
 
@@ -54,7 +54,7 @@ function expectOrderPreserved<R extends Record<string, unknown>>(
   ss: ReturnType<typeof keyed>,
   natural: (a: R, b: R) => number,
 ): void {
-  const keys = makeKeyEncoder(ss)(toBatches(rows, ss)[0]!);
+  const keys = Array.from(makeKeyEncoder(ss)(toBatches(rows, ss)[0]!), (k) => keyString(k, ss));
   const idx = rows.map((_, i) => i);
   const byKey = [...idx].sort((a, b) => cmp(keys[a]!, keys[b]!));
   const byValue = [...idx].sort((a, b) => natural(rows[a]!, rows[b]!));
@@ -197,7 +197,24 @@ describe('encodeKey', () => {
     const keys = makeKeyEncoder(one)(toBatches([{ id: -5 }, { id: 2n ** 40n }], one)[0]!);
     expect(encodeKey({ id: -5n }, one)).toBe(keys[0]);
     expect(encodeKey({ id: 2 ** 40 }, one)).toBe(keys[1]);
-    expect(keyToHex(keys[0]!)).toBe('7ffffffffffffffb');
+    expect(keyToHex(keyString(keys[0]!, one))).toBe('7ffffffffffffffb');
+  });
+
+  it('single integer keys are numbers when safe and encoded strings beyond 2^53, consistently', () => {
+    const one = keyed([['id', new Int64()]], ['id']);
+    const big = 2n ** 60n;
+    const keys = makeKeyEncoder(one)(toBatches([{ id: 7 }, { id: big }, { id: -big }, { id: -(2 ** 53) + 1 }], one)[0]!);
+    expect(typeof keys[0]).toBe('number');
+    expect(typeof keys[1]).toBe('string');
+    expect(typeof keys[2]).toBe('string');
+    expect(keys[3]).toBe(-(2 ** 53) + 1);
+    expect(encodeKey({ id: big }, one)).toBe(keys[1]);
+    expect(encodeKey({ id: 7n }, one)).toBe(7);
+    // keyString orders both forms together
+    const order = [keys[2]!, keys[3]!, keys[0]!, keys[1]!].map((k) => keyString(k, one));
+    expect([...order].sort()).toEqual(order);
+    const u32 = keyed([['u', new Uint32()]], ['u']);
+    expect(Array.from(makeKeyEncoder(u32)(toBatches([{ u: 4294967295 }], u32)[0]!))).toEqual([4294967295]);
   });
 
   it('writes the documented bytes for a composite (Utf8, Int32) key', () => {
@@ -208,7 +225,7 @@ describe('encodeKey', () => {
       ],
       ['s', 'n'],
     );
-    expect(keyToHex(encodeKey({ s: 'a\0', n: -1 }, s))).toBe('6100ff0001' + '7fffffff');
+    expect(keyToHex(keyString(encodeKey({ s: 'a\0', n: -1 }, s), s))).toBe('6100ff0001' + '7fffffff');
   });
 
   it.each<[string, Record<string, unknown>, string]>([

@@ -8,10 +8,20 @@ import { coerceScalar, expectedFor } from './rows.js';
 import type { StoreSchema } from './schema.js';
 
 /**
- * One encoded key per row of a batch in the store's base or internal schema (key columns at
- * `ss.keyIndices`, no nulls in them, as `toBatches`/`tombstoneBatch` guarantee).
+ * A primary key as memwal indexes it. For a single integer-like key column (Int*, Uint*, Date,
+ * Time, Timestamp, Duration) whose value is a safe integer: that number, so that indexing
+ * needs no per-row string. Otherwise: the order-preserving encoding as a string. Each key value
+ * has exactly one form, so `===` on keys is key equality. {@link keyString} gives the encoding
+ * of either form (for ordering and key bounds).
  */
-export type KeyEncoder = (batch: RecordBatch) => string[];
+export type Key = string | number;
+
+/**
+ * One key per row of a batch in the store's base or internal schema (key columns at
+ * `ss.keyIndices`, no nulls in them, as `toBatches`/`tombstoneBatch` guarantee). A
+ * `Float64Array` when every key of the batch is a number.
+ */
+export type KeyEncoder = (batch: RecordBatch) => ArrayLike<Key>;
 
 /**
  * How one key column is encoded (columns concatenated in `primaryKey` order):
@@ -174,20 +184,36 @@ export function makeKeyEncoder(ss: StoreSchema): KeyEncoder {
   if (ss.keyIndices.length === 0) throw new MemWalError('NotSupported', 'this store has no primary key');
   const kinds = ss.keyIndices.map((i) => kindOf(ss.base.fields[i]!.type));
   const first = kinds[0]!;
-  if (kinds.length === 1 && first.kind === 'int' && first.width === 8) {
+  if (kinds.length === 1 && first.kind === 'int') {
     const col = ss.keyIndices[0]!;
-    const flip = first.signed ? 0x80000000 : 0;
+    if (first.width < 8) {
+      // Int8..32, Uint8..32, Date<Day>, Time32: always safe integers.
+      return (batch) => Float64Array.from(batch.data.children[col]!.values as ArrayLike<number>);
+    }
+    const signed = first.signed;
+    const flip = signed ? 0x80000000 : 0;
     return (batch) => {
       const v = batch.data.children[col]!.values as BigInt64Array;
-      const words = new Uint32Array(v.buffer, v.byteOffset, v.length * 2);
       const n = batch.numRows;
-      const keys = new Array<string>(n);
+      const words = new Uint32Array(v.buffer, v.byteOffset, n * 2);
+      const nums = new Float64Array(n);
+      let mixed: Key[] | undefined;
       for (let r = 0; r < n; r++) {
-        const hi = (words[2 * r + 1]! ^ flip) >>> 0;
+        const hiRaw = words[2 * r + 1]!;
         const lo = words[2 * r]!;
-        keys[r] = String.fromCharCode(hi >>> 24, (hi >>> 16) & 255, (hi >>> 8) & 255, hi & 255, lo >>> 24, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255);
+        const hi = signed ? hiRaw | 0 : hiRaw;
+        // |value| < 2^53 exactly when the high word is within ±2^21.
+        if (hi < 0x200000 && hi >= -0x200000) {
+          const value = hi * 4294967296 + lo;
+          if (mixed) mixed[r] = value;
+          else nums[r] = value;
+        } else {
+          mixed ??= Array.from(nums.subarray(0, r));
+          const h = (hiRaw ^ flip) >>> 0;
+          mixed[r] = String.fromCharCode(h >>> 24, (h >>> 16) & 255, (h >>> 8) & 255, h & 255, lo >>> 24, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255);
+        }
       }
-      return keys;
+      return mixed ?? nums;
     };
   }
   return (batch) => {
@@ -221,7 +247,7 @@ const utf8 = new TextEncoder();
  * primary key; `InvalidArgument` for a missing key column, a value of the wrong kind, or any
  * non-key field. Any runtime.
  */
-export function encodeKey(key: Record<string, unknown>, ss: StoreSchema): string {
+export function encodeKey(key: Record<string, unknown>, ss: StoreSchema): Key {
   if (ss.keyIndices.length === 0) throw new MemWalError('NotSupported', 'this store has no primary key');
   if (typeof key !== 'object' || key === null || Array.isArray(key)) {
     throw new MemWalError('InvalidArgument', 'a key must be an object with the primary key columns');
@@ -240,8 +266,25 @@ export function encodeKey(key: Record<string, unknown>, ss: StoreSchema): string
     if (raw === undefined) {
       throw new MemWalError('InvalidArgument', `key column "${field.name}": expected ${expectedFor(field.type)}, got ${typeof v}`);
     }
-    writeScalar(w, kindOf(field.type), raw);
+    const kind = kindOf(field.type);
+    if (ss.keyIndices.length === 1 && kind.kind === 'int') {
+      const n = Number(raw);
+      if (Number.isSafeInteger(n)) return n; // the number form, as makeKeyEncoder gives it
+    }
+    writeScalar(w, kind, raw);
   }
+  return w.take();
+}
+
+/**
+ * The order-preserving encoding of a key in either form (see {@link Key}): comparing two
+ * results as strings compares the keys. Any runtime.
+ */
+export function keyString(key: Key, ss: StoreSchema): string {
+  if (typeof key === 'string') return key;
+  const w = new KeyWriter(8);
+  const kind = kindOf(ss.base.fields[ss.keyIndices[0]!]!.type);
+  writeScalar(w, kind, kind.kind === 'int' && kind.width === 8 ? BigInt(key) : key);
   return w.take();
 }
 

@@ -2,13 +2,21 @@
 // visible prefix, and a slice-aware byte estimate (SPEC §2, §4.2).
 
 import type { RecordBatch } from 'apache-arrow';
+import { KeyIndex } from './keyindex.js';
+import type { Key } from './keys.js';
 import { estimateBatchBytes } from './size.js';
 
 /**
- * Estimated bytes per indexed row on top of the key string itself: a Map entry (hash slot,
- * key pointer, value) plus the string header. An estimate for V8; documented in docs/impl.md.
+ * Estimated bytes per indexed row with a string key, on top of the key string itself: a Map
+ * entry (hash slot, key pointer, value) plus the string header. An estimate for V8; documented
+ * in docs/impl.md.
  */
 export const KEY_INDEX_ROW_BYTES = 64;
+/**
+ * Estimated bytes per indexed row with a number key: 8 in the batch's key array, and up to 32 in
+ * the index table (12 bytes a slot, at a load factor between 1/4 and 1/2).
+ */
+export const KEY_INDEX_NUMBER_ROW_BYTES = 40;
 
 /**
  * Row ordinals: a row's position across a sequence of batches. Key indexes map keys to
@@ -43,11 +51,15 @@ export class RowOrdinals {
 }
 
 /** Estimated bytes of one batch as a memtable holds it (batch plus its share of the key index). */
-export function estimateInsertBytes(batch: RecordBatch, keys: string[] | undefined): number {
+export function estimateInsertBytes(batch: RecordBatch, keys: ArrayLike<Key> | undefined): number {
   let bytes = estimateBatchBytes(batch);
-  if (keys) {
-    bytes += keys.length * KEY_INDEX_ROW_BYTES;
-    for (const k of keys) bytes += k.length * 2;
+  if (keys instanceof Float64Array) {
+    bytes += keys.length * KEY_INDEX_NUMBER_ROW_BYTES;
+  } else if (keys) {
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      bytes += typeof k === 'number' ? KEY_INDEX_NUMBER_ROW_BYTES : KEY_INDEX_ROW_BYTES + k.length * 2;
+    }
   }
   return bytes;
 }
@@ -58,9 +70,9 @@ export class MemTable {
   readonly generation: number;
   readonly batches: RecordBatch[] = [];
   /** Encoded primary keys per batch (stores with a primary key only). */
-  readonly batchKeys: string[][] = [];
+  readonly batchKeys: ArrayLike<Key>[] = [];
   /** Newest visible row ordinal per key; covers exactly the visible prefix of batches. */
-  readonly keyIndex: Map<string, number> | undefined;
+  readonly keyIndex: KeyIndex | undefined;
   readonly ordinals = new RowOrdinals();
   rows = 0;
   estimatedBytes = 0;
@@ -78,11 +90,11 @@ export class MemTable {
 
   constructor(generation: number, keyed: boolean) {
     this.generation = generation;
-    this.keyIndex = keyed ? new Map() : undefined;
+    this.keyIndex = keyed ? new KeyIndex() : undefined;
   }
 
   /** Append batches (with their keys and estimates); not yet visible. Returns the new batch count. */
-  append(batches: RecordBatch[], keys: string[][] | undefined, bytes: number[]): number {
+  append(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, bytes: number[]): number {
     for (let i = 0; i < batches.length; i++) {
       const b = batches[i]!;
       this.batches.push(b);

@@ -230,7 +230,7 @@ describe('WAL group commit and durability', () => {
 
 describe('freeze and flush', () => {
   it('freezes on bytes, rows and batches, never rejecting a put', async () => {
-    for (const opt of [{ maxMemtableRows: 10 }, { maxMemtableBatches: 3 }, { maxMemtableBytes: 2000 }]) {
+    for (const opt of [{ maxMemtableRows: 10 }, { maxMemtableBatches: 3 }, { maxMemtableBytes: 1000 }]) {
       const w = await open(new MemoryStorage(), opt);
       for (let i = 0; i < 6; i++) await w.put(rows(i * 5, 5));
       const st = await w.memtableStats();

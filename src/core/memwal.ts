@@ -13,7 +13,8 @@ import { crc32c } from '../wal/crc32c.js';
 import { encodeFrame, scanSegment } from '../wal/codec.js';
 import { Backpressure } from './backpressure.js';
 import { MemTable, RowOrdinals, estimateInsertBytes } from './memtable.js';
-import { encodeKey, keyFromHex, keyToHex, makeKeyEncoder, type KeyEncoder } from './keys.js';
+import { encodeKey, keyFromHex, keyString, keyToHex, makeKeyEncoder, type Key, type KeyEncoder } from './keys.js';
+import { KeyIndex } from './keyindex.js';
 import { compactIfSparse, concatRows, projectBatch, rowObject, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
 import {
@@ -80,7 +81,7 @@ interface Segment {
 interface LoadedTable {
   entry: TableFileEntry;
   batches: RecordBatch[];
-  keyIndex: Map<string, number> | undefined;
+  keyIndex: KeyIndex | undefined;
   ordinals: RowOrdinals;
 }
 
@@ -538,7 +539,7 @@ export class MemWal implements MemWalApi {
   }
 
   /** Insert admitted batches: one synchronous step (memtable, WAL entry, freeze trigger). */
-  private insert(batches: RecordBatch[], keys: string[][] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
+  private insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
     const t0 = nowMs();
     let m: MemTable | undefined;
     let end = 0;
@@ -891,14 +892,28 @@ export class MemWal implements MemWalApi {
       return { batches: concatRows(m.batches.map((batch) => ({ batch, rows: 'all' as const })), this.ss.internal), rows };
     }
     const perBatch: number[][] = m.batches.map(() => []);
-    let minKey: string | undefined;
-    let maxKey: string | undefined;
+    // Bounds: numbers compare as numbers, strings as strings; the two are merged at the end.
+    let minNum = Infinity;
+    let maxNum = -Infinity;
+    let minStr: string | undefined;
+    let maxStr: string | undefined;
     for (const [k, loc] of m.keyIndex) {
       const { batch, row } = m.ordinals.locate(loc);
       perBatch[batch]!.push(row);
-      if (minKey === undefined || k < minKey) minKey = k;
-      if (maxKey === undefined || k > maxKey) maxKey = k;
+      if (typeof k === 'number') {
+        if (k < minNum) minNum = k;
+        if (k > maxNum) maxNum = k;
+      } else {
+        if (minStr === undefined || k < minStr) minStr = k;
+        if (maxStr === undefined || k > maxStr) maxStr = k;
+      }
     }
+    const bound = (num: number, str: string | undefined, pick: (a: string, b: string) => string): string | undefined => {
+      const n = Number.isFinite(num) ? keyString(num, this.ss) : undefined;
+      return n === undefined ? str : str === undefined ? n : pick(n, str);
+    };
+    const minKey = bound(minNum, minStr, (a, b) => (a < b ? a : b));
+    const maxKey = bound(maxNum, maxStr, (a, b) => (a > b ? a : b));
     let rows = 0;
     const parts = m.batches.map((batch, i) => {
       const sel = perBatch[i]!.sort((a, b) => a - b);
@@ -1049,6 +1064,7 @@ export class MemWal implements MemWalApi {
     this.requireMemtable('get');
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'get needs a primary key (this store is append-only)');
     const k = encodeKey(key, this.ss);
+    let encoded: string | undefined;
     const view = this.captureView();
     for (const { m, visible } of view.memtables) {
       const loc = m.keyIndex!.get(k);
@@ -1059,7 +1075,10 @@ export class MemWal implements MemWalApi {
       return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
     }
     for (const t of view.tables) {
-      if (t.minKey !== undefined && (k < keyFromHex(t.minKey) || k > keyFromHex(t.maxKey!))) continue;
+      if (t.minKey !== undefined) {
+        const ks = (encoded ??= keyString(k, this.ss));
+        if (ks < keyFromHex(t.minKey) || ks > keyFromHex(t.maxKey!)) continue;
+      }
       const lt = await this.loadTable(t);
       const loc = lt.keyIndex!.get(k);
       if (loc === undefined) continue;
@@ -1090,11 +1109,11 @@ export class MemWal implements MemWalApi {
       }
       const table = tableFromIPC(bytes) as Table;
       const batches = table.batches.map((b) => new RecordBatch(this.ss.internal, b.data));
-      let keyIndex: Map<string, number> | undefined;
+      let keyIndex: KeyIndex | undefined;
       const ordinals = new RowOrdinals();
       for (const b of batches) ordinals.add(b.numRows);
       if (this.keyEncoder) {
-        keyIndex = new Map();
+        keyIndex = new KeyIndex();
         for (let bi = 0; bi < batches.length; bi++) {
           const keys = this.keyEncoder(batches[bi]!);
           const base = ordinals.start(bi);
@@ -1154,10 +1173,10 @@ export class MemWal implements MemWalApi {
       return;
     }
     // Keyed: newest first; a key seen in a newer tier hides older versions; tombstones hide.
-    const seen = new Set<string>();
+    const seen = new Set<Key>();
     const tomb = this.tombstoneIndex();
     const pending: { batch: RecordBatch; rows: number[] }[] = [];
-    const select = (batch: RecordBatch, keys: string[], newest: (r: number) => boolean): number[] => {
+    const select = (batch: RecordBatch, keys: ArrayLike<Key>, newest: (r: number) => boolean): number[] => {
       const t = batch.getChildAt(tomb)!;
       const rows: number[] = [];
       for (let r = keys.length - 1; r >= 0; r--) {
