@@ -1,0 +1,51 @@
+// The bench worker: every in-worker case (raw OPFS, memwal in-process, the peers), exposed to
+// the page through comlink. Data is generated once per size (data.ts) and reused by every engine.
+// Dedicated module worker.
+
+import * as Comlink from 'comlink';
+import { arrowBatches, dropCachedData, payloadPool, rowChunks } from './data.js';
+import { uniqueName } from './measure.js';
+import {
+  destroyStore,
+  memoryClose,
+  memoryIngest,
+  memoryOpen,
+  memoryProbe,
+  memwalArrow,
+  memwalRows,
+  recovery,
+  type IngestResult,
+  type MemoryResult,
+  type RecoveryResult,
+  type StoreShape,
+} from './memwal-cases.js';
+import { closePeers, peerRows, type PeerName } from './peers.js';
+import { rawOpfsWrite } from './raw-opfs.js';
+
+const api = {
+  ping: (): string => 'pong',
+  /** Case 1: MiB/s of one repetition. */
+  rawOpfs: (totalMiB: number): Promise<number> => rawOpfsWrite(totalMiB, uniqueName('raw')),
+  /** Case 2: one repetition of `count` ≈1 MiB batches. */
+  memwalArrow: (count: number, writers: number, shape: StoreShape): Promise<IngestResult> => memwalArrow(arrowBatches(count), writers, shape),
+  /** Case 3 (in-worker): one repetition of `rows` rows. */
+  memwalRows: (rows: number): Promise<IngestResult> => memwalRows(rowChunks(rows)),
+  /** Case 4: rows/s of one repetition of `peer`. */
+  peerRows: (peer: PeerName, rows: number): Promise<number> => peerRows(peer, rowChunks(rows)),
+  /** Case 6, in three phases so the runner can read the heap between them. */
+  memoryOpen: (shape: StoreShape): Promise<void> => (payloadPool(), memoryOpen(shape)),
+  memoryIngest: (totalMiB: number, writers: number): Promise<MemoryResult> => memoryIngest(totalMiB, writers, payloadPool()),
+  memoryProbe,
+  memoryClose,
+  /** Case 7: one repetition. */
+  recovery: (walMiB: number, shape: StoreShape): Promise<RecoveryResult> => recovery(walMiB, payloadPool(), shape),
+  /** Delete a store the page wrote through its client. */
+  destroyStore,
+  /** Drop cached data (between cases, so the heap of later cases is not inflated). */
+  dropData: dropCachedData,
+  closePeers,
+};
+
+export type BenchWorkerApi = typeof api;
+
+Comlink.expose(api);

@@ -1,0 +1,147 @@
+// The benchmark's data: seeded and random (IndexedDB compresses values, so nothing repetitive),
+// identical in the page and the worker and for every engine. Browser (page or worker).
+
+import { Field, Float64, Int64, RecordBatch, Schema, Struct, Utf8, makeData } from 'apache-arrow';
+import { rng as prng } from '../src/testing/rng.js';
+
+/** One row as every engine receives it: `{ id, value, name }`. */
+export type BenchRow = {
+  id: number;
+  value: number;
+  name: string;
+};
+
+/** The store schema of every memwal case; `id` is also the peers' primary key. */
+export const BENCH_SCHEMA = new Schema([
+  new Field('id', new Int64(), false),
+  new Field('value', new Float64(), false),
+  new Field('name', new Utf8(), false),
+]);
+
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+
+/** A random name of 8 to 16 alphanumeric characters. */
+function randomName(rnd: () => number): string {
+  const len = 8 + Math.floor(rnd() * 9);
+  let s = '';
+  for (let i = 0; i < len; i++) s += ALPHABET[Math.floor(rnd() * ALPHABET.length)];
+  return s;
+}
+
+/** Rows `firstId .. firstId + count - 1`, the same for the same seed. */
+function makeRows(count: number, seed = 1, firstId = 0): BenchRow[] {
+  const rnd = prng(seed);
+  const rows = new Array<BenchRow>(count);
+  for (let i = 0; i < count; i++) rows[i] = { id: firstId + i, value: rnd() * 1e6, name: randomName(rnd) };
+  return rows;
+}
+
+/** Rows per Arrow batch: 8 (id) + 8 (value) + 4 (offset) + ~12 (name) bytes ≈ 32 B a row, so ≈ 1 MiB. */
+const ARROW_BATCH_ROWS = 32_768;
+
+const STRUCT = new Struct(BENCH_SCHEMA.fields);
+const ALPHABET_BYTES = new TextEncoder().encode(ALPHABET);
+
+/**
+ * The `value` and `name` columns of one ≈1 MiB batch (random), built straight into buffers.
+ * Ids are added per put with {@link withIds}, so a small pool of payloads serves any volume.
+ */
+export interface BatchPayload {
+  value: Float64Array;
+  offsets: Int32Array;
+  chars: Uint8Array;
+  rows: number;
+}
+
+function makePayload(seed: number, rows = ARROW_BATCH_ROWS): BatchPayload {
+  const rnd = prng(seed);
+  const value = new Float64Array(rows);
+  const offsets = new Int32Array(rows + 1);
+  const chars = new Uint8Array(rows * 16);
+  let at = 0;
+  for (let i = 0; i < rows; i++) {
+    value[i] = rnd() * 1e6;
+    // Names as randomName makes them (8-16 alphanumerics), written as bytes directly.
+    const len = 8 + Math.floor(rnd() * 9);
+    for (let j = 0; j < len; j++) chars[at++] = ALPHABET_BYTES[Math.floor(rnd() * ALPHABET_BYTES.length)]!;
+    offsets[i + 1] = at;
+  }
+  return { value, offsets, chars: chars.slice(0, at), rows };
+}
+
+/** A RecordBatch of `payload` with ids `firstId ..` (a fresh id column; value and name shared). */
+export function withIds(payload: BatchPayload, firstId: number): RecordBatch {
+  const n = payload.rows;
+  const ids = new BigInt64Array(n);
+  for (let i = 0; i < n; i++) ids[i] = BigInt(firstId + i);
+  const children = [
+    makeData({ type: new Int64(), length: n, nullCount: 0, data: ids }),
+    makeData({ type: new Float64(), length: n, nullCount: 0, data: payload.value }),
+    makeData({ type: new Utf8(), length: n, nullCount: 0, valueOffsets: payload.offsets, data: payload.chars }),
+  ];
+  return new RecordBatch(BENCH_SCHEMA, makeData({ type: STRUCT, length: n, nullCount: 0, children }));
+}
+
+/** Bytes of a batch's column buffers (what the caller hands over). */
+export function batchBytes(b: RecordBatch): number {
+  let bytes = 0;
+  for (const c of b.data.children) {
+    for (const buf of [c.values, c.valueOffsets, c.nullBitmap] as (ArrayBufferView | undefined)[]) bytes += buf?.byteLength ?? 0;
+  }
+  return bytes;
+}
+
+/** Distinct random ≈1 MiB payloads; ids are fresh per batch, so any volume can be built. */
+const POOL_SIZE = 32;
+let pool: BatchPayload[] | undefined;
+
+/** This context's payload pool (seeds 1000..), built on first use. */
+export function payloadPool(): BatchPayload[] {
+  return (pool ??= Array.from({ length: POOL_SIZE }, (_, i) => makePayload(1000 + i)));
+}
+
+const batchCache = new Map<number, RecordBatch[]>();
+const chunkCache = new Map<number, BenchRow[][]>();
+
+/** `count` batches of ≈1 MiB with consecutive ids from 0 (cached per count). */
+export function arrowBatches(count: number): RecordBatch[] {
+  let out = batchCache.get(count);
+  if (!out) {
+    out = [];
+    for (let k = 0; k < count; k++) out.push(withIds(payloadPool()[k % POOL_SIZE]!, k * ARROW_BATCH_ROWS));
+    batchCache.set(count, out);
+  }
+  return out;
+}
+
+/** `rows` rows (seed 1) in chunks of 1,000, cached per size: the same data for every engine. */
+export function rowChunks(rows: number): BenchRow[][] {
+  let c = chunkCache.get(rows);
+  if (!c) {
+    const all = makeRows(rows, 1);
+    c = [];
+    for (let i = 0; i < all.length; i += 1000) c.push(all.slice(i, i + 1000));
+    chunkCache.set(rows, c);
+  }
+  return c;
+}
+
+/** Drop the cached batches and rows (between cases, so later heap readings are not inflated). */
+export function dropCachedData(): void {
+  batchCache.clear();
+  chunkCache.clear();
+}
+
+/** Random bytes (xorshift32), incompressible. */
+export function randomBytes(n: number, seed = 7): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(n);
+  const words = new Uint32Array(out.buffer, 0, n >>> 2);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < words.length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    words[i] = x >>> 0;
+  }
+  return out;
+}

@@ -1,0 +1,519 @@
+// `npm run bench`: builds the bench page (bench/vite.config.ts), serves it with `vite preview` on
+// 127.0.0.1, runs every case of issue 5 in one headless Chromium session on a persistent on-disk
+// profile, prints the table and the ratios, and writes bench/results/latest.json. Node.
+//
+// Environment: BENCH_QUICK=1 (small sizes, 3 reps, for trying things), BENCH_REPS=n,
+// BENCH_FULL=1 (also IndexedDB and Dexie on the 1M-row set, a few minutes more),
+// BENCH_CASES=raw,arrow,rows100k,rows1m,stats,memory,recovery (a subset, in this order),
+// BENCH_ENGINES=memwal,idb,... (only these engines in the row and Arrow cases),
+// BENCH_PROFILE=<case> (CPU profile of the bench worker, or of the host worker and the page for
+// "stats", written to bench/results/profile-<case>-<thread>.cpuprofile.json, with a self/total-time
+// and hot-line summary printed), CHROMIUM_PATH.
+
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, release, tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { build, preview } from 'vite';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const configFile = join(here, 'vite.config.ts');
+const resultsDir = join(here, 'results');
+const MiB = 1024 * 1024;
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 3 : 5));
+const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'memory', 'recovery'];
+const CASES = (process.env.BENCH_CASES ?? ALL_CASES.join(',')).split(',').map((s) => s.trim());
+const PROFILE = process.env.BENCH_PROFILE;
+/** BENCH_ENGINES=memwal,sqlite_sahpool,...: only these engines in the row and Arrow cases. */
+const ENGINES = process.env.BENCH_ENGINES?.split(',').map((s) => s.trim());
+const wanted = (engine) => !ENGINES || ENGINES.includes(engine);
+for (const c of [...CASES, ...(PROFILE ? [PROFILE] : [])]) {
+  if (!ALL_CASES.includes(c)) throw new Error(`unknown case "${c}" (cases: ${ALL_CASES.join(', ')})`);
+}
+
+/** Sizes. Default: what issue 5 asks for; quick: enough to see that everything runs. */
+const SIZE = QUICK
+  ? { ingestMiB: 32, smallRows: 10_000, bigRows: 100_000, memoryMiB: 256, memoryReps: 1, walMiB: 16 }
+  : { ingestMiB: 128, smallRows: 100_000, bigRows: 1_000_000, memoryMiB: 1024, memoryReps: 2, walMiB: 64 };
+
+const PEERS = ['idb', 'dexie', 'sqlite_sahpool', 'pglite_opfs_ahp'];
+/**
+ * Repetitions per engine on the big row set, where the peers are slow: one pass of SQLite and
+ * PGlite (20-40 s each here); IndexedDB and Dexie (1-3 min a pass) only with BENCH_FULL=1.
+ * Their rows/s at 100k (five reps each) is what the ratios use.
+ */
+const FULL = process.env.BENCH_FULL === '1';
+const BIG_ROWS_REPS = { sqlite_sahpool: 1, pglite_opfs_ahp: 1, idb: FULL ? 1 : 0, dexie: FULL ? 1 : 0 };
+
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+// ------------------------------------------------------------------------------------------------
+// statistics
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+};
+const summarize = (samples, unit) => ({ median: median(samples), min: Math.min(...samples), max: Math.max(...samples), unit, reps: samples.length });
+
+/** `{ case: { engine: { median, min, max, unit, reps } } }` */
+const cases = {};
+const details = {};
+function record(caseName, engine, samples, unit) {
+  (cases[caseName] ??= {})[engine] = summarize(samples, unit);
+}
+const log = (...a) => console.log(`[bench ${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s]`, ...a);
+const started = performance.now();
+
+// ------------------------------------------------------------------------------------------------
+// the bench worker over CDP (heap and CPU profiles): Playwright has no CDP session for workers,
+// so attach to it through the page's session (non-flat protocol messages).
+
+class WorkerCdp {
+  static async attach(context, page, urlPart) {
+    const cdp = await context.newCDPSession(page);
+    const { targetInfos } = await cdp.send('Target.getTargets');
+    const target = targetInfos.find((t) => t.type === 'worker' && t.url.includes(urlPart));
+    if (!target) throw new Error(`no worker target matching ${urlPart}`);
+    const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: target.targetId, flatten: false });
+    return new WorkerCdp(cdp, sessionId);
+  }
+
+  constructor(cdp, sessionId) {
+    this.cdp = cdp;
+    this.sessionId = sessionId;
+    this.nextId = 1;
+    this.pending = new Map();
+    cdp.on('Target.receivedMessageFromTarget', (ev) => {
+      if (ev.sessionId !== this.sessionId) return;
+      const msg = JSON.parse(ev.message);
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
+      else p.resolve(msg.result);
+    });
+  }
+
+  /** One protocol call; rejects after `timeoutMs` rather than hang the run. */
+  send(method, params = {}, timeoutMs = 60_000) {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`${method}: no answer from the worker within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const settle = (fn) => (v) => {
+        clearTimeout(timer);
+        fn(v);
+      };
+      this.pending.set(id, { resolve: settle(resolve), reject: settle(reject), method });
+      this.cdp
+        .send('Target.sendMessageToTarget', { sessionId: this.sessionId, message: JSON.stringify({ id, method, params }) })
+        .catch(settle(reject));
+    });
+  }
+
+  /** JS heap plus ArrayBuffer backing stores, bytes; after a full GC when `gc`. */
+  async heapBytes(gc, timeoutMs) {
+    if (gc) await this.send('HeapProfiler.collectGarbage', {}, timeoutMs);
+    const u = await this.send('Runtime.getHeapUsage', {}, timeoutMs);
+    return u.usedSize + (u.backingStorageSize ?? 0);
+  }
+}
+
+/** Self and total time per function of a V8 CPU profile, heaviest first. */
+function summarizeProfile(profile, top = 30) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const dt = new Map();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const id = profile.samples[i];
+    dt.set(id, (dt.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+  }
+  const keyOf = (n) => {
+    const f = n.callFrame;
+    return `${f.functionName || '(anonymous)'} ${f.url ? `${basename(f.url)}:${f.lineNumber + 1}` : ''}`.trim();
+  };
+  const self = new Map();
+  const total = new Map();
+  let all = 0;
+  for (const [id, ms] of dt) {
+    all += ms;
+    const n = byId.get(id);
+    self.set(keyOf(n), (self.get(keyOf(n)) ?? 0) + ms);
+    const seen = new Set();
+    for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
+      const k = keyOf(byId.get(cur));
+      if (seen.has(k)) continue;
+      seen.add(k);
+      total.set(k, (total.get(k) ?? 0) + ms);
+    }
+  }
+  const fmt = (m) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, ms]) => `${((100 * ms) / all).toFixed(1).padStart(5)}%  ${ms.toFixed(0).padStart(7)} ms  ${k}`)
+      .join('\n');
+  // Hot lines (the bench build is not minified, so a line of the bundle is a line of source).
+  const interval = all / Math.max(1, profile.samples.length);
+  const lines = new Map();
+  for (const n of profile.nodes) {
+    for (const t of n.positionTicks ?? []) {
+      const k = `${basename(n.callFrame.url)}:${t.line}`;
+      lines.set(k, (lines.get(k) ?? 0) + t.ticks * interval);
+    }
+  }
+  const source = (k) => {
+    const [file, line] = k.split(':');
+    try {
+      return readFileSync(join(here, 'dist', 'assets', file), 'utf8').split('\n')[Number(line) - 1]?.trim().slice(0, 110) ?? '';
+    } catch {
+      return '';
+    }
+  };
+  const hot = [...lines]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 15)
+    .map(([k, ms]) => `${((100 * ms) / all).toFixed(1).padStart(5)}%  ${k}  ${source(k)}`)
+    .join('\n');
+  return `sampled ${all.toFixed(0)} ms\n\n-- self time --\n${fmt(self)}\n\n-- total time (inclusive) --\n${fmt(total)}\n\n-- hot lines --\n${hot}\n`;
+}
+
+// ------------------------------------------------------------------------------------------------
+// the run
+
+async function main() {
+  mkdirSync(resultsDir, { recursive: true });
+  log(`building the bench page (${QUICK ? 'quick' : 'full'} run, ${REPS} reps)`);
+  await build({ configFile, logLevel: 'error' });
+  const server = await preview({ configFile, logLevel: 'error', preview: { host: '127.0.0.1', port: 4179, strictPort: false } });
+  const url = server.resolvedUrls?.local[0];
+  if (!url) throw new Error('vite preview did not report a URL');
+  const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  if (!existsSync(executablePath)) throw new Error(`no Chromium at ${executablePath} (set CHROMIUM_PATH)`);
+  const profileDir = mkdtempSync(join(tmpdir(), 'memwal-bench-profile-'));
+  const context = await chromium.launchPersistentContext(profileDir, { executablePath, headless: true, args: CHROMIUM_ARGS });
+  const cleanup = async () => {
+    await context.close().catch(() => undefined);
+    await server.close().catch(() => undefined);
+    rmSync(profileDir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (e) => log('page error:', e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') log(`console.${m.type()}:`, m.text());
+    });
+    await page.goto(url);
+    await page.waitForFunction(() => globalThis.bench !== undefined);
+    await page.evaluate(() => globalThis.bench.api.ping());
+    const userAgent = await page.evaluate(() => navigator.userAgent);
+    const version = context.browser()?.version() ?? userAgent.match(/Chrome\/([\d.]+)/)?.[1] ?? 'unknown';
+    log(`Chromium ${version} at ${url}`);
+    const cdp0 = await WorkerCdp.attach(context, page, 'bench.worker');
+    // The client cases run memwal in the host worker; profile that one for them.
+    const hostCdp = PROFILE === 'stats' ? await WorkerCdp.attach(context, page, 'host.worker') : undefined;
+    const call = (fn, ...args) => page.evaluate(fn, args);
+
+    // For "stats", the page's main thread is profiled too (it encodes the puts and times the calls).
+    const pageCdp = PROFILE === 'stats' ? await context.newCDPSession(page) : undefined;
+    const profiled = async (name, work) => {
+      if (PROFILE !== name) return work();
+      const targets = [[hostCdp ? 'host-worker' : 'bench-worker', hostCdp ?? cdp0], ...(pageCdp ? [['page', pageCdp]] : [])];
+      for (const [, t] of targets) {
+        await t.send('Profiler.enable');
+        await t.send('Profiler.setSamplingInterval', { interval: 200 });
+        await t.send('Profiler.start');
+      }
+      try {
+        return await work();
+      } finally {
+        for (const [who, t] of targets) {
+          const { profile } = await t.send('Profiler.stop');
+          // *.json: git-ignored; DevTools' Performance panel loads it as a .cpuprofile.
+          const file = join(resultsDir, `profile-${name}-${who}.cpuprofile.json`);
+          writeFileSync(file, JSON.stringify(profile));
+          log(`CPU profile of the ${who} written to ${file}\n${summarizeProfile(profile)}`);
+        }
+      }
+    };
+
+    const out = join(resultsDir, 'latest.json');
+    const write = (complete) => {
+      const result = {
+        date: new Date().toISOString(),
+        userAgent,
+        machine: { cores: cpus().length, cpu: cpus()[0]?.model, kernel: release(), os: osName(), chromium: version },
+        config: { quick: QUICK, full: FULL, reps: REPS, sizes: SIZE, cases: CASES, engines: ENGINES ?? 'all', complete },
+        cases,
+        ratios: computeRatios(),
+        failures: Object.fromEntries(failed),
+        details,
+        elapsedSeconds: Math.round((performance.now() - started) / 1000),
+      };
+      writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+      return result;
+    };
+    for (const c of CASES) {
+      const t = performance.now();
+      await profiled(c, () => CASE_RUNNERS[c](call, cdp0));
+      await call(() => Promise.all([globalThis.bench.api.dropData(), globalThis.bench.dropData()]));
+      (details.caseSeconds ??= {})[c] = Math.round((performance.now() - t) / 1000);
+      write(false); // partial results survive an interrupted run
+    }
+    await call(() => globalThis.bench.api.closePeers());
+
+    const result = write(true);
+    printTable();
+    printRatios(result.ratios);
+    log(`wrote ${out}`);
+    if (failed.size > 0) {
+      log(`${failed.size} engine(s) failed: ${[...failed.keys()].join(', ')}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+function osName() {
+  try {
+    return readFileSync('/etc/os-release', 'utf8').match(/^PRETTY_NAME="?([^"\n]*)/m)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Run `rep(i)` once untimed (warm-up: JIT, wasm, caches) and `reps` times; collect the results. */
+async function repeat(label, reps, rep, warmup = true) {
+  if (warmup) await rep(-1);
+  const out = [];
+  for (let i = 0; i < reps; i++) out.push(await rep(i));
+  log(`${label}: done`);
+  return out;
+}
+
+const CASE_RUNNERS = {
+  /** Case 1: raw OPFS sync handle, 1 MiB chunks, flush per chunk. */
+  async raw(call) {
+    const mibps = await repeat('raw OPFS', REPS, () => call(([m]) => globalThis.bench.api.rawOpfs(m), SIZE.ingestMiB));
+    record('ingest_mibps', 'raw_opfs', mibps, 'MiB/s');
+  },
+
+  /** Case 2: Arrow ingest, 1 and 8 writers, append-only and keyed; engines interleaved per rep. */
+  async arrow(call) {
+    // Keyed stores ingest several times slower (the key index): a quarter of the volume keeps
+    // the run short; with ~3.5x estimated bytes per input byte it still overruns the budget.
+    const variants = [
+      ['memwal_1w', 1, false, SIZE.ingestMiB],
+      ['memwal_8w', 8, false, SIZE.ingestMiB],
+      ['memwal_pk_1w', 1, true, SIZE.ingestMiB / 4],
+      ['memwal_pk_8w', 8, true, SIZE.ingestMiB / 4],
+    ].filter(([name]) => wanted(name));
+    const run = ([, writers, keyed], n) => call(([c, w, k]) => globalThis.bench.api.memwalArrow(c, w, { keyed: k }), n, writers, keyed);
+    for (const v of variants) await run(v, 8); // warm-up
+    const res = Object.fromEntries(variants.map(([name]) => [name, []]));
+    for (let i = 0; i < REPS; i++) for (const v of variants) res[v[0]].push(await run(v, v[3]));
+    details.arrow_mib_per_rep = Object.fromEntries(variants.map((v) => [v[0], v[3]]));
+    for (const [name, rs] of Object.entries(res)) {
+      record('ingest_mibps', name, rs.map((r) => r.bytes / MiB / (r.ackMs / 1000)), 'MiB/s');
+      record('ingest_mibps_drained', name, rs.map((r) => r.bytes / MiB / (r.drainedMs / 1000)), 'MiB/s');
+      record('arrow_rows_per_s', name, rs.map((r) => r.rows / (r.ackMs / 1000)), 'rows/s');
+      details[`arrow_${name}`] = { flushes: rs.map((r) => r.flushes), backpressureWaits: rs.map((r) => r.backpressureWaits) };
+    }
+    log('Arrow ingest: done');
+  },
+
+  rows100k: (call) => rowsCase(call, SIZE.smallRows, `rows_${label(SIZE.smallRows)}`, {}),
+  rows1m: (call) => rowsCase(call, SIZE.bigRows, `rows_${label(SIZE.bigRows)}`, BIG_ROWS_REPS),
+
+  /** Case 5: stats latency from the main thread while 8 writers put ≈1 MiB batches through the client. */
+  async stats(call) {
+    const reps = await guarded('stats', () =>
+      repeat('stats under load', REPS, () => call(([c]) => globalThis.bench.statsUnderLoad(c, 8), SIZE.ingestMiB)),
+    );
+    if (!reps) return;
+    for (const k of ['memtableStats', 'backpressureStats', 'metrics']) {
+      record('stats_p50_ms', k, reps.map((r) => percentile(r.latencies[k], 50)), 'ms');
+      record('stats_p99_ms', k, reps.map((r) => percentile(r.latencies[k], 99)), 'ms');
+      record('stats_max_ms', k, reps.map((r) => Math.max(...r.latencies[k])), 'ms');
+    }
+    record('ingest_mibps', 'memwal_client_8w', reps.map((r) => r.bytes / MiB / (r.ms / 1000)), 'MiB/s');
+    details.stats_pooled = Object.fromEntries(
+      ['memtableStats', 'backpressureStats', 'metrics'].map((k) => {
+        const all = reps.flatMap((r) => r.latencies[k]);
+        return [k, { samples: all.length, p50: percentile(all, 50), p99: percentile(all, 99), max: Math.max(...all) }];
+      }),
+    );
+  },
+
+  /** Case 6: ≥ 1 GiB through a 64 MiB budget (append-only store, 8 writers); heap read over CDP. */
+  async memory(call, cdp) {
+    const res = [];
+    for (let i = 0; i < SIZE.memoryReps; i++) {
+      await call(() => globalThis.bench.api.memoryOpen({ keyed: false }));
+      const before = await cdp.heapBytes(true);
+      let peakHeap = before;
+      let sampling = true;
+      const sampler = (async () => {
+        for (let n = 1; sampling; n++) {
+          peakHeap = Math.max(peakHeap, await cdp.heapBytes(false, 5000).catch(() => peakHeap));
+          await new Promise((r) => setTimeout(r, 100));
+          if (n % 300 === 0) log('memory: still running', JSON.stringify(await call(() => globalThis.bench.api.memoryProbe())));
+        }
+      })();
+      const r = await call(([m]) => globalThis.bench.api.memoryIngest(m, 8), SIZE.memoryMiB);
+      sampling = false;
+      await sampler;
+      const after = await cdp.heapBytes(true);
+      await call(() => globalThis.bench.api.memoryClose());
+      const closed = await cdp.heapBytes(true);
+      res.push({ ...r, heapBefore: before, heapPeak: peakHeap, heapAfter: after, heapClosed: closed });
+      log(`memory rep ${i + 1}: ${(r.ingestedBytes / MiB).toFixed(0)} MiB in ${(r.ms / 1000).toFixed(1)} s, peak unflushed ${(r.peakUnflushedBytes / MiB).toFixed(1)} MiB`);
+    }
+    const m = (f) => res.map((r) => f(r) / MiB);
+    record('memory_mib', 'budget', m((r) => r.budgetBytes), 'MiB');
+    record('memory_mib', 'budget_plus_one_put', m((r) => r.budgetBytes + r.onePutBytes), 'MiB');
+    record('memory_mib', 'peak_unflushed', m((r) => r.peakUnflushedBytes), 'MiB');
+    record('memory_mib', 'heap_peak_growth', m((r) => r.heapPeak - r.heapBefore), 'MiB');
+    record('memory_mib', 'heap_growth_after_gc', m((r) => r.heapAfter - r.heapBefore), 'MiB');
+    record('memory_mib', 'heap_growth_after_close', m((r) => r.heapClosed - r.heapBefore), 'MiB');
+    record('memory_mib', 'ingested', m((r) => r.ingestedBytes), 'MiB');
+    record('memory_ingest_mibps', 'memwal_8w', res.map((r) => r.ingestedBytes / MiB / (r.ms / 1000)), 'MiB/s');
+    details.memory = res.map(({ samples, backpressureWaits, flushes }) => ({ samples, backpressureWaits, flushes }));
+  },
+
+  /** Case 7: crash with 64 MiB of unflushed WAL, then time the reopen (append-only and keyed). */
+  async recovery(call) {
+    for (const [suffix, keyed] of [['', false], ['_pk', true]]) {
+      const res = await repeat(`recovery${suffix}`, REPS, () =>
+        call(([m, k]) => globalThis.bench.api.recovery(m, { keyed: k }), SIZE.walMiB, keyed),
+      );
+      const c = `recovery${suffix}`;
+      record(c, 'open_ms', res.map((r) => r.openMs), 'ms');
+      record(c, 'replay_ms', res.map((r) => r.replayTimeMs), 'ms');
+      record(c, 'replay_mibps', res.map((r) => r.walBytes / MiB / (r.openMs / 1000)), 'MiB/s');
+      record(c, 'wal_mib', res.map((r) => r.walBytes / MiB), 'MiB');
+      details[c] = res.map(({ replayedRows, unflushedBeforeCrash }) => ({ replayedRows, unflushedBeforeCrash }));
+    }
+  },
+};
+
+const label = (n) => (n >= 1e6 ? `${n / 1e6}m` : `${n / 1e3}k`);
+
+/** Cases 3 and 4 on `rows` rows: memwal in the worker and through the client, then each peer. */
+async function rowsCase(call, rows, name, repsOf) {
+  const runner = (engine) => (n) =>
+    engine === 'memwal'
+      ? call(([r]) => globalThis.bench.api.memwalRows(r), n)
+      : engine === 'memwal_client'
+        ? call(([r]) => globalThis.bench.clientRows(r), n)
+        : call(([q, r]) => globalThis.bench.api.peerRows(q, r), engine, n);
+  const engines = ['memwal', 'memwal_client', ...PEERS]
+    .filter((e) => wanted(e) && (repsOf[e] ?? REPS) > 0)
+    .map((e) => [e, () => runner(e)(rows)]);
+  // Warm-up with a small set (JIT, wasm compile, PGlite start-up), then interleave engines per rep.
+  const warm = Math.min(rows, 10_000);
+  for (const [e] of engines) await guarded(`${name}/${e}`, () => runner(e)(warm));
+  const samples = Object.fromEntries(engines.map(([e]) => [e, []]));
+  const drained = { memwal: [], memwal_client: [] };
+  for (let i = 0; i < REPS; i++) {
+    for (const [engine, run] of engines) {
+      if (i >= (repsOf[engine] ?? REPS)) continue;
+      if (failed.has(`${name}/${engine}`)) continue;
+      const r = await guarded(`${name}/${engine}`, run);
+      if (r === undefined) continue;
+      if (typeof r === 'number') samples[engine].push(r);
+      else {
+        samples[engine].push(r.rows / (r.ackMs / 1000));
+        drained[engine].push(r.rows / (r.drainedMs / 1000));
+      }
+    }
+    log(`${name} rep ${i + 1}/${REPS}: ${engines.map(([e]) => `${e} ${fmtNum(samples[e].at(-1))}`).join(', ')}`);
+  }
+  for (const [e, s] of Object.entries(samples)) if (s.length) record(name, e, s, 'rows/s');
+  for (const [e, s] of Object.entries(drained)) if (s.length) record(`${name}_drained`, e, s, 'rows/s');
+}
+
+/** Engines that failed (`case/engine`): reported in latest.json and skipped for the rest of the run. */
+const failed = new Map();
+
+/** `run()`, or undefined after logging and remembering its failure under `key`. */
+async function guarded(key, run) {
+  if (failed.has(key)) return undefined;
+  try {
+    return await run();
+  } catch (e) {
+    const msg = String(e?.message ?? e).split('\n')[0];
+    failed.set(key, msg);
+    log(`FAILED ${key}: ${msg}`);
+    return undefined;
+  }
+}
+
+function computeRatios() {
+  const r = {};
+  const get = (c, e) => cases[c]?.[e]?.median;
+  const small = `rows_${label(SIZE.smallRows)}`;
+  const big = `rows_${label(SIZE.bigRows)}`;
+  for (const p of PEERS) {
+    if (get(small, 'memwal') && get(small, p)) r[`rows_vs_${p}`] = get(small, 'memwal') / get(small, p);
+    if (get(big, 'memwal') && get(big, p)) r[`rows_${label(SIZE.bigRows)}_vs_${p}`] = get(big, 'memwal') / get(big, p);
+  }
+  const peerMedians = PEERS.map((p) => get(small, p)).filter(Boolean);
+  if (get(small, 'memwal') && peerMedians.length) r.rows_vs_fastest_peer = get(small, 'memwal') / Math.max(...peerMedians);
+  const raw = get('ingest_mibps', 'raw_opfs');
+  if (raw) {
+    if (get('ingest_mibps', 'memwal_1w')) r.bytes_vs_raw_opfs = get('ingest_mibps', 'memwal_1w') / raw;
+    for (const e of ['memwal_8w', 'memwal_pk_1w', 'memwal_pk_8w', 'memwal_client_8w']) {
+      if (get('ingest_mibps', e)) r[`bytes_${e.replace('memwal_', '')}_vs_raw_opfs`] = get('ingest_mibps', e) / raw;
+    }
+  }
+  return r;
+}
+
+function fmtNum(x) {
+  if (x === undefined || Number.isNaN(x)) return '-';
+  if (Math.abs(x) >= 100_000) return `${(x / 1000).toFixed(0)}k`;
+  if (Math.abs(x) >= 10_000) return `${(x / 1000).toFixed(1)}k`;
+  if (Math.abs(x) >= 100) return x.toFixed(0);
+  if (Math.abs(x) >= 10) return x.toFixed(1);
+  return x.toFixed(2);
+}
+
+function printTable() {
+  console.log('\n| case | engine | median | min | max | unit | reps |\n|---|---|---:|---:|---:|---|---:|');
+  for (const [c, engines] of Object.entries(cases)) {
+    for (const [e, s] of Object.entries(engines)) {
+      console.log(`| ${c} | ${e} | ${fmtNum(s.median)} | ${fmtNum(s.min)} | ${fmtNum(s.max)} | ${s.unit} | ${s.reps} |`);
+    }
+  }
+}
+
+function printRatios(ratios) {
+  console.log('\n| ratio | value |\n|---|---:|');
+  for (const [k, v] of Object.entries(ratios)) console.log(`| ${k} | ${v.toFixed(2)} |`);
+  console.log('');
+}
+
+await main();

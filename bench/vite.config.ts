@@ -1,0 +1,29 @@
+// Vite config of the benchmark page (bench/index.html): memwal straight from ../src, the peers
+// from node_modules. `npm run bench` builds it and serves the build with `vite preview`.
+
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vite';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+
+export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  base: './',
+  // Deps used only inside workers are otherwise found late (Vite reloads the page mid-run);
+  // sqlite-wasm and PGlite locate their .wasm through import.meta.url and must not be prebundled.
+  optimizeDeps: {
+    include: ['apache-arrow', 'idb', 'comlink', 'dexie'],
+    exclude: ['@sqlite.org/sqlite-wasm', '@electric-sql/pglite'],
+  },
+  worker: { format: 'es' },
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    target: 'es2022',
+    // Readable function names in CPU profiles (BENCH_PROFILE); V8 runs it as fast either way.
+    minify: false,
+    chunkSizeWarningLimit: 4096,
+  },
+  server: { fs: { allow: [repoRoot] } },
+  logLevel: 'warn',
+});
