@@ -536,6 +536,7 @@ export class MemWal implements MemWalApi {
   private onBlocked(): void {
     if (this.o.enableMemtable) {
       if (!this.hasUncommittedFrozen() && this.active.rows > 0) this.freeze();
+      this.kickFlush(); // a no-op while the flush loop runs
     } else {
       this.closeOpenEntry();
       this.kickWal();

@@ -44,21 +44,31 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number): numbe
 }
 
 /**
+ * One channel for every yield, held for the life of the module: a MessageChannel that only a
+ * pending promise refers to can be garbage-collected with its message undelivered, and the
+ * yield would never resume (seen as a stalled flush under memory pressure).
+ */
+let yieldChannel: MessageChannel | undefined;
+const yieldWaiters: (() => void)[] = [];
+
+/**
  * Give the event loop a turn (so stats and messages are served between chunks of long work).
  * Uses a MessageChannel where available (no 4 ms timer clamping), else setTimeout(0).
  */
 export function yieldToEventLoop(): Promise<void> {
-  if (typeof MessageChannel === 'function') {
-    return new Promise<void>((resolve) => {
-      const ch = new MessageChannel();
-      ch.port1.onmessage = () => {
-        ch.port1.close();
-        resolve();
-      };
-      ch.port2.postMessage(null);
-    });
+  if (typeof MessageChannel !== 'function') return new Promise<void>((resolve) => setTimeout(resolve, 0));
+  if (!yieldChannel) {
+    yieldChannel = new MessageChannel();
+    yieldChannel.port1.onmessage = () => yieldWaiters.shift()?.();
+    // Node: an idle channel must not keep the process alive.
+    (yieldChannel.port1 as { unref?: () => void }).unref?.();
+    (yieldChannel.port2 as { unref?: () => void }).unref?.();
   }
-  return new Promise<void>((resolve) => setTimeout(resolve, 0));
+  const channel = yieldChannel;
+  return new Promise<void>((resolve) => {
+    yieldWaiters.push(resolve);
+    channel.port2.postMessage(null);
+  });
 }
 
 /** The bytes of `parts` in one new array (the single part itself when there is one). */
