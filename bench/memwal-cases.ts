@@ -173,7 +173,14 @@ export async function memoryProbe(): Promise<unknown> {
   const m = memoryDb;
   if (!m) return undefined;
   const [memtable, backpressure, write] = await Promise.all([m.db.memtableStats(), m.db.backpressureStats(), m.db.writeStats()]);
-  return { memtable, backpressure, write: { putCount: write.putCount, flushCount: write.flushCount, flushFailureCount: write.flushFailureCount } };
+  const internals = m.db as unknown as { flushing: boolean; flushStage: string; appending: boolean; frozen: { generation: number; state: string; durableBatches: number; batches: unknown[]; flushAttempts: number }[] };
+  const engine = {
+    flushing: internals.flushing,
+    flushStage: internals.flushStage,
+    appending: internals.appending,
+    frozen: internals.frozen.map((f) => `${f.generation}:${f.state}:${f.durableBatches}/${f.batches.length}:${f.flushAttempts}`).join(' '),
+  };
+  return { memtable, backpressure, write: { putCount: write.putCount, flushCount: write.flushCount, flushFailureCount: write.flushFailureCount }, engine };
 }
 
 export async function memoryClose(): Promise<void> {

@@ -145,6 +145,8 @@ export class MemWal implements MemWalApi {
   private tables: TableFileEntry[] = [];
   private readonly tableCache = new Map<string, Promise<LoadedTable>>();
   private flushing = false;
+  /** What the flush loop is doing (for diagnosing a slow or stuck flush). */
+  private flushStage = 'idle';
   private closeFlushError: MemWalError | undefined;
 
   // WAL
@@ -518,7 +520,7 @@ export class MemWal implements MemWalApi {
     await this.bp.admit(tryAdmit, {
       terminal: () => this.terminalForAdmission(),
       onBlocked: () => this.onBlocked(),
-      describe: () => `unflushed ${this.unflushedBytes()} of ${this.o.maxUnflushedMemtableBytes} bytes`,
+      describe: () => `unflushed ${this.unflushedBytes()} of ${this.o.maxUnflushedMemtableBytes} bytes; flush: ${this.flushStage}`,
       signal,
       timeoutMs: this.o.backpressureTimeoutMs,
       logIntervalMs: this.o.backpressureLogIntervalMs,
@@ -817,16 +819,22 @@ export class MemWal implements MemWalApi {
   private async flushOnce(m: MemTable): Promise<boolean> {
     const handle = this.handle!;
     m.flushAttempts += 1;
+    const stage = (s: string): void => {
+      this.flushStage = `generation ${m.generation} attempt ${m.flushAttempts}: ${s}`;
+    };
     const name = `${m.generation}-${this.epoch}-${m.flushAttempts}.arrow`;
     const start = nowMs();
     let written = false;
     try {
+      stage('selecting rows');
       const { batches, rows, minKey, maxKey } = this.flushContent(m);
       await yieldToEventLoop();
+      stage('encoding');
       const bytes = tableToIPC(new Table(this.ss.internal, batches), 'file');
       await yieldToEventLoop();
       const crc = { value: 0 };
       written = true;
+      stage('writing the table file');
       await handle.tableWrite(name, chunked(bytes, crc));
       const checksum = crc.value.toString(16).padStart(8, '0');
       const entry: TableFileEntry = { generation: m.generation, name, bytes: bytes.length, rows, checksum };
@@ -834,6 +842,7 @@ export class MemWal implements MemWalApi {
         entry.minKey = keyToHex(minKey);
         entry.maxKey = keyToHex(maxKey);
       }
+      stage('committing the manifest');
       const next = await this.commit((cur) => ({
         ...cur,
         tables: [...cur.tables, entry],
@@ -841,6 +850,7 @@ export class MemWal implements MemWalApi {
         replayCursor: m.lastPosition,
       }));
       this.publishFlush(m, next, entry, start);
+      this.flushStage = 'idle';
       return true;
     } catch (raw) {
       const err = toMemWalError(raw, `flush of generation ${m.generation}`);
