@@ -51,21 +51,29 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number): numbe
 let yieldChannel: MessageChannel | undefined;
 const yieldWaiters: (() => void)[] = [];
 
+/** Node's MessagePort can keep the process alive (`ref`) or not (`unref`); browsers have neither. */
+type Refable = { ref?: () => void; unref?: () => void };
+
 /**
  * Give the event loop a turn (so stats and messages are served between chunks of long work).
- * Uses a MessageChannel where available (no 4 ms timer clamping), else setTimeout(0).
+ * Uses a MessageChannel where available (no 4 ms timer clamping), else setTimeout(0). In Node the
+ * channel keeps the process alive only while a yield is pending.
  */
 export function yieldToEventLoop(): Promise<void> {
   if (typeof MessageChannel !== 'function') return new Promise<void>((resolve) => setTimeout(resolve, 0));
   if (!yieldChannel) {
     yieldChannel = new MessageChannel();
-    yieldChannel.port1.onmessage = () => yieldWaiters.shift()?.();
-    // Node: an idle channel must not keep the process alive.
-    (yieldChannel.port1 as { unref?: () => void }).unref?.();
-    (yieldChannel.port2 as { unref?: () => void }).unref?.();
+    const port = yieldChannel.port1 as MessagePort & Refable;
+    port.onmessage = () => {
+      const resume = yieldWaiters.shift();
+      if (yieldWaiters.length === 0) port.unref?.();
+      resume?.();
+    };
+    port.unref?.();
   }
   const channel = yieldChannel;
   return new Promise<void>((resolve) => {
+    if (yieldWaiters.length === 0) (channel.port1 as MessagePort & Refable).ref?.();
     yieldWaiters.push(resolve);
     channel.port2.postMessage(null);
   });
