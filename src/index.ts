@@ -23,7 +23,7 @@ export type {
   WalEntry,
   WriterState,
 } from './core/stats.js';
-export type { MemWalOptions, RetryOptions, WalRetryOptions, Logger, StorageOption } from './options.js';
+export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, Logger, StorageOption } from './options.js';
 export {
   DEFAULT_MAX_WAL_BUFFER_BYTES,
   DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS,

@@ -13,6 +13,16 @@ export interface RetryOptions {
   maxMs?: number;
 }
 
+/** Flush retry: as RetryOptions, plus when a hung attempt is given up. */
+export interface FlushRetryOptions extends RetryOptions {
+  /**
+   * A flush attempt whose table-file write has not finished after this long counts as failed
+   * (its file is abandoned and swept later) and is retried under a new name. Default 60 s:
+   * far above a healthy write, it turns a storage call that never settles into a retry.
+   */
+  stallMs?: number;
+}
+
 /** WAL append retry: as RetryOptions, plus how long in total before the writer poisons. */
 export interface WalRetryOptions extends RetryOptions {
   /** Give up (poison with the append's error) once a failing append has been retried this long. */
@@ -69,8 +79,8 @@ export interface MemWalOptions {
   backpressureLogIntervalMs?: number;
   /** A blocked put rejects `BackpressureTimeout` after this long. Default: none (waits). */
   backpressureTimeoutMs?: number;
-  /** Backoff of failed flushes, retried in place. Default base 50 ms, cap 2 s. */
-  flushRetry?: RetryOptions;
+  /** Backoff of failed flushes, retried in place. Default base 50 ms, cap 2 s, stall 60 s. */
+  flushRetry?: FlushRetryOptions;
   /** Retry of failed WAL appends. Default base 20 ms, cap 1 s, poison after 5 s. */
   walRetry?: WalRetryOptions;
   /** How long open waits for another writer; `0` fails at once with `Locked`. Default: wait. */
@@ -100,7 +110,7 @@ export interface ResolvedOptions {
   frozenMemtableGraceMs: number;
   backpressureLogIntervalMs: number;
   backpressureTimeoutMs: number | undefined;
-  flushRetry: Required<RetryOptions>;
+  flushRetry: Required<FlushRetryOptions>;
   walRetry: Required<WalRetryOptions>;
   lockTimeoutMs: number | undefined;
   steal: boolean;
@@ -115,7 +125,7 @@ export const DEFAULT_MAX_MEMTABLE_ROWS = 500_000;
 export const DEFAULT_MAX_MEMTABLE_BATCHES = 4096;
 export const DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES = 64 * MiB;
 export const DEFAULT_BACKPRESSURE_LOG_INTERVAL_MS = 10_000;
-export const DEFAULT_FLUSH_RETRY: Required<RetryOptions> = { baseMs: 50, maxMs: 2000 };
+export const DEFAULT_FLUSH_RETRY: Required<FlushRetryOptions> = { baseMs: 50, maxMs: 2000, stallMs: 60_000 };
 export const DEFAULT_WAL_RETRY: Required<WalRetryOptions> = { baseMs: 20, maxMs: 1000, timeoutMs: 5000 };
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,200}$/;
@@ -228,7 +238,10 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
       1,
     ),
     backpressureTimeoutMs,
-    flushRetry: retry('flushRetry', o.flushRetry, DEFAULT_FLUSH_RETRY),
+    flushRetry: {
+      ...retry('flushRetry', o.flushRetry, DEFAULT_FLUSH_RETRY),
+      stallMs: nonNegativeInt('flushRetry.stallMs', o.flushRetry?.stallMs, DEFAULT_FLUSH_RETRY.stallMs, 1),
+    },
     walRetry,
     lockTimeoutMs,
     steal: bool('steal', false),

@@ -276,6 +276,20 @@ describe('freeze and flush', () => {
     await handle.release();
   });
 
+  it('a table write that never settles counts as a failed attempt after flushRetry.stallMs and is retried', async () => {
+    const fs = new FaultInjectingStorage();
+    const w = await open(fs, { flushRetry: { baseMs: 5, maxMs: 5, stallMs: 50 } });
+    await w.put(rows(1, 3));
+    const release = fs.hold('tableWrite'); // the first attempt hangs
+    await w.forceSealActive();
+    await until(async () => (await w.writeStats()).flushFailureCount >= 1, 3000, 'the stalled attempt to fail');
+    release(); // later attempts (and the late first one) go through
+    await w.waitForFlushDrain();
+    expect((await w.memtableStats()).frozenBytes).toBe(0);
+    expect(idsOf(await w.scan())).toEqual([1, 2, 3]);
+    await w.close();
+  });
+
   it('a younger generation never commits past an older uncommitted one (Lance #8293)', async () => {
     const fs = new FaultInjectingStorage();
     const name = storeName();

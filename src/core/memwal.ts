@@ -835,7 +835,7 @@ export class MemWal implements MemWalApi {
       const crc = { value: 0 };
       written = true;
       stage('writing the table file');
-      await handle.tableWrite(name, chunked(bytes, crc));
+      await settleWithin(handle.tableWrite(name, chunked(bytes, crc)), this.o.flushRetry.stallMs, `table write of ${name}`);
       const checksum = crc.value.toString(16).padStart(8, '0');
       const entry: TableFileEntry = { generation: m.generation, name, bytes: bytes.length, rows, checksum };
       if (minKey !== undefined && maxKey !== undefined) {
@@ -857,7 +857,7 @@ export class MemWal implements MemWalApi {
       this.ws.flushFailureCount += 1;
       if (written && !this.dead) {
         try {
-          await handle.tableRemove(name);
+          await settleWithin(handle.tableRemove(name), this.o.flushRetry.stallMs, `removal of ${name}`);
         } catch (r) {
           this.o.logger.warn(`memwal: could not remove partial table file ${name} (swept at next open)`, r);
         }
@@ -1447,6 +1447,19 @@ export class MemWal implements MemWalApi {
     this.progress.notify();
     this.flushKick.notify();
   }
+}
+
+/**
+ * `p`, or an `IOError` if it has not settled after `ms` (a storage call that never settles must
+ * not stall the writer for ever). A late settlement of `p` is ignored.
+ */
+function settleWithin<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  p.catch(() => undefined);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stall = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new MemWalError('IOError', `${what} did not finish within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, stall]).finally(() => clearTimeout(timer));
 }
 
 /** One durable WAL entry found at open. */
