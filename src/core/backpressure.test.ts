@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { Backpressure } from './backpressure.js';
 import { open, rejection, rows, storeName, tick, until } from './testkit.test-util.js';
@@ -194,5 +193,4 @@ it('stats answer on a poisoned writer', async () => {
   await expect(w.storageStats()).resolves.toBeDefined();
   expect(await w.metrics()).toContain('wal_writer_state{store="');
   await w.close();
-  void MemoryStorage;
 });

@@ -726,7 +726,7 @@ export class MemWal implements MemWalApi {
         await sleep(backoffMs(attempt, this.o.walRetry.baseMs, this.o.walRetry.maxMs));
         if (this.dead || this.poisonError) throw err;
         try {
-          if (seg.bytes > 0 || attempt > 0) await handle.walTruncate(seg.name, seg.bytes);
+          await handle.walTruncate(seg.name, seg.bytes);
         } catch (t) {
           const terr = toMemWalError(t, `WAL truncate of ${seg.name}`);
           if (terr.code === 'Fenced') throw terr;
