@@ -1,4 +1,4 @@
-// `npm test`: typecheck, unit tests (vitest), browser e2e (Playwright), then one closing line
+// `npm test`: format and lint check (Biome), typecheck, unit tests (vitest), browser e2e (Playwright), then one closing line
 // `memwal: N passed, N failed` that counts both runners. Exits non-zero on any failure.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -12,6 +12,9 @@ const run = (cmd, args, env = {}) =>
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+
+console.log('== format and lint (biome)');
+if (run('npx', ['biome', 'check', '.']) !== 0) failed += 1;
 
 console.log('== typecheck');
 if (run('npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failed += 1;
