@@ -27,7 +27,8 @@ const api = {
   /** Case 1: MiB/s of one repetition. */
   rawOpfs: (totalMiB: number): Promise<number> => rawOpfsWrite(totalMiB, uniqueName('raw')),
   /** Case 2: one repetition of `count` ≈1 MiB batches. */
-  memwalArrow: (count: number, writers: number, shape: StoreShape): Promise<IngestResult> => memwalArrow(arrowBatches(count), writers, shape),
+  memwalArrow: (count: number, writers: number, shape: StoreShape): Promise<IngestResult> =>
+    memwalArrow(arrowBatches(count), writers, shape),
   /** Case 3 (in-worker): one repetition of `rows` rows. */
   memwalRows: (rows: number): Promise<IngestResult> => memwalRows(rowChunks(rows)),
   /** Case 4: rows/s of one repetition of `peer`. */

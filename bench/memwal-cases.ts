@@ -52,7 +52,12 @@ async function runWriters<T>(items: T[], writers: number, put: (item: T) => Prom
   await Promise.all(Array.from({ length: writers }, loop));
 }
 
-async function ingest<T>(shape: StoreShape, items: T[], writers: number, size: (item: T) => { rows: number; bytes: number }): Promise<IngestResult> {
+async function ingest<T>(
+  shape: StoreShape,
+  items: T[],
+  writers: number,
+  size: (item: T) => { rows: number; bytes: number },
+): Promise<IngestResult> {
   const name = uniqueName('memwal');
   const db = await MemWal.open(options(name, shape));
   let rows = 0;
@@ -173,14 +178,24 @@ export async function memoryProbe(): Promise<unknown> {
   const m = memoryDb;
   if (!m) return undefined;
   const [memtable, backpressure, write] = await Promise.all([m.db.memtableStats(), m.db.backpressureStats(), m.db.writeStats()]);
-  const internals = m.db as unknown as { flushing: boolean; flushStage: string; appending: boolean; frozen: { generation: number; state: string; durableBatches: number; batches: unknown[]; flushAttempts: number }[] };
+  const internals = m.db as unknown as {
+    flushing: boolean;
+    flushStage: string;
+    appending: boolean;
+    frozen: { generation: number; state: string; durableBatches: number; batches: unknown[]; flushAttempts: number }[];
+  };
   const engine = {
     flushing: internals.flushing,
     flushStage: internals.flushStage,
     appending: internals.appending,
     frozen: internals.frozen.map((f) => `${f.generation}:${f.state}:${f.durableBatches}/${f.batches.length}:${f.flushAttempts}`).join(' '),
   };
-  return { memtable, backpressure, write: { putCount: write.putCount, flushCount: write.flushCount, flushFailureCount: write.flushFailureCount }, engine };
+  return {
+    memtable,
+    backpressure,
+    write: { putCount: write.putCount, flushCount: write.flushCount, flushFailureCount: write.flushFailureCount },
+    engine,
+  };
 }
 
 export async function memoryClose(): Promise<void> {

@@ -15,7 +15,7 @@ interface SyncHandle {
 export async function rawOpfsWrite(totalMiB: number, fileName: string): Promise<number> {
   const root = await navigator.storage.getDirectory();
   const file = await root.getFileHandle(fileName, { create: true });
-  const sync = (await (file as unknown as { createSyncAccessHandle(): Promise<SyncHandle> }).createSyncAccessHandle());
+  const sync = await (file as unknown as { createSyncAccessHandle(): Promise<SyncHandle> }).createSyncAccessHandle();
   // Distinct random chunks, so nothing below the file system can deduplicate or compress them.
   const chunks = Array.from({ length: 8 }, (_, i) => randomBytes(MiB, 11 + i));
   try {

@@ -70,7 +70,13 @@ const percentile = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 };
-const summarize = (samples, unit) => ({ median: median(samples), min: Math.min(...samples), max: Math.max(...samples), unit, reps: samples.length });
+const summarize = (samples, unit) => ({
+  median: median(samples),
+  min: Math.min(...samples),
+  max: Math.max(...samples),
+  unit,
+  reps: samples.length,
+});
 
 /** `{ case: { engine: { median, min, max, unit, reps } } }` */
 const cases = {};
@@ -185,7 +191,12 @@ function summarizeProfile(profile, top = 30) {
   const source = (k) => {
     const [file, line] = k.split(':');
     try {
-      return readFileSync(join(here, 'dist', 'assets', file), 'utf8').split('\n')[Number(line) - 1]?.trim().slice(0, 110) ?? '';
+      return (
+        readFileSync(join(here, 'dist', 'assets', file), 'utf8')
+          .split('\n')
+          [Number(line) - 1]?.trim()
+          .slice(0, 110) ?? ''
+      );
     } catch {
       return '';
     }
@@ -336,9 +347,24 @@ const CASE_RUNNERS = {
     for (let i = 0; i < REPS; i++) for (const v of variants) res[v[0]].push(await run(v, v[3]));
     details.arrow_mib_per_rep = Object.fromEntries(variants.map((v) => [v[0], v[3]]));
     for (const [name, rs] of Object.entries(res)) {
-      record('ingest_mibps', name, rs.map((r) => r.bytes / MiB / (r.ackMs / 1000)), 'MiB/s');
-      record('ingest_mibps_drained', name, rs.map((r) => r.bytes / MiB / (r.drainedMs / 1000)), 'MiB/s');
-      record('arrow_rows_per_s', name, rs.map((r) => r.rows / (r.ackMs / 1000)), 'rows/s');
+      record(
+        'ingest_mibps',
+        name,
+        rs.map((r) => r.bytes / MiB / (r.ackMs / 1000)),
+        'MiB/s',
+      );
+      record(
+        'ingest_mibps_drained',
+        name,
+        rs.map((r) => r.bytes / MiB / (r.drainedMs / 1000)),
+        'MiB/s',
+      );
+      record(
+        'arrow_rows_per_s',
+        name,
+        rs.map((r) => r.rows / (r.ackMs / 1000)),
+        'rows/s',
+      );
       details[`arrow_${name}`] = { flushes: rs.map((r) => r.flushes), backpressureWaits: rs.map((r) => r.backpressureWaits) };
     }
     log('Arrow ingest: done');
@@ -354,11 +380,31 @@ const CASE_RUNNERS = {
     );
     if (!reps) return;
     for (const k of ['memtableStats', 'backpressureStats', 'metrics']) {
-      record('stats_p50_ms', k, reps.map((r) => percentile(r.latencies[k], 50)), 'ms');
-      record('stats_p99_ms', k, reps.map((r) => percentile(r.latencies[k], 99)), 'ms');
-      record('stats_max_ms', k, reps.map((r) => Math.max(...r.latencies[k])), 'ms');
+      record(
+        'stats_p50_ms',
+        k,
+        reps.map((r) => percentile(r.latencies[k], 50)),
+        'ms',
+      );
+      record(
+        'stats_p99_ms',
+        k,
+        reps.map((r) => percentile(r.latencies[k], 99)),
+        'ms',
+      );
+      record(
+        'stats_max_ms',
+        k,
+        reps.map((r) => Math.max(...r.latencies[k])),
+        'ms',
+      );
     }
-    record('ingest_mibps', 'memwal_client_8w', reps.map((r) => r.bytes / MiB / (r.ms / 1000)), 'MiB/s');
+    record(
+      'ingest_mibps',
+      'memwal_client_8w',
+      reps.map((r) => r.bytes / MiB / (r.ms / 1000)),
+      'MiB/s',
+    );
     details.stats_pooled = Object.fromEntries(
       ['memtableStats', 'backpressureStats', 'metrics'].map((k) => {
         const all = reps.flatMap((r) => r.latencies[k]);
@@ -389,31 +435,96 @@ const CASE_RUNNERS = {
       await call(() => globalThis.bench.api.memoryClose());
       const closed = await cdp.heapBytes(true);
       res.push({ ...r, heapBefore: before, heapPeak: peakHeap, heapAfter: after, heapClosed: closed });
-      log(`memory rep ${i + 1}: ${(r.ingestedBytes / MiB).toFixed(0)} MiB in ${(r.ms / 1000).toFixed(1)} s, peak unflushed ${(r.peakUnflushedBytes / MiB).toFixed(1)} MiB`);
+      log(
+        `memory rep ${i + 1}: ${(r.ingestedBytes / MiB).toFixed(0)} MiB in ${(r.ms / 1000).toFixed(1)} s, peak unflushed ${(r.peakUnflushedBytes / MiB).toFixed(1)} MiB`,
+      );
     }
     const m = (f) => res.map((r) => f(r) / MiB);
-    record('memory_mib', 'budget', m((r) => r.budgetBytes), 'MiB');
-    record('memory_mib', 'budget_plus_one_put', m((r) => r.budgetBytes + r.onePutBytes), 'MiB');
-    record('memory_mib', 'peak_unflushed', m((r) => r.peakUnflushedBytes), 'MiB');
-    record('memory_mib', 'heap_peak_growth', m((r) => r.heapPeak - r.heapBefore), 'MiB');
-    record('memory_mib', 'heap_growth_after_gc', m((r) => r.heapAfter - r.heapBefore), 'MiB');
-    record('memory_mib', 'heap_growth_after_close', m((r) => r.heapClosed - r.heapBefore), 'MiB');
-    record('memory_mib', 'ingested', m((r) => r.ingestedBytes), 'MiB');
-    record('memory_ingest_mibps', 'memwal_8w', res.map((r) => r.ingestedBytes / MiB / (r.ms / 1000)), 'MiB/s');
+    record(
+      'memory_mib',
+      'budget',
+      m((r) => r.budgetBytes),
+      'MiB',
+    );
+    record(
+      'memory_mib',
+      'budget_plus_one_put',
+      m((r) => r.budgetBytes + r.onePutBytes),
+      'MiB',
+    );
+    record(
+      'memory_mib',
+      'peak_unflushed',
+      m((r) => r.peakUnflushedBytes),
+      'MiB',
+    );
+    record(
+      'memory_mib',
+      'heap_peak_growth',
+      m((r) => r.heapPeak - r.heapBefore),
+      'MiB',
+    );
+    record(
+      'memory_mib',
+      'heap_growth_after_gc',
+      m((r) => r.heapAfter - r.heapBefore),
+      'MiB',
+    );
+    record(
+      'memory_mib',
+      'heap_growth_after_close',
+      m((r) => r.heapClosed - r.heapBefore),
+      'MiB',
+    );
+    record(
+      'memory_mib',
+      'ingested',
+      m((r) => r.ingestedBytes),
+      'MiB',
+    );
+    record(
+      'memory_ingest_mibps',
+      'memwal_8w',
+      res.map((r) => r.ingestedBytes / MiB / (r.ms / 1000)),
+      'MiB/s',
+    );
     details.memory = res.map(({ samples, backpressureWaits, flushes }) => ({ samples, backpressureWaits, flushes }));
   },
 
   /** Case 7: crash with 64 MiB of unflushed WAL, then time the reopen (append-only and keyed). */
   async recovery(call) {
-    for (const [suffix, keyed] of [['', false], ['_pk', true]]) {
+    for (const [suffix, keyed] of [
+      ['', false],
+      ['_pk', true],
+    ]) {
       const res = await repeat(`recovery${suffix}`, REPS, () =>
         call(([m, k]) => globalThis.bench.api.recovery(m, { keyed: k }), SIZE.walMiB, keyed),
       );
       const c = `recovery${suffix}`;
-      record(c, 'open_ms', res.map((r) => r.openMs), 'ms');
-      record(c, 'replay_ms', res.map((r) => r.replayTimeMs), 'ms');
-      record(c, 'replay_mibps', res.map((r) => r.walBytes / MiB / (r.openMs / 1000)), 'MiB/s');
-      record(c, 'wal_mib', res.map((r) => r.walBytes / MiB), 'MiB');
+      record(
+        c,
+        'open_ms',
+        res.map((r) => r.openMs),
+        'ms',
+      );
+      record(
+        c,
+        'replay_ms',
+        res.map((r) => r.replayTimeMs),
+        'ms',
+      );
+      record(
+        c,
+        'replay_mibps',
+        res.map((r) => r.walBytes / MiB / (r.openMs / 1000)),
+        'MiB/s',
+      );
+      record(
+        c,
+        'wal_mib',
+        res.map((r) => r.walBytes / MiB),
+        'MiB',
+      );
       details[c] = res.map(({ replayedRows, unflushedBeforeCrash }) => ({ replayedRows, unflushedBeforeCrash }));
     }
   },

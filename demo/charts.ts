@@ -82,7 +82,16 @@ export class TimeChart {
         { ...AXIS_STYLE, space: 64, values: (_u, ticks) => ticks.map(clock) },
         { ...AXIS_STYLE, scale: 'y', size: 56, values: (_u, ticks) => ticks.map(spec.leftTicks) },
         ...(hasRight
-          ? [{ ...AXIS_STYLE, scale: 'y2', side: 1 as const, size: 52, grid: { show: false }, values: (_u: uPlot, ticks: number[]) => ticks.map(spec.rightTicks ?? spec.leftTicks) }]
+          ? [
+              {
+                ...AXIS_STYLE,
+                scale: 'y2',
+                side: 1 as const,
+                size: 52,
+                grid: { show: false },
+                values: (_u: uPlot, ticks: number[]) => ticks.map(spec.rightTicks ?? spec.leftTicks),
+              },
+            ]
           : []),
       ],
       series: [

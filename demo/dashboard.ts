@@ -202,7 +202,11 @@ export class Dashboard {
   }
 
   showReplay(ws: WriteStats): void {
-    setTile(this.tiles.replayed, `${fmtInt(ws.replayedRows)} rows`, `${fmtInt(ws.replayedEntries)} WAL entries in ${ws.replayTimeMs.toFixed(0)} ms`);
+    setTile(
+      this.tiles.replayed,
+      `${fmtInt(ws.replayedRows)} rows`,
+      `${fmtInt(ws.replayedEntries)} WAL entries in ${ws.replayTimeMs.toFixed(0)} ms`,
+    );
   }
 
   showPuts(c: LoadCounters): void {

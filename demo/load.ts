@@ -41,7 +41,17 @@ export interface LoadCounters {
 
 /** The page's write load: start/stop, live parameters, and counters of what its puts did. */
 export class LoadGenerator {
-  readonly counters: LoadCounters = { issued: 0, acked: 0, failed: 0, ackedRows: 0, inflight: 0, sendMs: 0, maxSendMs: 0, errorsByCode: {}, lastError: undefined };
+  readonly counters: LoadCounters = {
+    issued: 0,
+    acked: 0,
+    failed: 0,
+    ackedRows: 0,
+    inflight: 0,
+    sendMs: 0,
+    maxSendMs: 0,
+    errorsByCode: {},
+    lastError: undefined,
+  };
   private timer: ReturnType<typeof setTimeout> | undefined;
   private credit = 0;
   private lastTick = 0;
@@ -120,17 +130,19 @@ export class LoadGenerator {
     const took = performance.now() - started;
     c.sendMs += took;
     c.maxSendMs = Math.max(c.maxSendMs, took);
-    put.then(
-      (r) => {
-        c.acked++;
-        c.ackedRows += r.rows;
-      },
-      (e: unknown) => {
-        c.failed++;
-        const code = (e as Partial<MemWalError>)?.code ?? (e as Error)?.name ?? 'Error';
-        c.errorsByCode[code] = (c.errorsByCode[code] ?? 0) + 1;
-        c.lastError = `${code}: ${(e as Error)?.message ?? String(e)}`;
-      },
-    ).finally(() => c.inflight--);
+    put
+      .then(
+        (r) => {
+          c.acked++;
+          c.ackedRows += r.rows;
+        },
+        (e: unknown) => {
+          c.failed++;
+          const code = (e as Partial<MemWalError>)?.code ?? (e as Error)?.name ?? 'Error';
+          c.errorsByCode[code] = (c.errorsByCode[code] ?? 0) + 1;
+          c.lastError = `${code}: ${(e as Error)?.message ?? String(e)}`;
+        },
+      )
+      .finally(() => c.inflight--);
   }
 }

@@ -52,7 +52,10 @@ const form = {
   quota: byId<HTMLSelectElement>('quota'),
 };
 const buttons = Object.fromEntries(
-  (['load-toggle', 'apply', 'reset', 'fail-flush', 'fail-quota', 'clear-faults', 'crash'] as const).map((id) => [id, byId<HTMLButtonElement>(id)]),
+  (['load-toggle', 'apply', 'reset', 'fail-flush', 'fail-quota', 'clear-faults', 'crash'] as const).map((id) => [
+    id,
+    byId<HTMLButtonElement>(id),
+  ]),
 ) as Record<'load-toggle' | 'apply' | 'reset' | 'fail-flush' | 'fail-quota' | 'clear-faults' | 'crash', HTMLButtonElement>;
 
 for (const [name, shape] of Object.entries(SHAPES)) form.shape.add(new Option(shape.label, name));
@@ -182,7 +185,8 @@ async function openStore(): Promise<void> {
   openedWith = s;
   showState('open');
   layout = await control.layout();
-  byId('layout').textContent = `storage: ${layout === 'opfs' ? 'OPFS' : layout === 'indexeddb' ? 'IndexedDB' : (layout ?? '?')} (fault-injecting)`;
+  byId('layout').textContent =
+    `storage: ${layout === 'opfs' ? 'OPFS' : layout === 'indexeddb' ? 'IndexedDB' : (layout ?? '?')} (fault-injecting)`;
   const ws = await client.writeStats();
   replayed = { rows: ws.replayedRows, entries: ws.replayedEntries, ms: ws.replayTimeMs };
   dashboard.showReplay(ws);
@@ -293,63 +297,75 @@ buttons['load-toggle'].addEventListener('click', () => {
   setLoadRunning(!load.running);
 });
 
-buttons.apply.addEventListener('click', () =>
-  void exclusive('reopen', async () => {
-    const s = readForm();
-    logEvent(`reopening with memtable ${fmtBytes(s.memtableBytes)}, budget ${fmtBytes(s.budgetBytes)}, grace ${s.graceMs} ms`);
-    await closeStore();
-    // As after a crash (a new worker starts with none): a reopen drops the injected faults.
-    await control.clearFaults();
-    await openStore();
-  }),
+buttons.apply.addEventListener(
+  'click',
+  () =>
+    void exclusive('reopen', async () => {
+      const s = readForm();
+      logEvent(`reopening with memtable ${fmtBytes(s.memtableBytes)}, budget ${fmtBytes(s.budgetBytes)}, grace ${s.graceMs} ms`);
+      await closeStore();
+      // As after a crash (a new worker starts with none): a reopen drops the injected faults.
+      await control.clearFaults();
+      await openStore();
+    }),
 );
 
-buttons.reset.addEventListener('click', () =>
-  void exclusive('reset', async () => {
-    const s = readForm();
-    await closeStore();
-    await control.destroy(storeName(s), s.storage);
-    logEvent(`MemWal.destroy('${storeName(s)}'): store deleted`, 'good');
-    await openStore();
-  }),
+buttons.reset.addEventListener(
+  'click',
+  () =>
+    void exclusive('reset', async () => {
+      const s = readForm();
+      await closeStore();
+      await control.destroy(storeName(s), s.storage);
+      logEvent(`MemWal.destroy('${storeName(s)}'): store deleted`, 'good');
+      await openStore();
+    }),
 );
 
-buttons['fail-flush'].addEventListener('click', () =>
-  void exclusive('fail next flushes', async () => {
-    const n = readForm().faultCount;
-    await control.failNext(['tableWrite'], n, 'io');
-    logEvent(`armed: the next ${n} table writes (flush attempts) fail with IOError`);
-  }),
+buttons['fail-flush'].addEventListener(
+  'click',
+  () =>
+    void exclusive('fail next flushes', async () => {
+      const n = readForm().faultCount;
+      await control.failNext(['tableWrite'], n, 'io');
+      logEvent(`armed: the next ${n} table writes (flush attempts) fail with IOError`);
+    }),
 );
 
-buttons['fail-quota'].addEventListener('click', () =>
-  void exclusive('QuotaExceeded', async () => {
-    const s = readForm();
-    const ops = s.quota === 'both' ? (['tableWrite', 'walAppend'] as const) : ([s.quota] as const);
-    await control.failNext([...ops], s.faultCount, 'quota');
-    logEvent(`armed: the next ${s.faultCount} ${ops.join(' and ')} operations throw QuotaExceededError`);
-  }),
+buttons['fail-quota'].addEventListener(
+  'click',
+  () =>
+    void exclusive('QuotaExceeded', async () => {
+      const s = readForm();
+      const ops = s.quota === 'both' ? (['tableWrite', 'walAppend'] as const) : ([s.quota] as const);
+      await control.failNext([...ops], s.faultCount, 'quota');
+      logEvent(`armed: the next ${s.faultCount} ${ops.join(' and ')} operations throw QuotaExceededError`);
+    }),
 );
 
-buttons['clear-faults'].addEventListener('click', () =>
-  void exclusive('clear faults', async () => {
-    await control.clearFaults();
-    logEvent('pending faults cleared');
-  }),
+buttons['clear-faults'].addEventListener(
+  'click',
+  () =>
+    void exclusive('clear faults', async () => {
+      await control.clearFaults();
+      logEvent('pending faults cleared');
+    }),
 );
 
-buttons.crash.addEventListener('click', () =>
-  void exclusive('crash', async () => {
-    load.setTarget(undefined);
-    client = undefined; // its worker is about to die: the client notices and rejects what is in flight
-    sessionId++;
-    worker.terminate();
-    showState('crashed');
-    logEvent('worker terminated (crash): no close, no flush; acknowledged puts are in the WAL', 'bad');
-    startWorker();
-    await openStore();
-    if (replayed) logEvent(`recovered: replayed ${fmtInt(replayed.rows)} rows in ${replayed.ms.toFixed(0)} ms`, 'good');
-  }),
+buttons.crash.addEventListener(
+  'click',
+  () =>
+    void exclusive('crash', async () => {
+      load.setTarget(undefined);
+      client = undefined; // its worker is about to die: the client notices and rejects what is in flight
+      sessionId++;
+      worker.terminate();
+      showState('crashed');
+      logEvent('worker terminated (crash): no close, no flush; acknowledged puts are in the WAL', 'bad');
+      startWorker();
+      await openStore();
+      if (replayed) logEvent(`recovered: replayed ${fmtInt(replayed.rows)} rows in ${replayed.ms.toFixed(0)} ms`, 'good');
+    }),
 );
 
 // ------------------------------------------------------------------ start

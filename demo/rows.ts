@@ -3,19 +3,7 @@
 // timestamps and a slice of the pool, so building a put costs microseconds and what the page's
 // main thread pays under load is what memwal's client costs (IPC encoding and the transfer).
 
-import {
-  Binary,
-  Field,
-  Float64,
-  Int64,
-  RecordBatch,
-  Schema,
-  Struct,
-  Table,
-  Utf8,
-  makeData,
-  type Data,
-} from 'apache-arrow';
+import { Binary, Field, Float64, Int64, RecordBatch, Schema, Struct, Table, Utf8, makeData, type Data } from 'apache-arrow';
 
 export interface Shape {
   /** What the select shows. */

@@ -12,7 +12,9 @@ const ROUNDS = 20;
 /** Ids of round r start at r * ID_BLOCK, so rounds never reuse an id. */
 const ID_BLOCK = 100_000;
 
-test(`crash sweep: ${ROUNDS} kills (worker.terminate or page close) during a write storm lose no acknowledged row and duplicate none (seed ${SEED})`, async ({ baseURL }, testInfo) => {
+test(`crash sweep: ${ROUNDS} kills (worker.terminate or page close) during a write storm lose no acknowledged row and duplicate none (seed ${SEED})`, async ({
+  baseURL,
+}, testInfo) => {
   test.setTimeout(180_000);
   const random = rng(SEED);
   const profile = new Profile(testInfo, baseURL!);
@@ -53,7 +55,10 @@ test(`crash sweep: ${ROUNDS} kills (worker.terminate or page close) during a wri
         await mw(page, 'terminate', c);
         const report = await mw(page, 'stopStorm', c);
         acked[current].push(...report.acked);
-        expect(Object.keys(report.errors).filter((k) => k !== 'Closed'), `round ${round}: unexpected put errors`).toEqual([]);
+        expect(
+          Object.keys(report.errors).filter((k) => k !== 'Closed'),
+          `round ${round}: unexpected put errors`,
+        ).toEqual([]);
       } else {
         await page.close();
         page = await clientPage(await profile.context!.newPage());
@@ -86,5 +91,10 @@ test('a killed worker makes pending calls reject Closed instead of hanging, and 
   console.log(`pending put rejected Closed ${Date.now() - started} ms after terminate()`);
   expect(code(await mw(page, 'call', c, 'memtableStats'))).toBe('Closed');
   expect(code(await mw(page, 'put', c, 200, 1))).toBe('Closed');
-  await until(() => mw(page, 'states', c), (s) => s.includes('closed'), 2000, "state 'closed'");
+  await until(
+    () => mw(page, 'states', c),
+    (s) => s.includes('closed'),
+    2000,
+    "state 'closed'",
+  );
 });

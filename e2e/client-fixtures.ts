@@ -14,10 +14,10 @@ type Result<K extends keyof ClientHarness> = ClientHarness[K] extends (...a: nev
 
 /** Call `window.mw[method](...args)` in `page`. */
 export function mw<K extends keyof ClientHarness>(page: Page, method: K, ...args: Args<K>): Promise<Result<K>> {
-  return page.evaluate(
-    ([m, a]) => (window as unknown as { mw: Record<string, (...x: unknown[]) => unknown> }).mw[m]!(...a),
-    [method, args] as const,
-  ) as Promise<Result<K>>;
+  return page.evaluate(([m, a]) => (window as unknown as { mw: Record<string, (...x: unknown[]) => unknown> }).mw[m]!(...a), [
+    method,
+    args,
+  ] as const) as Promise<Result<K>>;
 }
 
 /** The value of a successful outcome; fails the test (with the code and message) otherwise. */
@@ -99,7 +99,7 @@ export function missing(expected: number[], actual: number[]): number[] {
  */
 export function describeStorage(page: Page, store: string): Promise<unknown> {
   return page.evaluate(async (name) => {
-    const request = <T,>(r: IDBRequest): Promise<T> =>
+    const request = <T>(r: IDBRequest): Promise<T> =>
       new Promise((resolve, reject) => {
         r.onsuccess = () => resolve(r.result as T);
         r.onerror = () => reject(r.error);

@@ -89,7 +89,12 @@ test('storage defaults to the OPFS layout in the worker, and persist: true asks 
     const described = (await describeStorage(page, 'default-layout')) as { manifest: { layout: string }; opfsWal: string[] };
     expect(described.manifest.layout).toBe('opfs');
     expect(described.opfsWal.length).toBeGreaterThan(0);
-    await until(() => mw(page, 'persisted', c), (p) => p !== undefined, 5000, 'the persist() answer');
+    await until(
+      () => mw(page, 'persisted', c),
+      (p) => p !== undefined,
+      5000,
+      'the persist() answer',
+    );
     expect(await mw(page, 'persisted', c)).toBe(true);
     expect((ok(await mw(page, 'call', c, 'storageStats')) as { persisted?: boolean }).persisted).toBe(true);
     ok(await mw(page, 'call', c, 'close'));

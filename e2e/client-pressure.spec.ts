@@ -34,12 +34,12 @@ test('backpressure is visible from the main thread: activeCount > 0 while a put 
 
   await mw(page, 'fault', c, { action: 'release', op: 'tableWrite' });
   ok(await settledOutcome(page, blocked!, 10_000), 'the blocked put');
-  const after = (await until(
+  const after = await until(
     async () => ok(await mw(page, 'call', c, 'backpressureStats')) as { activeCount: number; totalCount: number; totalWaitMs: number },
     (s) => s.activeCount === 0,
     5000,
     'activeCount back to 0',
-  ));
+  );
   expect(after.totalCount).toBeGreaterThanOrEqual(1);
   expect(after.totalWaitMs).toBeGreaterThan(0);
   ok(await mw(page, 'call', c, 'close'));
@@ -85,7 +85,7 @@ test('stats and metrics() answer from the main thread while every flush fails: f
   ok(await mw(page, 'call', c, 'close'));
 });
 
-test('workerUrl: openMemWal starts the app\'s own worker script (memwal/worker inside) and ends it on close', async ({ page }) => {
+test("workerUrl: openMemWal starts the app's own worker script (memwal/worker inside) and ends it on close", async ({ page }) => {
   await clientPage(page);
   const c = await open(page, { name: 'by-url', worker: 'url', keyed: true });
   ok(await mw(page, 'put', c, 0, 10));

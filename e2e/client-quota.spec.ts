@@ -17,7 +17,9 @@ async function limitQuota(page: Page, cdp: CDPSession, origin: string, client: n
 
 const stats = async <K extends keyof Stats>(page: Page, c: number, k: K): Promise<Stats[K]> => ok(await mw(page, 'call', c, k)) as Stats[K];
 
-test('a quota hit during a write storm and lifted within walRetry: no poison, failed flushes retry and succeed, nothing lost', async ({ baseURL }, testInfo) => {
+test('a quota hit during a write storm and lifted within walRetry: no poison, failed flushes retry and succeed, nothing lost', async ({
+  baseURL,
+}, testInfo) => {
   const profile = new Profile(testInfo, baseURL!);
   const origin = new URL(baseURL!).origin;
   try {
@@ -51,7 +53,12 @@ test('a quota hit during a write storm and lifted within walRetry: no poison, fa
     await page.waitForTimeout(500);
     expect(await mw(page, 'states', c)).not.toContain('poisoned');
     await cdp.send('Storage.overrideQuotaForOrigin', { origin });
-    await until(() => mw(page, 'acked', c), (ids) => ids.length > ackedDuring + 200, 20_000, 'the storm going on after the lift');
+    await until(
+      () => mw(page, 'acked', c),
+      (ids) => ids.length > ackedDuring + 200,
+      20_000,
+      'the storm going on after the lift',
+    );
     const storm = await mw(page, 'stopStorm', c);
     expect(storm.errors, 'no put failed').toEqual({});
     ok(await mw(page, 'call', c, 'forceSealActive'));
@@ -66,7 +73,10 @@ test('a quota hit during a write storm and lifted within walRetry: no poison, fa
     expect(ws.flushCount).toBeGreaterThan(0);
     // The failures were the quota (the worker's warnings reach the page's logger).
     const warnings = await mw(page, 'warnings', c);
-    expect(warnings.some((w) => w.includes('QuotaExceeded')), warnings.join('\n')).toBe(true);
+    expect(
+      warnings.some((w) => w.includes('QuotaExceeded')),
+      warnings.join('\n'),
+    ).toBe(true);
     expect(await mw(page, 'states', c)).not.toContain('poisoned');
     const scan = ok(await mw(page, 'scan', c));
     expect(missing(storm.acked, scan.ids)).toEqual([]);
@@ -76,7 +86,9 @@ test('a quota hit during a write storm and lifted within walRetry: no poison, fa
   }
 });
 
-test('a quota held beyond walRetry poisons the writer with QuotaExceeded; lifted and reopened, nothing acknowledged is lost', async ({ baseURL }, testInfo) => {
+test('a quota held beyond walRetry poisons the writer with QuotaExceeded; lifted and reopened, nothing acknowledged is lost', async ({
+  baseURL,
+}, testInfo) => {
   const profile = new Profile(testInfo, baseURL!);
   const origin = new URL(baseURL!).origin;
   try {
@@ -86,7 +98,12 @@ test('a quota held beyond walRetry poisons the writer with QuotaExceeded; lifted
     const c = await open(page, { name: 'quota-held', keyed: true, options });
     await limitQuota(page, cdp, origin, c, 2 * MiB);
     await mw(page, 'storm', c, { firstId: 0, batch: 16, payloadBytes: 4096, concurrency: 2 });
-    await until(() => mw(page, 'states', c), (s) => s.includes('poisoned'), 30_000, "state 'poisoned'");
+    await until(
+      () => mw(page, 'states', c),
+      (s) => s.includes('poisoned'),
+      30_000,
+      "state 'poisoned'",
+    );
     const storm = await mw(page, 'stopStorm', c);
     expect(Object.keys(storm.errors)).toContain('QuotaExceeded');
     expect(Object.keys(storm.errors).filter((k) => k !== 'QuotaExceeded')).toEqual([]);

@@ -22,7 +22,12 @@ for (const layout of ['opfs', 'indexeddb'] as Layout[]) {
 
     // Wait: the second tab reports 'waiting-for-lock' and gets the store once the first closes it.
     const waiting = await mw(b, 'startOpen', { name, storage: layout, keyed: true });
-    await until(() => mw(b, 'openStates', waiting), (s) => s.includes('waiting-for-lock'), 5000, "'waiting-for-lock'");
+    await until(
+      () => mw(b, 'openStates', waiting),
+      (s) => s.includes('waiting-for-lock'),
+      5000,
+      "'waiting-for-lock'",
+    );
     expect(await mw(b, 'settled', waiting, 300)).toBe('pending');
     ok(await mw(a, 'call', ca, 'close'));
     const cb = ok(await settledOutcome(b, waiting, 10_000)) as number;
@@ -30,12 +35,25 @@ for (const layout of ['opfs', 'indexeddb'] as Layout[]) {
 
     // Steal: the tab holding the store (b) is fenced at once while it writes.
     await mw(b, 'storm', cb, { firstId: 1000, batch: 10, payloadBytes: 32, concurrency: 2 });
-    await until(() => mw(b, 'acked', cb), (ids) => ids.length >= 100, 10_000, 'acknowledged storm writes');
+    await until(
+      () => mw(b, 'acked', cb),
+      (ids) => ids.length >= 100,
+      10_000,
+      'acknowledged storm writes',
+    );
     const thief = await open(a, { name, storage: layout, keyed: true, options: { steal: true } });
-    await until(() => mw(b, 'states', cb), (s) => s.includes('fenced'), 5000, "'fenced' in the first tab");
+    await until(
+      () => mw(b, 'states', cb),
+      (s) => s.includes('fenced'),
+      5000,
+      "'fenced' in the first tab",
+    );
     expect(code(await mw(b, 'put', cb, 900_000, 1))).toBe('Fenced');
     const storm = await mw(b, 'stopStorm', cb);
-    expect(Object.keys(storm.errors).filter((k) => k !== 'Fenced'), 'put errors other than Fenced').toEqual([]);
+    expect(
+      Object.keys(storm.errors).filter((k) => k !== 'Fenced'),
+      'put errors other than Fenced',
+    ).toEqual([]);
 
     const scan = ok(await mw(a, 'scan', thief));
     expect(missing(range(0, 100), scan.ids), 'rows of the first writer').toEqual([]);

@@ -43,7 +43,13 @@ for (const layout of LAYOUTS) {
     expect(r.newWriterCommit, "the new writer's claim").toEqual({ ok: true });
     expect(r.newWriterAppend, "the new writer's append").toEqual({ ok: true });
     expect(r.openAfterTerminate, 'open after both writers were terminated').toEqual({ ok: true });
-    expect(r.segmentsAfterTerminate).toEqual({ ok: true, value: [['1-1', 100], ['2-2', 50]] });
+    expect(r.segmentsAfterTerminate).toEqual({
+      ok: true,
+      value: [
+        ['1-1', 100],
+        ['2-2', 50],
+      ],
+    });
   });
 
   test(`deleting the memwal database under a writer fences it (${layout})`, async ({ page }) => {

@@ -72,7 +72,9 @@ async function openDemo(page: Page, query: string): Promise<void> {
     .waitForFunction(() => (window as unknown as { memwalDemo?: DemoState }).memwalDemo?.ready === true, null, { timeout: 30_000 })
     .catch(async (e: unknown) => {
       const events = await page.evaluate(() => (window as unknown as { memwalDemo?: DemoState }).memwalDemo?.events).catch(() => undefined);
-      throw new Error(`the demo did not open its store: ${String(e)}\nevents: ${JSON.stringify(events)}\npage errors: ${errors.join('\n')}`);
+      throw new Error(
+        `the demo did not open its store: ${String(e)}\nevents: ${JSON.stringify(events)}\npage errors: ${errors.join('\n')}`,
+      );
     });
   await waitFor(page, (s) => s.sample !== undefined, 'a first stats sample');
 }
@@ -156,7 +158,9 @@ const MOVING_SERIES: [string, number, string][] = [
   ['flushes committed', 4, '#16a34a'],
 ];
 
-test('the dashboard loads, its charts draw, starting the load moves unflushed bytes, and metrics() shows the §4.6 names', async ({ page }, testInfo) => {
+test('the dashboard loads, its charts draw, starting the load moves unflushed bytes, and metrics() shows the §4.6 names', async ({
+  page,
+}, testInfo) => {
   await openDemo(page, '?autostart=0&window=30');
   await expect(page.getByTestId('writer-state')).toHaveText('writer: open');
   await expect(page.getByTestId('storage-layout')).toContainText(/OPFS|IndexedDB/);
@@ -166,13 +170,20 @@ test('the dashboard loads, its charts draw, starting the load moves unflushed by
   const idle = await snapshot(page);
   expect(idle.load.running).toBe(false);
   const inkIdle = await chartInk(page);
-  expect(inkIdle.every((n) => n > 500), `every chart canvas has axes drawn: ${inkIdle}`).toBe(true);
+  expect(
+    inkIdle.every((n) => n > 500),
+    `every chart canvas has axes drawn: ${inkIdle}`,
+  ).toBe(true);
   const rowsIdle = new Map<string, number>();
   for (const [name, index, color] of MOVING_SERIES) rowsIdle.set(name, await seriesRows(page, index, color));
 
   await page.getByTestId('load-toggle').click();
   await expect(page.getByTestId('load-toggle')).toHaveText('Stop load');
-  const moving = await waitFor(page, (s) => s.load.acked > 20 && (s.sample?.unflushedBytes ?? 0) > 0, 'acknowledged puts and unflushed bytes');
+  const moving = await waitFor(
+    page,
+    (s) => s.load.acked > 20 && (s.sample?.unflushedBytes ?? 0) > 0,
+    'acknowledged puts and unflushed bytes',
+  );
   // Unflushed bytes move: they rise as puts land and fall back when a memtable's flush commits.
   const seen = new Set<number>();
   const deadline = Date.now() + 8000;
@@ -240,7 +251,12 @@ test('"fail next flushes" keeps frozenBytes above zero while frozenCount rises a
 
   // Cleared, the retried flush commits and the queue drains.
   await page.getByTestId('clear-faults').click();
-  await waitFor(page, (s) => s.totals.flushes > last.totals.flushes && (s.sample?.mt.frozenCount ?? 99) <= 2, 'the flush queue draining', 20_000);
+  await waitFor(
+    page,
+    (s) => s.totals.flushes > last.totals.flushes && (s.sample?.mt.frozenCount ?? 99) <= 2,
+    'the flush queue draining',
+    20_000,
+  );
 });
 
 test('a tiny budget makes active waiters appear', async ({ page }) => {
@@ -255,7 +271,11 @@ test('a tiny budget makes active waiters appear', async ({ page }) => {
 
 test('crashing the worker and reopening shows the replayed row count', async ({ page }) => {
   await openDemo(page, '?rate=20000&memtable=16MiB&budget=64MiB');
-  const before = await waitFor(page, (s) => s.load.acked >= 20 && (s.sample?.mt.rowCount ?? 0) > 0, 'acknowledged rows in the active memtable');
+  const before = await waitFor(
+    page,
+    (s) => s.load.acked >= 20 && (s.sample?.mt.rowCount ?? 0) > 0,
+    'acknowledged rows in the active memtable',
+  );
 
   await page.getByTestId('crash').click();
   const after = await waitFor(

@@ -87,7 +87,8 @@ export function toMemWalError(e: unknown, context: string, fallback: MemWalError
   else if (name === 'NoModificationAllowedError' || errno === 'EWOULDBLOCK' || errno === 'EAGAIN') code = 'Locked';
   else if (name === 'AbortError') code = 'Aborted';
   else if (name === 'NotSupportedError' || name === 'SecurityError') code = 'NotSupported';
-  else if (name === 'VersionError' || name === 'DataCloneError' || name === 'TypeError' && fallback === 'InvalidArgument') code = fallback;
+  else if (name === 'VersionError' || name === 'DataCloneError' || (name === 'TypeError' && fallback === 'InvalidArgument'))
+    code = fallback;
   return new MemWalError(code, message, { cause: e });
 }
 

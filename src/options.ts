@@ -152,10 +152,27 @@ function retry(option: string, v: RetryOptions | undefined, dflt: Required<Retry
 }
 
 const KNOWN = new Set<string>([
-  'name', 'schema', 'primaryKey', 'storage', 'enableMemtable', 'durableWrite', 'maxWalBufferBytes',
-  'maxWalFlushIntervalMs', 'maxMemtableBytes', 'maxMemtableRows', 'maxMemtableBatches',
-  'maxUnflushedMemtableBytes', 'frozenMemtableGraceMs', 'backpressureLogIntervalMs',
-  'backpressureTimeoutMs', 'flushRetry', 'walRetry', 'lockTimeoutMs', 'steal', 'persist', 'logger',
+  'name',
+  'schema',
+  'primaryKey',
+  'storage',
+  'enableMemtable',
+  'durableWrite',
+  'maxWalBufferBytes',
+  'maxWalFlushIntervalMs',
+  'maxMemtableBytes',
+  'maxMemtableRows',
+  'maxMemtableBatches',
+  'maxUnflushedMemtableBytes',
+  'frozenMemtableGraceMs',
+  'backpressureLogIntervalMs',
+  'backpressureTimeoutMs',
+  'flushRetry',
+  'walRetry',
+  'lockTimeoutMs',
+  'steal',
+  'persist',
+  'logger',
 ]);
 
 /**

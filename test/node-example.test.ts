@@ -24,7 +24,9 @@ function freePort(): Promise<number> {
 }
 
 async function start(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/node/server.ts', dir, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/node/server.ts', dir, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('memwal example on') && resolve());

@@ -65,8 +65,7 @@ describe('the example Durable Object in workerd', () => {
   it('keeps every acknowledged put across a SIGKILL in the middle of a write load', async () => {
     const ROWS_PER_PUT = 8;
     const note = 'n'.repeat(8 * 1024); // 64 KiB per put: 4 MiB memtables freeze and flush under load
-    const rowsOf = (put: number) =>
-      Array.from({ length: ROWS_PER_PUT }, (_, i) => ({ id: `p${put}-r${i}`, value: put * 100 + i, note }));
+    const rowsOf = (put: number) => Array.from({ length: ROWS_PER_PUT }, (_, i) => ({ id: `p${put}-r${i}`, value: put * 100 + i, note }));
 
     const first = await start(worker, disk);
     const acknowledged: number[] = [];

@@ -8,7 +8,13 @@ const quiet = { warn: () => undefined };
 describe('the admission ladder', () => {
   it('admits at once without counting a wait', async () => {
     const bp = new Backpressure();
-    await bp.admit(() => true, { terminal: () => undefined, onBlocked: () => undefined, describe: () => '', logIntervalMs: 1000, logger: quiet });
+    await bp.admit(() => true, {
+      terminal: () => undefined,
+      onBlocked: () => undefined,
+      describe: () => '',
+      logIntervalMs: 1000,
+      logger: quiet,
+    });
     expect(bp.stats()).toMatchObject({ totalCount: 0, activeCount: 0, abortedCount: 0 });
   });
 
@@ -173,7 +179,7 @@ describe('backpressure in WAL-only mode', () => {
     await tick(10);
     ac.abort();
     expect((await rejection(p4)).code).toBe('Aborted');
-    expect((await w.backpressureStats())).toMatchObject({ activeCount: 0, abortedCount: 1 });
+    expect(await w.backpressureStats()).toMatchObject({ activeCount: 0, abortedCount: 1 });
     rel2();
     await p3;
     await w.close();

@@ -97,14 +97,14 @@ export async function runSeed(seed: number): Promise<{ acked: number; issued: nu
     for (let g = 0; g < group && issued < ops.length; g++) {
       const i = issued++;
       const op = ops[i]!;
-      const p =
-        op.kind === 'put'
-          ? w.put(op.rows)
-          : op.kind === 'delete'
-            ? w.delete([{ id: op.id }])
-            : w.forceSealActive();
+      const p = op.kind === 'put' ? w.put(op.rows) : op.kind === 'delete' ? w.delete([{ id: op.id }]) : w.forceSealActive();
       // A seal is not a write: its promise says nothing about durability.
-      batch.push(p.then(() => op.kind !== 'seal' && acked.add(i), () => undefined));
+      batch.push(
+        p.then(
+          () => op.kind !== 'seal' && acked.add(i),
+          () => undefined,
+        ),
+      );
     }
     inflight.push(...batch);
     await Promise.all(batch);
@@ -143,7 +143,8 @@ export async function runSeed(seed: number): Promise<{ acked: number; issued: nu
   for (let k = maxAcked + 1; k <= issued; k++) {
     if (model(ops, k, mode) === got) {
       const expectedAfter = model([...ops.slice(0, k), post], k + 1, mode);
-      if (after !== expectedAfter) throw new Error(`seed ${seed} (${mode}): after recovery and one more put: ${after}, expected ${expectedAfter}`);
+      if (after !== expectedAfter)
+        throw new Error(`seed ${seed} (${mode}): after recovery and one more put: ${after}, expected ${expectedAfter}`);
       return { acked: acked.size, issued, matched: k, torn };
     }
   }

@@ -22,9 +22,7 @@ function sourceFiles(dir: string): string[] {
 
 function imports(file: string): string[] {
   const text = readFileSync(join(src, file), 'utf8');
-  return [...text.matchAll(/(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
-    (m) => m[1] ?? m[2]!,
-  );
+  return [...text.matchAll(/(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1] ?? m[2]!);
 }
 
 /** Code without comments and string literals, for the DOM-global check. */
@@ -39,7 +37,11 @@ describe('runtime-agnostic core', () => {
   const files = [...CORE_DIRS.flatMap(sourceFiles), ...CORE_FILES];
 
   it('core files import no node:* or Node builtin module', () => {
-    const offenders = files.flatMap((f) => imports(f).filter((s) => NODE_BUILTINS.test(s)).map((s) => `${f} -> ${s}`));
+    const offenders = files.flatMap((f) =>
+      imports(f)
+        .filter((s) => NODE_BUILTINS.test(s))
+        .map((s) => `${f} -> ${s}`),
+    );
     expect(offenders).toEqual([]);
   });
 

@@ -66,12 +66,24 @@ describe('key encoding preserves order', () => {
   it('for random Int64 values, negatives and extremes included', () => {
     const r = rng(1);
     const ids = [
-      -9223372036854775808n, 9223372036854775807n, 0n, -1n, 1n, -(2n ** 32n), 2n ** 32n, 2n ** 31n - 1n, -(2n ** 31n),
+      -9223372036854775808n,
+      9223372036854775807n,
+      0n,
+      -1n,
+      1n,
+      -(2n ** 32n),
+      2n ** 32n,
+      2n ** 31n - 1n,
+      -(2n ** 31n),
       ...Array.from({ length: 500 }, () => BigInt(Math.floor((r() - 0.5) * 2 ** 53)) * BigInt(Math.floor(r() * 1024))),
       ...Array.from({ length: 200 }, () => BigInt(Math.floor((r() - 0.5) * 2000))),
     ];
     const ss = keyed([['id', new Int64()]], ['id']);
-    expectOrderPreserved(ids.map((id) => ({ id })), ss, (a, b) => cmp(a.id, b.id));
+    expectOrderPreserved(
+      ids.map((id) => ({ id })),
+      ss,
+      (a, b) => cmp(a.id, b.id),
+    );
   });
 
   it.each<[string, DataType, number, number]>([
@@ -86,13 +98,21 @@ describe('key encoding preserves order', () => {
     const vals = [min, max, 0, ...Array.from({ length: 300 }, () => min + Math.floor(r() * (max - min)))];
     if (type instanceof DateDay) for (let i = 0; i < vals.length; i++) vals[i] = Math.floor(vals[i]! / 86400000) * 86400000;
     const ss = keyed([['k', type]], ['k']);
-    expectOrderPreserved(vals.map((k) => ({ k })), ss, (a, b) => cmp(a.k, b.k));
+    expectOrderPreserved(
+      vals.map((k) => ({ k })),
+      ss,
+      (a, b) => cmp(a.k, b.k),
+    );
   });
 
   it('for Uint64 values above 2^63', () => {
     const vals = [0n, 1n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, 12345678901234567890n];
     const ss = keyed([['k', new Uint64()]], ['k']);
-    expectOrderPreserved(vals.map((k) => ({ k })), ss, (a, b) => cmp(a.k, b.k));
+    expectOrderPreserved(
+      vals.map((k) => ({ k })),
+      ss,
+      (a, b) => cmp(a.k, b.k),
+    );
   });
 
   it('for strings, prefixes and embedded NULs included', () => {
@@ -107,7 +127,11 @@ describe('key encoding preserves order', () => {
     }
     for (const type of [new Utf8(), new LargeUtf8()]) {
       const ss = keyed([['s', type]], ['s']);
-      expectOrderPreserved(strs.map((s) => ({ s })), ss, (a, b) => utf8Cmp(a.s, b.s));
+      expectOrderPreserved(
+        strs.map((s) => ({ s })),
+        ss,
+        (a, b) => utf8Cmp(a.s, b.s),
+      );
     }
     const ss = keyed([['s', new Utf8()]], ['s']);
     const [a, a0, ab] = ['a', 'a\0', 'ab'].map((s) => encodeKey({ s }, ss));
@@ -135,7 +159,11 @@ describe('key encoding preserves order', () => {
   it('for binary values with zero bytes', () => {
     const vals = [[], [0], [0, 0], [0, 255], [0, 1], [1], [255], [255, 0], [1, 0, 0]].map((b) => new Uint8Array(b));
     const ss = keyed([['b', new Binary()]], ['b']);
-    expectOrderPreserved(vals.map((b) => ({ b })), ss, (x, y) => Buffer.compare(x.b, y.b));
+    expectOrderPreserved(
+      vals.map((b) => ({ b })),
+      ss,
+      (x, y) => Buffer.compare(x.b, y.b),
+    );
   });
 });
 
@@ -188,7 +216,10 @@ describe('encodeKey', () => {
       expect(encodeKey(key, ss)).toBe(keys[i]);
     });
     // and a tombstone batch of the same keys encodes the same
-    const t = tombstoneBatch(rows.map(({ v: _v, ...key }) => key), ss);
+    const t = tombstoneBatch(
+      rows.map(({ v: _v, ...key }) => key),
+      ss,
+    );
     expect(makeKeyEncoder(ss)(t)).toEqual(keys);
   });
 

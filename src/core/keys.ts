@@ -210,7 +210,16 @@ export function makeKeyEncoder(ss: StoreSchema): KeyEncoder {
         } else {
           mixed ??= Array.from(nums.subarray(0, r));
           const h = (hiRaw ^ flip) >>> 0;
-          mixed[r] = String.fromCharCode(h >>> 24, (h >>> 16) & 255, (h >>> 8) & 255, h & 255, lo >>> 24, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255);
+          mixed[r] = String.fromCharCode(
+            h >>> 24,
+            (h >>> 16) & 255,
+            (h >>> 8) & 255,
+            h & 255,
+            lo >>> 24,
+            (lo >>> 16) & 255,
+            (lo >>> 8) & 255,
+            lo & 255,
+          );
         }
       }
       return mixed ?? nums;

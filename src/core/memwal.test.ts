@@ -444,7 +444,11 @@ describe('writer lock, fencing and poison', () => {
   it('close reports a WAL append that fails past walRetry while closing', async () => {
     const fs = new FaultInjectingStorage();
     const name = storeName();
-    const w = await open(fs, { durableWrite: false, maxWalFlushIntervalMs: 60_000, walRetry: { baseMs: 1, maxMs: 1, timeoutMs: 10 } }, name);
+    const w = await open(
+      fs,
+      { durableWrite: false, maxWalFlushIntervalMs: 60_000, walRetry: { baseMs: 1, maxMs: 1, timeoutMs: 10 } },
+      name,
+    );
     await w.put(rows(1, 2)); // accepted, not yet appended
     fs.failNext('walAppend', Infinity);
     expect((await rejection(w.close())).code).toBe('IOError');
@@ -600,7 +604,15 @@ describe('WAL-only mode, tail, retention', () => {
     const ws = await w.walStats();
     expect(ws.oldestPosition).toBeGreaterThan(1);
     expect(ws.oldestPosition).toBeLessThanOrEqual(6);
-    expect((await rejection((async () => { for await (const _ of w.tail(1)) void _; })())).code).toBe('Truncated');
+    expect(
+      (
+        await rejection(
+          (async () => {
+            for await (const _ of w.tail(1)) void _;
+          })(),
+        )
+      ).code,
+    ).toBe('Truncated');
     await w.close();
     const again = await open(storage, walOnly, name);
     const got: number[] = [];

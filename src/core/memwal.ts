@@ -17,14 +17,7 @@ import { encodeKey, keyFromHex, keyString, keyToHex, makeKeyEncoder, type Key, t
 import { KeyIndex } from './keyindex.js';
 import { compactIfSparse, concatRows, projectBatch, rowObject, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
-import {
-  decodeSchema,
-  describeSchemaDifference,
-  encodeSchema,
-  makeStoreSchema,
-  schemasEqual,
-  type StoreSchema,
-} from './schema.js';
+import { decodeSchema, describeSchemaDifference, encodeSchema, makeStoreSchema, schemasEqual, type StoreSchema } from './schema.js';
 import type {
   BackpressureStats,
   MemTableStats,
@@ -595,15 +588,22 @@ export class MemWal implements MemWalApi {
       reject = rej;
     });
     done.catch(() => undefined); // non-durable puts do not await it; poison reports the failure
-    return { position: this.nextPosition++, memtable: m, batches: [], bytes: 0, rows: 0, batchEnd: 0, closed: false, done, resolve, reject };
+    return {
+      position: this.nextPosition++,
+      memtable: m,
+      batches: [],
+      bytes: 0,
+      rows: 0,
+      batchEnd: 0,
+      closed: false,
+      done,
+      resolve,
+      reject,
+    };
   }
 
   private freezeTriggered(m: MemTable): boolean {
-    return (
-      m.estimatedBytes >= this.o.maxMemtableBytes ||
-      m.rows >= this.o.maxMemtableRows ||
-      m.batches.length >= this.o.maxMemtableBatches
-    );
+    return m.estimatedBytes >= this.o.maxMemtableBytes || m.rows >= this.o.maxMemtableRows || m.batches.length >= this.o.maxMemtableBatches;
   }
 
   /**
@@ -705,7 +705,13 @@ export class MemWal implements MemWalApi {
     const frame = encodeFrame(this.epoch, e.position, payload);
     let seg = this.currentSegment;
     if (!seg || seg.bytes >= WAL_SEGMENT_TARGET_BYTES) {
-      seg = { name: segmentName(this.epoch, e.position), epoch: this.epoch, firstPosition: e.position, bytes: 0, lastPosition: e.position - 1 };
+      seg = {
+        name: segmentName(this.epoch, e.position),
+        epoch: this.epoch,
+        firstPosition: e.position,
+        bytes: 0,
+        lastPosition: e.position - 1,
+      };
       this.currentSegment = seg;
       this.segments.push(seg);
     }
@@ -904,7 +910,13 @@ export class MemWal implements MemWalApi {
     if (!m.keyIndex) {
       let rows = 0;
       for (const b of m.batches) rows += b.numRows;
-      return { batches: concatRows(m.batches.map((batch) => ({ batch, rows: 'all' as const })), this.ss.internal), rows };
+      return {
+        batches: concatRows(
+          m.batches.map((batch) => ({ batch, rows: 'all' as const })),
+          this.ss.internal,
+        ),
+        rows,
+      };
     }
     const perBatch: number[][] = m.batches.map(() => []);
     // Bounds: numbers compare as numbers, strings as strings; the two are merged at the end.
@@ -935,7 +947,15 @@ export class MemWal implements MemWalApi {
       rows += sel.length;
       return { batch, rows: sel.length === batch.numRows ? ('all' as const) : sel };
     });
-    return { batches: concatRows(parts.filter((p) => p.rows === 'all' || p.rows.length > 0), this.ss.internal), rows, minKey, maxKey };
+    return {
+      batches: concatRows(
+        parts.filter((p) => p.rows === 'all' || p.rows.length > 0),
+        this.ss.internal,
+      ),
+      rows,
+      minKey,
+      maxKey,
+    };
   }
 
   /**
@@ -1033,7 +1053,10 @@ export class MemWal implements MemWalApi {
   async markConsumed(position: number): Promise<void> {
     this.throwIfUnusable();
     if (!Number.isSafeInteger(position) || position < 0 || position > this.durablePosition) {
-      throw new MemWalError('InvalidArgument', `markConsumed: position must be an integer in [0, ${this.durablePosition}], got ${position}`);
+      throw new MemWalError(
+        'InvalidArgument',
+        `markConsumed: position must be an integer in [0, ${this.durablePosition}], got ${position}`,
+      );
     }
     if (this.manifest.consumerCursor !== null && position <= this.manifest.consumerCursor) return;
     try {
@@ -1544,7 +1567,10 @@ function analyzeWal(listed: ReadSegment[], mustKeepAfter: number): WalAnalysis {
   entries.sort((a, b) => a.position - b.position);
   for (let i = 1; i < entries.length; i++) {
     if (entries[i]!.position !== entries[i - 1]!.position + 1) {
-      throw new MemWalError('Corruption', `WAL is missing entries between positions ${entries[i - 1]!.position} and ${entries[i]!.position}`);
+      throw new MemWalError(
+        'Corruption',
+        `WAL is missing entries between positions ${entries[i - 1]!.position} and ${entries[i]!.position}`,
+      );
     }
   }
   const firstAfter = entries.find((e) => e.position > mustKeepAfter);
@@ -1566,4 +1592,3 @@ async function* chunked(bytes: Uint8Array, crc: { value: number }): AsyncGenerat
     yield chunk;
   }
 }
-

@@ -109,7 +109,11 @@ describe('toBatches from record batches', () => {
     ['an extra column', () => batchOf({ id: vectorFromArray([1n], new Int64()), extra: vectorFromArray([1], new Int32()) }), '"extra"'],
     ['a type mismatch', () => batchOf({ id: vectorFromArray([1], new Int32()) }), '"id" has type Int32, expected Int64'],
     ['a null in a non-nullable column', () => batchOf({ id: vectorFromArray([1n, null], new Int64()) }), '"id" is non-nullable'],
-    ['the internal _tombstone column', () => batchOf({ id: vectorFromArray([1n], new Int64()), _tombstone: vectorFromArray([true], new Bool()) }), TOMBSTONE_COLUMN],
+    [
+      'the internal _tombstone column',
+      () => batchOf({ id: vectorFromArray([1n], new Int64()), _tombstone: vectorFromArray([true], new Bool()) }),
+      TOMBSTONE_COLUMN,
+    ],
   ])('rejects %s with InvalidArgument naming the column', (_what, make, text) => {
     const e = errorOf(() => toBatches(make(), ss));
     expect(e.code).toBe('InvalidArgument');
@@ -168,7 +172,13 @@ describe('toBatches from plain rows', () => {
   });
 
   it('makes a missing nullable field null and rejects a missing non-nullable one', () => {
-    const [out] = toBatches([{ id: 1, name: 'x' }, { id: 2, value: 3 }], ss);
+    const [out] = toBatches(
+      [
+        { id: 1, name: 'x' },
+        { id: 2, value: 3 },
+      ],
+      ss,
+    );
     expect(rowObject(out!, 0)).toEqual({ id: 1n, value: null, name: 'x' });
     expect(rowObject(out!, 1)).toEqual({ id: 2n, value: 3, name: null });
     const e = errorOf(() => toBatches([{ value: 1 }], ss));
@@ -205,14 +215,44 @@ describe('toBatches from plain rows', () => {
     const s = makeStoreSchema(schema, []);
     const rows = [
       {
-        i8: -128, i16: 32767, i32: -5, u32: 4294967295, u64: 18446744073709551615n, f32: 1.5, b: true,
-        s: 'héllo ✓ 𝄞', ls: 'large', bin: new Uint8Array([0, 1, 255]), fsb: new Uint8Array([9, 8, 7]),
-        day: Date.UTC(2024, 1, 29), ts: Date.UTC(2024, 0, 1, 12, 30), tus: 1_700_000_000_123, tm: 45_296_789,
-        dur: 1_000_000n, list: [1, null, 3], st: { a: 1, b: 'x' },
+        i8: -128,
+        i16: 32767,
+        i32: -5,
+        u32: 4294967295,
+        u64: 18446744073709551615n,
+        f32: 1.5,
+        b: true,
+        s: 'héllo ✓ 𝄞',
+        ls: 'large',
+        bin: new Uint8Array([0, 1, 255]),
+        fsb: new Uint8Array([9, 8, 7]),
+        day: Date.UTC(2024, 1, 29),
+        ts: Date.UTC(2024, 0, 1, 12, 30),
+        tus: 1_700_000_000_123,
+        tm: 45_296_789,
+        dur: 1_000_000n,
+        list: [1, null, 3],
+        st: { a: 1, b: 'x' },
       },
       {
-        i8: null, i16: null, i32: null, u32: null, u64: null, f32: null, b: false, s: '', ls: null, bin: new Uint8Array(0),
-        fsb: null, day: null, ts: new Date(0), tus: null, tm: null, dur: null, list: [], st: null,
+        i8: null,
+        i16: null,
+        i32: null,
+        u32: null,
+        u64: null,
+        f32: null,
+        b: false,
+        s: '',
+        ls: null,
+        bin: new Uint8Array(0),
+        fsb: null,
+        day: null,
+        ts: new Date(0),
+        tus: null,
+        tm: null,
+        dur: null,
+        list: [],
+        st: null,
       },
       {},
     ];
@@ -335,8 +375,17 @@ describe('concatRows', () => {
   });
 
   it('passes large whole batches through without copying', () => {
-    const big = toBatches(Array.from({ length: 2000 }, (_, i) => ({ id: i })), ss)[0]!;
-    const out = concatRows([{ batch: a, rows: [0] }, { batch: big, rows: 'all' }], ss.internal);
+    const big = toBatches(
+      Array.from({ length: 2000 }, (_, i) => ({ id: i })),
+      ss,
+    )[0]!;
+    const out = concatRows(
+      [
+        { batch: a, rows: [0] },
+        { batch: big, rows: 'all' },
+      ],
+      ss.internal,
+    );
     expect(out).toHaveLength(2);
     expect(out[1]).toBe(big);
   });

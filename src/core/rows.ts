@@ -124,7 +124,12 @@ function decodeDictionaryStrings(data: Data, target: DataType): Data {
   const n = data.length;
   const chunks = data.dictionary?.data ?? [];
   const dict =
-    chunks.length === 1 ? chunks[0]! : gather(target, chunks.map((d) => ({ data: d, idx: null, start: 0, count: d.length })));
+    chunks.length === 1
+      ? chunks[0]!
+      : gather(
+          target,
+          chunks.map((d) => ({ data: d, idx: null, start: 0, count: d.length })),
+        );
   const indices = data.values as unknown as AnyArray;
   const idx = new Int32Array(n);
   const checkNulls = data.nullCount > 0 || dict.nullCount > 0;
@@ -544,7 +549,14 @@ function zeroData(type: DataType, n: number, allNull: boolean): Data {
       return new Data(type, 0, n, nulls, [undefined, undefined, bitmap], [zeroData(children[0]!.type, n * size, false)]);
     }
     case Type.Struct:
-      return new Data(type, 0, n, nulls, [undefined, undefined, bitmap], children.map((c) => zeroData(c.type, n, c.nullable)));
+      return new Data(
+        type,
+        0,
+        n,
+        nulls,
+        [undefined, undefined, bitmap],
+        children.map((c) => zeroData(c.type, n, c.nullable)),
+      );
     case Type.Utf8View:
     case Type.BinaryView:
       return new Data(type, 0, n, nulls, [undefined, new Uint8Array(n * 16), bitmap]);

@@ -1,4 +1,18 @@
-import { Bool, Dictionary, Field, Float64, Int32, Int64, List, Schema, TimestampMillisecond, Utf8, tableFromIPC, tableToIPC, Table } from 'apache-arrow';
+import {
+  Bool,
+  Dictionary,
+  Field,
+  Float64,
+  Int32,
+  Int64,
+  List,
+  Schema,
+  TimestampMillisecond,
+  Utf8,
+  tableFromIPC,
+  tableToIPC,
+  Table,
+} from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { TOMBSTONE_COLUMN, decodeSchema, describeSchemaDifference, encodeSchema, makeStoreSchema, schemasEqual } from './schema.js';
 

@@ -138,11 +138,7 @@ export function typesEqual(a: DataType, b: DataType): boolean {
     case Type.Struct:
       return childrenEqual(a, b, true);
     case Type.Union:
-      return (
-        x.mode === y.mode &&
-        String(x.typeIds) === String(y.typeIds) &&
-        childrenEqual(a, b, true)
-      );
+      return x.mode === y.mode && String(x.typeIds) === String(y.typeIds) && childrenEqual(a, b, true);
     case Type.Dictionary:
       return (
         x.isOrdered === y.isOrdered &&
@@ -159,10 +155,7 @@ function childrenEqual(a: DataType, b: DataType, namesMatter: boolean): boolean 
   const cb: Field[] = b.children ?? [];
   return (
     ca.length === cb.length &&
-    ca.every(
-      (f, i) =>
-        (!namesMatter || f.name === cb[i]!.name) && f.nullable === cb[i]!.nullable && typesEqual(f.type, cb[i]!.type),
-    )
+    ca.every((f, i) => (!namesMatter || f.name === cb[i]!.name) && f.nullable === cb[i]!.nullable && typesEqual(f.type, cb[i]!.type))
   );
 }
 

@@ -114,7 +114,10 @@ export function compactIfSparse(batch: RecordBatch, schema: Schema = batch.schem
 
 export function gatherBatch(schema: Schema, sels: BatchSel[], n: number): RecordBatch {
   const children = schema.fields.map((f, j) =>
-    gather(f.type, sels.map((s) => ({ data: s.batch.data.children[j]!, idx: s.idx, start: s.start, count: s.count }))),
+    gather(
+      f.type,
+      sels.map((s) => ({ data: s.batch.data.children[j]!, idx: s.idx, start: s.start, count: s.count })),
+    ),
   );
   return makeBatch(schema, children, n);
 }
@@ -208,7 +211,12 @@ export function gather(type: DataType, sels: Sel[]): Data {
         n,
         nullCount,
         [undefined, undefined, bitmap],
-        children.map((c, j) => gather(c.type, sels.map((s) => ({ ...s, data: s.data.children[j]! })))),
+        children.map((c, j) =>
+          gather(
+            c.type,
+            sels.map((s) => ({ ...s, data: s.data.children[j]! })),
+          ),
+        ),
       );
     case Type.Union:
     case Type.Utf8View:
@@ -335,4 +343,3 @@ export function projectBatch(batch: RecordBatch, columns: string[] | undefined, 
     batch.numRows,
   );
 }
-

@@ -36,8 +36,18 @@ describe('estimateBatchBytes', () => {
 
   it('adds validity bits only when a column has nulls', () => {
     const s = new Schema([new Field('x', new Int32(), true)]);
-    const noNulls = new RecordBatch(s, makeData({ type: new Struct(s.fields), length: 16, nullCount: 0, children: [makeData({ type: new Int32(), data: new Int32Array(16) })] }));
-    const withNulls = new RecordBatch({ x: vectorFromArray([1, null, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], new Int32()).data[0]! });
+    const noNulls = new RecordBatch(
+      s,
+      makeData({
+        type: new Struct(s.fields),
+        length: 16,
+        nullCount: 0,
+        children: [makeData({ type: new Int32(), data: new Int32Array(16) })],
+      }),
+    );
+    const withNulls = new RecordBatch({
+      x: vectorFromArray([1, null, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], new Int32()).data[0]!,
+    });
     expect(estimateBatchBytes(noNulls)).toBe(64);
     expect(estimateBatchBytes(withNulls)).toBe(64 + 2);
   });
@@ -56,8 +66,12 @@ describe('estimateBatchBytes', () => {
   });
 
   it('counts bit-packed bools as ceil(length / 8)', () => {
-    const b = new RecordBatch({ b: vectorFromArray(Array.from({ length: 20 }, (_, i) => i % 2 === 0), new Bool()).data[0]! });
+    const b = new RecordBatch({
+      b: vectorFromArray(
+        Array.from({ length: 20 }, (_, i) => i % 2 === 0),
+        new Bool(),
+      ).data[0]!,
+    });
     expect(estimateBatchBytes(b)).toBe(3);
   });
 });
-

@@ -51,7 +51,10 @@ export function checkManifest(value: unknown): Manifest {
   };
   if (typeof m !== 'object' || m === null) return bad('not an object');
   if (m.formatVersion !== MANIFEST_FORMAT_VERSION) {
-    throw new MemWalError('NotSupported', `manifest format version ${String(m.formatVersion)} is not supported (this build reads ${MANIFEST_FORMAT_VERSION})`);
+    throw new MemWalError(
+      'NotSupported',
+      `manifest format version ${String(m.formatVersion)} is not supported (this build reads ${MANIFEST_FORMAT_VERSION})`,
+    );
   }
   const ints: (keyof Manifest)[] = ['writerEpoch', 'version', 'nextGeneration', 'replayCursor', 'positionHint'];
   for (const k of ints) if (!Number.isSafeInteger(m[k]) || (m[k] as number) < 0) bad(`${k} is not a non-negative integer`);

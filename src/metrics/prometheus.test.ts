@@ -52,7 +52,10 @@ const samples = (text: string) => text.split('\n').filter((l) => l !== '' && !l.
 
 /** Names of the families a rendering declares with `# TYPE`. */
 const families = (text: string) =>
-  text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]);
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('# TYPE '))
+    .map((l) => l.split(' ')[2]);
 
 describe('renderMetrics', () => {
   it('renders the exact samples of a known snapshot', () => {
@@ -139,8 +142,15 @@ describe('renderMetrics', () => {
     expect(samples(text)).toContain('wal_unflushed_bytes{store="orders"} 777');
     expect(samples(text)).toContain('wal_sealed_memtables{store="orders"} 0');
     const names = families(text);
-    for (const memtableOnly of ['wal_memtable_bytes', 'wal_frozen_bytes', 'wal_grace_bytes', 'wal_memtable_rows',
-      'wal_memtable_generation', 'wal_pending_wal_bytes', 'wal_durable_batches_total']) {
+    for (const memtableOnly of [
+      'wal_memtable_bytes',
+      'wal_frozen_bytes',
+      'wal_grace_bytes',
+      'wal_memtable_rows',
+      'wal_memtable_generation',
+      'wal_pending_wal_bytes',
+      'wal_durable_batches_total',
+    ]) {
       expect(names).not.toContain(memtableOnly);
     }
     expect(names).toContain('wal_backpressure_waits_total');
@@ -153,8 +163,9 @@ describe('renderMetrics', () => {
     expect(names).not.toContain('wal_storage_quota_bytes');
     expect(names).not.toContain('wal_storage_persisted');
     expect(names).toContain('wal_table_files');
-    expect(renderMetrics(snapshot({ storage: { persisted: false, tableFileCount: 0, tableFileBytes: 0 } })))
-      .toContain('wal_storage_persisted{store="orders"} 0\n');
+    expect(renderMetrics(snapshot({ storage: { persisted: false, tableFileCount: 0, tableFileBytes: 0 } }))).toContain(
+      'wal_storage_persisted{store="orders"} 0\n',
+    );
   });
 
   it('never emits NaN or Inf, omitting the family instead', () => {
@@ -190,15 +201,24 @@ describe('promtool check metrics', () => {
 
   const cases: Array<[string, MetricsSnapshot]> = [
     ['a MemTable-mode snapshot', snapshot()],
-    ['a WAL-only snapshot without storage figures', snapshot({
-      mode: 'wal-only', memtable: undefined, walUnappendedBytes: 12, storage: { tableFileCount: 0, tableFileBytes: 0 },
-    })],
-    ['awkward values: escaped store name, tiny and huge numbers, unknown state', snapshot({
-      store: 'a"b\\c\nd',
-      state: 'closing',
-      backpressure: { totalCount: 0, totalWaitMs: 1e-7, activeCount: 0, activeWaitMs: 0.1 + 0.2, abortedCount: 0, abortedWaitMs: -0 },
-      storage: { usageBytes: Number.MAX_SAFE_INTEGER, quotaBytes: 1e21, tableFileCount: 0, tableFileBytes: 0 },
-    })],
+    [
+      'a WAL-only snapshot without storage figures',
+      snapshot({
+        mode: 'wal-only',
+        memtable: undefined,
+        walUnappendedBytes: 12,
+        storage: { tableFileCount: 0, tableFileBytes: 0 },
+      }),
+    ],
+    [
+      'awkward values: escaped store name, tiny and huge numbers, unknown state',
+      snapshot({
+        store: 'a"b\\c\nd',
+        state: 'closing',
+        backpressure: { totalCount: 0, totalWaitMs: 1e-7, activeCount: 0, activeWaitMs: 0.1 + 0.2, abortedCount: 0, abortedWaitMs: -0 },
+        storage: { usageBytes: Number.MAX_SAFE_INTEGER, quotaBytes: 1e21, tableFileCount: 0, tableFileBytes: 0 },
+      }),
+    ],
   ];
 
   it.skipIf(!available && !process.env.CI).each(cases)('accepts %s with no lint problems', (_, s) => {

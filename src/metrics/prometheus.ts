@@ -1,14 +1,7 @@
 // Renders one stats snapshot as Prometheus text exposition format 0.0.4 (SPEC §4.6).
 // Pure string building; runs in every runtime.
 
-import type {
-  BackpressureStats,
-  MemTableStats,
-  StorageStats,
-  WalStats,
-  WriteStats,
-  WriterState,
-} from '../core/stats.js';
+import type { BackpressureStats, MemTableStats, StorageStats, WalStats, WriteStats, WriterState } from '../core/stats.js';
 
 /** One consistent snapshot of a writer's stats, taken under the read lock, ready to render. */
 export interface MetricsSnapshot {
@@ -47,109 +40,93 @@ const seconds = (ms: number): number => ms / 1000;
 // In exposition order. Counters count from this open (SPEC §4.6).
 const FAMILIES: readonly Family[] = [
   // Memory and backpressure: the budget and what is held against it.
-  gauge('wal_unflushed_bytes',
+  gauge(
+    'wal_unflushed_bytes',
     (s) => (s.memtable ? s.memtable.estimatedBytes + s.memtable.frozenBytes : s.walUnappendedBytes),
     'Estimated bytes not yet flushed: active memtable plus frozen memtables whose flush has not ' +
-      'committed (WAL-only: bytes not yet appended).'),
-  gauge('wal_unflushed_budget_bytes', (s) => s.budgetBytes,
-    'Budget for unflushed bytes (maxUnflushedMemtableBytes).'),
-  gauge('wal_sealed_memtables', (s) => s.memtable?.frozenCount ?? 0,
-    'Frozen memtables still held: waiting, retrying a failed flush, or in the grace period.'),
-  gauge('wal_memtable_bytes', (s) => s.memtable?.estimatedBytes,
-    'Estimated bytes of the active memtable.'),
-  gauge('wal_frozen_bytes', (s) => s.memtable?.frozenBytes,
-    'Estimated bytes of frozen memtables whose flush has not committed, failed flushes included.'),
-  gauge('wal_grace_bytes', (s) => s.memtable?.graceBytes,
-    'Estimated bytes of committed memtables still held for the grace period.'),
-  gauge('wal_memtable_rows', (s) => s.memtable?.rowCount,
-    'Rows in the active memtable.'),
-  gauge('wal_memtable_batches', (s) => s.memtable?.batchCount,
-    'Record batches in the active memtable.'),
-  gauge('wal_memtable_generation', (s) => s.memtable?.generation,
-    'Generation the active memtable will carry when flushed.'),
-  counter('wal_durable_batches_total', (s) => s.memtable?.durableBatchCount,
-    'Batches whose WAL append is durable.'),
-  gauge('wal_pending_wal_batches', (s) => s.memtable?.pendingWalBatchCount,
-    'Batches accepted but not yet WAL-durable.'),
-  gauge('wal_pending_wal_bytes', (s) => s.memtable?.pendingWalBytes,
-    'Estimated bytes of batches accepted but not yet WAL-durable.'),
-  counter('wal_backpressure_waits_total', (s) => s.backpressure.totalCount,
-    'Backpressure waits that completed with the put admitted.'),
-  counter('wal_backpressure_wait_seconds_total', (s) => seconds(s.backpressure.totalWaitMs),
-    'Summed duration of completed backpressure waits.'),
-  gauge('wal_backpressure_active_waiters', (s) => s.backpressure.activeCount,
-    'Puts waiting on backpressure right now.'),
-  gauge('wal_backpressure_active_wait_seconds', (s) => seconds(s.backpressure.activeWaitMs),
-    'Summed elapsed time of the backpressure waits in progress.'),
-  counter('wal_backpressure_aborted_total', (s) => s.backpressure.abortedCount,
-    'Backpressure waits that ended without admission: abort, timeout, poison or close.'),
-  counter('wal_backpressure_aborted_wait_seconds_total', (s) => seconds(s.backpressure.abortedWaitMs),
-    'Summed duration of backpressure waits that ended without admission.'),
+      'committed (WAL-only: bytes not yet appended).',
+  ),
+  gauge('wal_unflushed_budget_bytes', (s) => s.budgetBytes, 'Budget for unflushed bytes (maxUnflushedMemtableBytes).'),
+  gauge(
+    'wal_sealed_memtables',
+    (s) => s.memtable?.frozenCount ?? 0,
+    'Frozen memtables still held: waiting, retrying a failed flush, or in the grace period.',
+  ),
+  gauge('wal_memtable_bytes', (s) => s.memtable?.estimatedBytes, 'Estimated bytes of the active memtable.'),
+  gauge(
+    'wal_frozen_bytes',
+    (s) => s.memtable?.frozenBytes,
+    'Estimated bytes of frozen memtables whose flush has not committed, failed flushes included.',
+  ),
+  gauge('wal_grace_bytes', (s) => s.memtable?.graceBytes, 'Estimated bytes of committed memtables still held for the grace period.'),
+  gauge('wal_memtable_rows', (s) => s.memtable?.rowCount, 'Rows in the active memtable.'),
+  gauge('wal_memtable_batches', (s) => s.memtable?.batchCount, 'Record batches in the active memtable.'),
+  gauge('wal_memtable_generation', (s) => s.memtable?.generation, 'Generation the active memtable will carry when flushed.'),
+  counter('wal_durable_batches_total', (s) => s.memtable?.durableBatchCount, 'Batches whose WAL append is durable.'),
+  gauge('wal_pending_wal_batches', (s) => s.memtable?.pendingWalBatchCount, 'Batches accepted but not yet WAL-durable.'),
+  gauge('wal_pending_wal_bytes', (s) => s.memtable?.pendingWalBytes, 'Estimated bytes of batches accepted but not yet WAL-durable.'),
+  counter('wal_backpressure_waits_total', (s) => s.backpressure.totalCount, 'Backpressure waits that completed with the put admitted.'),
+  counter(
+    'wal_backpressure_wait_seconds_total',
+    (s) => seconds(s.backpressure.totalWaitMs),
+    'Summed duration of completed backpressure waits.',
+  ),
+  gauge('wal_backpressure_active_waiters', (s) => s.backpressure.activeCount, 'Puts waiting on backpressure right now.'),
+  gauge(
+    'wal_backpressure_active_wait_seconds',
+    (s) => seconds(s.backpressure.activeWaitMs),
+    'Summed elapsed time of the backpressure waits in progress.',
+  ),
+  counter(
+    'wal_backpressure_aborted_total',
+    (s) => s.backpressure.abortedCount,
+    'Backpressure waits that ended without admission: abort, timeout, poison or close.',
+  ),
+  counter(
+    'wal_backpressure_aborted_wait_seconds_total',
+    (s) => seconds(s.backpressure.abortedWaitMs),
+    'Summed duration of backpressure waits that ended without admission.',
+  ),
   // Writes, flushes and replay.
-  counter('wal_puts_total', (s) => s.write.putCount,
-    'Puts admitted.'),
-  counter('wal_put_rows_total', (s) => s.write.putRows,
-    'Rows admitted by puts.'),
-  counter('wal_put_seconds_total', (s) => seconds(s.write.putTimeMs),
-    'Time inside put from admission to insert, excluding backpressure and durability waits.'),
-  counter('wal_flushes_total', (s) => s.write.flushCount,
-    'Memtable flushes committed.'),
-  counter('wal_flush_failures_total', (s) => s.write.flushFailureCount,
-    'Memtable flush attempts that failed.'),
-  counter('wal_flush_seconds_total', (s) => seconds(s.write.flushTimeMs),
-    'Summed duration of committed flushes.'),
-  counter('wal_flush_rows_total', (s) => s.write.flushRows,
-    'Rows written by committed flushes.'),
-  counter('wal_flush_bytes_total', (s) => s.write.flushBytes,
-    'Bytes written by committed flushes.'),
-  gauge('wal_last_flush_seconds', (s) => seconds(s.write.lastFlushMs),
-    'Duration of the last committed flush (0 before the first).'),
-  counter('wal_replayed_entries_total', (s) => s.write.replayedEntries,
-    'WAL entries replayed at open.'),
-  counter('wal_replayed_rows_total', (s) => s.write.replayedRows,
-    'Rows replayed from the WAL at open.'),
-  gauge('wal_replay_seconds', (s) => seconds(s.write.replayTimeMs),
-    'Time open spent replaying the WAL.'),
+  counter('wal_puts_total', (s) => s.write.putCount, 'Puts admitted.'),
+  counter('wal_put_rows_total', (s) => s.write.putRows, 'Rows admitted by puts.'),
+  counter(
+    'wal_put_seconds_total',
+    (s) => seconds(s.write.putTimeMs),
+    'Time inside put from admission to insert, excluding backpressure and durability waits.',
+  ),
+  counter('wal_flushes_total', (s) => s.write.flushCount, 'Memtable flushes committed.'),
+  counter('wal_flush_failures_total', (s) => s.write.flushFailureCount, 'Memtable flush attempts that failed.'),
+  counter('wal_flush_seconds_total', (s) => seconds(s.write.flushTimeMs), 'Summed duration of committed flushes.'),
+  counter('wal_flush_rows_total', (s) => s.write.flushRows, 'Rows written by committed flushes.'),
+  counter('wal_flush_bytes_total', (s) => s.write.flushBytes, 'Bytes written by committed flushes.'),
+  gauge('wal_last_flush_seconds', (s) => seconds(s.write.lastFlushMs), 'Duration of the last committed flush (0 before the first).'),
+  counter('wal_replayed_entries_total', (s) => s.write.replayedEntries, 'WAL entries replayed at open.'),
+  counter('wal_replayed_rows_total', (s) => s.write.replayedRows, 'Rows replayed from the WAL at open.'),
+  gauge('wal_replay_seconds', (s) => seconds(s.write.replayTimeMs), 'Time open spent replaying the WAL.'),
   // The WAL itself.
-  counter('wal_appends_total', (s) => s.write.walAppendCount,
-    'WAL appends that succeeded.'),
-  counter('wal_append_seconds_total', (s) => seconds(s.write.walAppendTimeMs),
-    'Summed duration of WAL appends.'),
-  counter('wal_append_retries_total', (s) => s.write.walAppendRetries,
-    'WAL append attempts retried after a failure.'),
-  counter('wal_entries_written_total', (s) => s.wal.entriesWritten,
-    'WAL entries appended.'),
-  counter('wal_written_bytes_total', (s) => s.wal.bytesWritten,
-    'WAL bytes appended, frames included.'),
-  gauge('wal_retained_bytes', (s) => s.wal.retainedBytes,
-    'Bytes of WAL segments still in storage.'),
-  gauge('wal_next_position', (s) => s.wal.nextPosition,
-    'Position the next WAL entry will get.'),
-  gauge('wal_oldest_position', (s) => s.wal.oldestPosition,
-    'Oldest WAL position still retained in storage.'),
-  gauge('wal_torn_tail_bytes', (s) => s.wal.tornTailBytes,
-    'Bytes cut from torn WAL tails at this open.'),
+  counter('wal_appends_total', (s) => s.write.walAppendCount, 'WAL appends that succeeded.'),
+  counter('wal_append_seconds_total', (s) => seconds(s.write.walAppendTimeMs), 'Summed duration of WAL appends.'),
+  counter('wal_append_retries_total', (s) => s.write.walAppendRetries, 'WAL append attempts retried after a failure.'),
+  counter('wal_entries_written_total', (s) => s.wal.entriesWritten, 'WAL entries appended.'),
+  counter('wal_written_bytes_total', (s) => s.wal.bytesWritten, 'WAL bytes appended, frames included.'),
+  gauge('wal_retained_bytes', (s) => s.wal.retainedBytes, 'Bytes of WAL segments still in storage.'),
+  gauge('wal_next_position', (s) => s.wal.nextPosition, 'Position the next WAL entry will get.'),
+  gauge('wal_oldest_position', (s) => s.wal.oldestPosition, 'Oldest WAL position still retained in storage.'),
+  gauge('wal_torn_tail_bytes', (s) => s.wal.tornTailBytes, 'Bytes cut from torn WAL tails at this open.'),
   // Storage, where the runtime says.
-  gauge('wal_storage_usage_bytes', (s) => s.storage.usageBytes,
-    'Storage used by this origin, as reported by the runtime.'),
-  gauge('wal_storage_quota_bytes', (s) => s.storage.quotaBytes,
-    'Storage quota of this origin, as reported by the runtime.'),
-  gauge('wal_storage_persisted',
+  gauge('wal_storage_usage_bytes', (s) => s.storage.usageBytes, 'Storage used by this origin, as reported by the runtime.'),
+  gauge('wal_storage_quota_bytes', (s) => s.storage.quotaBytes, 'Storage quota of this origin, as reported by the runtime.'),
+  gauge(
+    'wal_storage_persisted',
     (s) => (s.storage.persisted === undefined ? undefined : Number(s.storage.persisted)),
-    '1 when storage is persistent (not evictable), 0 when best-effort.'),
-  gauge('wal_table_files', (s) => s.storage.tableFileCount,
-    'Table files in the manifest.'),
-  gauge('wal_table_file_bytes', (s) => s.storage.tableFileBytes,
-    'Total bytes of the table files in the manifest.'),
+    '1 when storage is persistent (not evictable), 0 when best-effort.',
+  ),
+  gauge('wal_table_files', (s) => s.storage.tableFileCount, 'Table files in the manifest.'),
+  gauge('wal_table_file_bytes', (s) => s.storage.tableFileBytes, 'Total bytes of the table files in the manifest.'),
 ];
 
-const WRITER_STATES: readonly string[] = [
-  'waiting-for-lock',
-  'open',
-  'fenced',
-  'poisoned',
-  'closed',
-] satisfies WriterState[];
+const WRITER_STATES: readonly string[] = ['waiting-for-lock', 'open', 'fenced', 'poisoned', 'closed'] satisfies WriterState[];
 
 /**
  * Escape a label value for the text format: backslash, double quote and line feed.
@@ -172,8 +149,7 @@ export function escapeLabelValue(v: string): string {
 export function renderMetrics(s: MetricsSnapshot): string {
   const store = `store="${escapeLabelValue(s.store)}"`;
   const lines: string[] = [];
-  const header = (name: string, type: MetricType, help: string) =>
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+  const header = (name: string, type: MetricType, help: string) => lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
 
   for (const { name, type, value, help } of FAMILIES) {
     const v = value(s);

@@ -6,8 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeArrow, decodeData, decodeSchema, decodeTable, encodeArrow, encodeData, encodeSchema, transfersOf } from './arrow-wire.js';
 import { schema } from './rpc.test-util.js';
 
-const table = (): Table =>
-  new Table({ id: vectorFromArray([1, 2, 3], new Int32()), name: vectorFromArray(['a', null, 'c'], new Utf8()) });
+const table = (): Table => new Table({ id: vectorFromArray([1, 2, 3], new Int32()), name: vectorFromArray(['a', null, 'c'], new Utf8()) });
 
 function postAndReceive<T>(value: T, transfer: ArrayBuffer[]): Promise<T> {
   const { port1, port2 } = new MessageChannel();

@@ -82,14 +82,25 @@ describe('MemWalClient over a MessageChannel', () => {
     const scanned = await c.scan();
     expect(scanned).toBeInstanceOf(Table);
     expect(scanned.numRows).toBe(5);
-    expect(scanned.toArray().map((r) => r.toJSON().id).sort((a, b) => a - b)).toEqual([1, 2, 3, 10, 11]);
+    expect(
+      scanned
+        .toArray()
+        .map((r) => r.toJSON().id)
+        .sort((a, b) => a - b),
+    ).toEqual([1, 2, 3, 10, 11]);
   });
 
   it('Arrow data crosses as transferred IPC bytes both ways (put and scan)', async () => {
     const c = await open(channelWorker());
     const big = new Table({
-      id: vectorFromArray(Array.from({ length: 20_000 }, (_, i) => i), new Int32()),
-      name: vectorFromArray(Array.from({ length: 20_000 }, (_, i) => `name-${i}`), new Utf8()),
+      id: vectorFromArray(
+        Array.from({ length: 20_000 }, (_, i) => i),
+        new Int32(),
+      ),
+      name: vectorFromArray(
+        Array.from({ length: 20_000 }, (_, i) => `name-${i}`),
+        new Utf8(),
+      ),
     });
     const putSizes = await transferredBytes(() => c.put(big));
     expect(Math.max(...putSizes)).toBeGreaterThan(200_000);
@@ -117,9 +128,7 @@ describe('MemWalClient over a MessageChannel', () => {
   });
 
   it('an adapter object in storage is refused before any worker starts', async () => {
-    const e = await rejection(
-      openMemWal({ name: 'x', schema, storage: new MemoryStorage() as never, worker: channelWorker() }),
-    );
+    const e = await rejection(openMemWal({ name: 'x', schema, storage: new MemoryStorage() as never, worker: channelWorker() }));
     expect(e.code).toBe('InvalidArgument');
     expect(e.message).toContain('an adapter object cannot be posted to a worker; host it with memwal/worker');
   });
@@ -241,9 +250,11 @@ describe('MemWalClient over a MessageChannel', () => {
 
   it("tail's own errors reach the client's iterator", async () => {
     const c = await open(channelWorker(), { primaryKey: [], enableMemtable: false });
-    const e = await rejection((async () => {
-      for await (const _ of c.tail(0)) void _;
-    })());
+    const e = await rejection(
+      (async () => {
+        for await (const _ of c.tail(0)) void _;
+      })(),
+    );
     expect(e.code).toBe('InvalidArgument');
   });
 

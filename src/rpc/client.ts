@@ -19,17 +19,7 @@ import type {
 import { MemWalError, isMemWalError, isMemWalErrorCode, toMemWalError } from '../errors.js';
 import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
 import { decodeArrow, decodeTable, encodeData, encodeSchema, transfersOf } from './arrow-wire.js';
-import type {
-  ConnectMessage,
-  Hello,
-  HostApi,
-  HostEvent,
-  Page,
-  WireError,
-  WireOpenOptions,
-  WireSignal,
-  WireStorage,
-} from './protocol.js';
+import type { ConnectMessage, Hello, HostApi, HostEvent, Page, WireError, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 
 /** What openMemWal needs of a Worker (a DOM `Worker` is one). */
 export interface WorkerLike {
@@ -105,12 +95,10 @@ function toWire(options: OpenMemWalOptions): { wire: WireOpenOptions; logger: Lo
   if (typeof options !== 'object' || options === null) throw new MemWalError('InvalidArgument', 'options must be an object');
   const { worker, workerUrl, ...rest } = options;
   if (typeof rest.storage === 'object' && rest.storage !== null) {
-    throw new MemWalError(
-      'InvalidArgument',
-      'option storage: an adapter object cannot be posted to a worker; host it with memwal/worker',
-    );
+    throw new MemWalError('InvalidArgument', 'option storage: an adapter object cannot be posted to a worker; host it with memwal/worker');
   }
-  if (worker !== undefined && workerUrl !== undefined) throw new MemWalError('InvalidArgument', 'option worker: give worker or workerUrl, not both');
+  if (worker !== undefined && workerUrl !== undefined)
+    throw new MemWalError('InvalidArgument', 'option worker: give worker or workerUrl, not both');
   if (worker !== undefined && (typeof worker !== 'object' || worker === null || typeof worker.postMessage !== 'function')) {
     throw new MemWalError('InvalidArgument', 'option worker: must be a Worker running hostMemWal()');
   }
@@ -279,7 +267,9 @@ export class MemWalClient implements MemWalApi {
     const lm = locks();
     if (conn.hello.lifetimeLock && conn.lockName && lm) {
       // The host holds this lock for as long as it lives; we are granted it once the worker is gone.
-      lm.request(conn.lockName, { signal: this.lockWatch.signal }, () => this.die('the worker ended (terminated, crashed or out of memory)')).catch(
+      lm.request(conn.lockName, { signal: this.lockWatch.signal }, () =>
+        this.die('the worker ended (terminated, crashed or out of memory)'),
+      ).catch(
         () => undefined, // AbortError: we stopped watching (close/abort)
       );
     }
@@ -580,7 +570,10 @@ export class MemWalClient implements MemWalApi {
     this.aborting ??= (async () => {
       if (this.gone) return;
       // Stop now: a worker that does not answer promptly is terminated all the same.
-      await withTimeout(this.call('abort', (r) => r.abort()), GOODBYE_TIMEOUT_MS).catch(() => undefined);
+      await withTimeout(
+        this.call('abort', (r) => r.abort()),
+        GOODBYE_TIMEOUT_MS,
+      ).catch(() => undefined);
       await this.finish();
     })();
     return this.aborting;

@@ -66,9 +66,7 @@ export interface Hello {
 }
 
 /** Host -> client, posted on the connection port beside comlink's replies (same order). */
-export type HostEvent =
-  | { memwalEvent: 'state'; state: WriterState }
-  | { memwalEvent: 'warn'; message: string; details: unknown[] };
+export type HostEvent = { memwalEvent: 'state'; state: WriterState } | { memwalEvent: 'warn'; message: string; details: unknown[] };
 
 /** Client -> worker scope: start a connection on `port`; the host holds `lockName` while it lives. */
 export interface ConnectMessage {

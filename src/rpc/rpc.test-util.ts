@@ -88,7 +88,10 @@ export function threadWorker(): { worker: WorkerLike; control(message: string): 
   const worker: WorkerLike = {
     postMessage: (message, transfer) => thread.postMessage(message, transfer as never),
     addEventListener(type, listener) {
-      const h = type === 'message' ? (data: unknown) => listener({ data } as MessageEvent) : (e: unknown) => listener({ message: String(e) } as ErrorEvent);
+      const h =
+        type === 'message'
+          ? (data: unknown) => listener({ data } as MessageEvent)
+          : (e: unknown) => listener({ message: String(e) } as ErrorEvent);
       wrapped.set(listener, h);
       thread.on(type, h);
     },

@@ -82,7 +82,10 @@ const perStorage = new WeakMap<object, PerStorage>();
 /** Maps a thrown value to a MemWalError; SQLite's "full" and Cloudflare's size limit become QuotaExceeded. */
 function storageError(e: unknown, context: string): MemWalError {
   const err = toMemWalError(e, context);
-  if (err.code === 'IOError' && /SQLITE_FULL|database or disk is full|exceeded.*(size|storage)|(size|storage).*exceeded/i.test(err.message)) {
+  if (
+    err.code === 'IOError' &&
+    /SQLITE_FULL|database or disk is full|exceeded.*(size|storage)|(size|storage).*exceeded/i.test(err.message)
+  ) {
     return new MemWalError('QuotaExceeded', err.message, { cause: e });
   }
   return err;
@@ -135,7 +138,10 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
     }
     this.chunkBytes = options.chunkBytes ?? DURABLE_OBJECT_MAX_CHUNK_BYTES;
     if (!Number.isSafeInteger(this.chunkBytes) || this.chunkBytes < 1 || this.chunkBytes > DURABLE_OBJECT_MAX_CHUNK_BYTES) {
-      throw new MemWalError('InvalidArgument', `chunkBytes must be an integer in 1..${DURABLE_OBJECT_MAX_CHUNK_BYTES}, got ${String(options.chunkBytes)}`);
+      throw new MemWalError(
+        'InvalidArgument',
+        `chunkBytes must be an integer in 1..${DURABLE_OBJECT_MAX_CHUNK_BYTES}, got ${String(options.chunkBytes)}`,
+      );
     }
     let shared = perStorage.get(storage);
     if (!shared) {
@@ -298,7 +304,9 @@ class DurableObjectStoreHandle implements StoreHandle {
 
   manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
     if (next.version !== expectedVersion + 1) {
-      return Promise.reject(new MemWalError('InvalidArgument', `manifest version ${next.version} does not follow expected version ${expectedVersion}`));
+      return Promise.reject(
+        new MemWalError('InvalidArgument', `manifest version ${next.version} does not follow expected version ${expectedVersion}`),
+      );
     }
     const body = JSON.stringify(next);
     return this.write('manifest commit', () => {
@@ -350,7 +358,10 @@ class DurableObjectStoreHandle implements StoreHandle {
       const first = rows.length > 0 ? Number(rows[0]!.start) : offset;
       const bytes = concatBlobs(rows.map((r) => r.data as ArrayBuffer)).subarray(offset - first);
       if (first > offset || bytes.length !== length - offset) {
-        throw new MemWalError('Corruption', `WAL segment ${name}: chunks hold ${bytes.length} bytes from offset ${offset}, its length says ${length - offset}`);
+        throw new MemWalError(
+          'Corruption',
+          `WAL segment ${name}: chunks hold ${bytes.length} bytes from offset ${offset}, its length says ${length - offset}`,
+        );
       }
       return bytes;
     });
@@ -367,7 +378,10 @@ class DurableObjectStoreHandle implements StoreHandle {
       }
       const length = this.segmentLength(name);
       if (offset !== (length ?? 0)) {
-        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${length ?? 'none (missing)'}`);
+        throw new MemWalError(
+          'IOError',
+          `WAL segment ${name}: append at offset ${offset}, but its length is ${length ?? 'none (missing)'}`,
+        );
       }
       let at = offset;
       for (const piece of rechunk([bytes], this.chunkBytes)) {
@@ -420,11 +434,15 @@ class DurableObjectStoreHandle implements StoreHandle {
    */
   async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     const context = `table write of ${name}`;
-    await this.write(context, () => {
-      const [existing] = this.rows('SELECT complete FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
-      if (existing) throw new MemWalError('IOError', `table file ${name} already exists`);
-      this.sql.exec('INSERT INTO memwal_table_file (store, name, bytes, complete) VALUES (?, ?, 0, 0)', this.store, name);
-    }, false);
+    await this.write(
+      context,
+      () => {
+        const [existing] = this.rows('SELECT complete FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
+        if (existing) throw new MemWalError('IOError', `table file ${name} already exists`);
+        this.sql.exec('INSERT INTO memwal_table_file (store, name, bytes, complete) VALUES (?, ?, 0, 0)', this.store, name);
+      },
+      false,
+    );
     let seq = 0;
     let bytes = 0;
     const put = (chunk: Uint8Array): void => {
@@ -461,7 +479,9 @@ class DurableObjectStoreHandle implements StoreHandle {
   }
 
   tableList(): Promise<string[]> {
-    return this.read('table list', () => this.rows('SELECT name FROM memwal_table_file WHERE store = ?', this.store).map((r) => String(r.name)));
+    return this.read('table list', () =>
+      this.rows('SELECT name FROM memwal_table_file WHERE store = ?', this.store).map((r) => String(r.name)),
+    );
   }
 
   tableRemove(name: string): Promise<void> {

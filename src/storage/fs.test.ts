@@ -47,7 +47,10 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 }
 
 /** The Node shim with some calls replaced. */
-function shim(overrides: Partial<FileSystemShim>, fileOverrides: (path: string, file: ShimFile) => Partial<ShimFile> = () => ({})): FileSystemShim {
+function shim(
+  overrides: Partial<FileSystemShim>,
+  fileOverrides: (path: string, file: ShimFile) => Partial<ShimFile> = () => ({}),
+): FileSystemShim {
   return {
     ...nodeFileSystem,
     async open(path, flags) {
@@ -256,7 +259,9 @@ function runFixture(runtime: keyof typeof RUNTIMES, args: string[], onLine: (lin
   const child = spawn(command!, [...flags, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: DENO_ENV });
   const reader = createInterface({ input: child.stdout! });
   reader.on('line', (line) => onLine(line, child));
-  return Promise.all([new Promise((resolve) => child.on('exit', resolve)), new Promise((resolve) => reader.on('close', resolve))]).then(() => undefined);
+  return Promise.all([new Promise((resolve) => child.on('exit', resolve)), new Promise((resolve) => reader.on('close', resolve))]).then(
+    () => undefined,
+  );
 }
 
 describe('FileStorage writer lock', () => {
@@ -357,7 +362,13 @@ describe('MemWal on the file adapter, killed mid-write', () => {
       expect(ids).toEqual(Array.from({ length: ids!.length }, (_, i) => i));
       // The files are the same in both runtimes: this (Node) process reads them too.
       const schema = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]);
-      const w = await MemWal.open({ name: 's', schema, primaryKey: ['id'], storage: new NodeFileStorage(root), logger: { warn: () => undefined } });
+      const w = await MemWal.open({
+        name: 's',
+        schema,
+        primaryKey: ['id'],
+        storage: new NodeFileStorage(root),
+        logger: { warn: () => undefined },
+      });
       expect((await w.scan()).numRows).toBe(ids!.length);
       await w.close();
     });
@@ -368,7 +379,10 @@ describe('FileStorage under Deno', () => {
   it('passes every conformance case in Deno', async () => {
     const lines: string[] = [];
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(DENO, ['test', ...DENO_FLAGS, 'test/fixtures/deno-conformance.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: DENO_ENV });
+      const child = spawn(DENO, ['test', ...DENO_FLAGS, 'test/fixtures/deno-conformance.ts'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: DENO_ENV,
+      });
       createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
       child.on('error', reject);
       child.on('close', () => resolve());

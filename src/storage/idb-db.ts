@@ -38,7 +38,10 @@ const closeListeners = new Set<(reason: string) => void>();
 function dropConnection(reason: string): void {
   const current = connection;
   connection = undefined;
-  void current?.then((db) => db.close(), () => undefined);
+  void current?.then(
+    (db) => db.close(),
+    () => undefined,
+  );
   for (const listener of [...closeListeners]) listener(reason);
 }
 
@@ -119,9 +122,7 @@ export function fileRange(store: string, name: string, from?: number): IDBKeyRan
 
 /** The committed manifest of `store`, or undefined. Rejects `IOError`. */
 export function loadManifest(store: string): Promise<Manifest | undefined> {
-  return inTransaction(['manifests'], 'readonly', `loading the manifest of "${store}"`, (tx) =>
-    tx.objectStore('manifests').get(store),
-  );
+  return inTransaction(['manifests'], 'readonly', `loading the manifest of "${store}"`, (tx) => tx.objectStore('manifests').get(store));
 }
 
 /**

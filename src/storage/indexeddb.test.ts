@@ -23,7 +23,10 @@ describe('IndexedDbStorage records', () => {
     const records = await new Promise<unknown[]>((resolve, reject) => {
       const open = indexedDB.open('memwal');
       open.onsuccess = () => {
-        const req = open.result.transaction('tables').objectStore('tables').getAll(IDBKeyRange.bound(['records-table'], ['records-table', []]));
+        const req = open.result
+          .transaction('tables')
+          .objectStore('tables')
+          .getAll(IDBKeyRange.bound(['records-table'], ['records-table', []]));
         req.onsuccess = () => (open.result.close(), resolve(req.result as unknown[]));
         req.onerror = () => reject(req.error);
       };

@@ -135,7 +135,10 @@ class IndexedDbStoreHandle implements StoreHandle {
       const last = await wal.openKeyCursor(fileRange(this.store, name), 'prev');
       const length = last ? chunkEnd(last.key) : 0;
       if (offset !== length) {
-        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${last ? length : 'none (missing)'}`);
+        throw new MemWalError(
+          'IOError',
+          `WAL segment ${name}: append at offset ${offset}, but its length is ${last ? length : 'none (missing)'}`,
+        );
       }
       await wal.put(value, [this.store, name, offset, value.length]);
     });

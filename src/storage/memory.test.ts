@@ -76,8 +76,16 @@ describe('MemoryStorage', () => {
     const storage = new MemoryStorage();
     const h = await storage.openStore('s', {});
     const base = {
-      formatVersion: 1, layout: 'memory', mode: 'memtable' as const, schema: 'AAAA', primaryKey: [],
-      nextGeneration: 1, replayCursor: 0, consumerCursor: null, positionHint: 0, tables: [],
+      formatVersion: 1,
+      layout: 'memory',
+      mode: 'memtable' as const,
+      schema: 'AAAA',
+      primaryKey: [],
+      nextGeneration: 1,
+      replayCursor: 0,
+      consumerCursor: null,
+      positionHint: 0,
+      tables: [],
     };
     await h.manifestCommit(0, { ...base, writerEpoch: 3, version: 1 });
     await expect(h.manifestCommit(5, { ...base, writerEpoch: 2, version: 6 })).rejects.toMatchObject({ code: 'Fenced' });

@@ -231,7 +231,10 @@ class MemorySession implements StoreHandle {
       const seg = this.store.wal.get(name);
       const length = seg?.length ?? 0;
       if (offset !== length) {
-        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${seg ? length : 'none (missing)'}`);
+        throw new MemWalError(
+          'IOError',
+          `WAL segment ${name}: append at offset ${offset}, but its length is ${seg ? length : 'none (missing)'}`,
+        );
       }
       if (seg) seg.append(bytes);
       else {

@@ -247,7 +247,8 @@ class OpfsStoreHandle implements StoreHandle {
     checkNotFenced(this.knownEpoch, name, parsed.epoch);
     let pending = this.segments.get(name);
     if (!pending) {
-      if (offset !== 0) throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is none (missing)`);
+      if (offset !== 0)
+        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is none (missing)`);
       if (this.closedSegments.has(name)) {
         throw new MemWalError('IOError', `WAL segment ${name} was closed in this session; a writer never reopens a segment`);
       }

@@ -110,7 +110,10 @@ class CaseContext {
 
   /** A store name no other case or run uses. */
   store(): string {
-    const slug = this.caseName.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 40);
+    const slug = this.caseName
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .slice(0, 40);
     const name = `conf-${slug}-${Math.random().toString(36).slice(2, 10)}`;
     this.names.push(name);
     return name;
@@ -182,7 +185,11 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await rejects(h.manifestCommit(0, testManifest(t.adapter, 1, 1)), 'IOError', 'commit expecting no manifest over version 1');
       const v2 = { ...testManifest(t.adapter, 1, 2), replayCursor: 5 };
       await h.manifestCommit(1, v2);
-      await rejects(h.manifestCommit(1, { ...testManifest(t.adapter, 1, 2), replayCursor: 77 }), 'IOError', 'commit expecting version 1 over version 2');
+      await rejects(
+        h.manifestCommit(1, { ...testManifest(t.adapter, 1, 2), replayCursor: 77 }),
+        'IOError',
+        'commit expecting version 1 over version 2',
+      );
       sameJson(await h.manifestLoad(), v2, 'manifest after the rejected commits');
     }),
 
@@ -198,7 +205,11 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await next.manifestCommit(1, claimed);
 
       await rejects(old.walAppend('1-1', first.length, pattern(8, 2)), 'Fenced', "the old writer's WAL append");
-      await rejects(old.manifestCommit(1, { ...testManifest(t.adapter, 1, 2), replayCursor: 3 }), 'Fenced', "the old writer's manifest commit");
+      await rejects(
+        old.manifestCommit(1, { ...testManifest(t.adapter, 1, 2), replayCursor: 3 }),
+        'Fenced',
+        "the old writer's manifest commit",
+      );
 
       sameJson(await next.manifestLoad(), claimed, 'manifest after the old writer was fenced');
       sameBytes(await next.walRead('1-1'), first, 'old segment after the fenced append');
@@ -293,7 +304,11 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await h.walRemove('1-6');
       await h.walRemove('1-6');
       await h.walRemove('1-99');
-      sameJson((await h.walList()).map((s) => s.name), ['1-1'], 'walList after removing 1-6');
+      sameJson(
+        (await h.walList()).map((s) => s.name),
+        ['1-1'],
+        'walList after removing 1-6',
+      );
       await rejects(h.walRead('1-6'), undefined, 'reading a removed segment');
     }),
 
@@ -306,7 +321,11 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await rejects(h.walAppend('1-1', 0, pattern(4, 2)), undefined, 'append at 0 to an existing segment');
       sameBytes(await h.walRead('1-1'), data, 'segment after the rejected appends');
       await rejects(h.walAppend('1-20', 4, pattern(4, 2)), undefined, 'append at 4 to a missing segment');
-      sameJson((await h.walList()).map((s) => s.name), ['1-1'], 'walList after the rejected appends');
+      sameJson(
+        (await h.walList()).map((s) => s.name),
+        ['1-1'],
+        'walList after the rejected appends',
+      );
     }),
 
     define('table files are written from chunks, then read, listed and removed', async (t) => {
@@ -371,7 +390,11 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       sameJson(await again.manifestLoad(), v2, 'manifest after reopen');
       sameBytes(await again.walRead('1-1'), pattern(33, 1), 'segment after reopen');
       sameBytes(await again.tableRead('1-1-0.arrow'), pattern(44, 2), 'table after reopen');
-      sameJson((await again.walList()).map((s) => [s.name, s.bytes]), [['1-1', 33]], 'walList after reopen');
+      sameJson(
+        (await again.walList()).map((s) => [s.name, s.bytes]),
+        [['1-1', 33]],
+        'walList after reopen',
+      );
       sameJson(await again.tableList(), ['1-1-0.arrow'], 'tableList after reopen');
     }),
 

@@ -12,8 +12,18 @@ const STORE = 'fault-test';
 
 function manifest(writerEpoch: number, version: number, replayCursor = 0): Manifest {
   return {
-    formatVersion: 1, layout: 'memory', mode: 'memtable', schema: 'AAAA', primaryKey: [], writerEpoch, version,
-    nextGeneration: 1, replayCursor, consumerCursor: null, positionHint: 0, tables: [],
+    formatVersion: 1,
+    layout: 'memory',
+    mode: 'memtable',
+    schema: 'AAAA',
+    primaryKey: [],
+    writerEpoch,
+    version,
+    nextGeneration: 1,
+    replayCursor,
+    consumerCursor: null,
+    positionHint: 0,
+    tables: [],
   };
 }
 
@@ -25,7 +35,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** Settles `p` into a tagged result, so a test can check it later without an unhandled rejection. */
 function outcome<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
-  return p.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
 }
 
 const isCrashed = (e: unknown): boolean => e instanceof MemWalError && e.code === 'IOError' && e.message === 'storage crashed';
@@ -85,7 +98,10 @@ describe('failNext', () => {
     const fault = new FaultInjectingStorage();
     const h = await claimed(fault);
     await h.walAppend('1-1', 0, bytes(4, 1));
-    await expect(h.walAppend('1-1', 9, bytes(4, 1))).rejects.toMatchObject({ code: 'IOError', message: expect.stringContaining('offset 9') });
+    await expect(h.walAppend('1-1', 9, bytes(4, 1))).rejects.toMatchObject({
+      code: 'IOError',
+      message: expect.stringContaining('offset 9'),
+    });
     await expect(fault.openStore(STORE, { timeoutMs: 0 })).rejects.toMatchObject({ code: 'Locked' });
   });
 });
@@ -141,7 +157,12 @@ describe('crash', () => {
     return {
       wal: kind(wal.length, whole.length, base.length),
       table: kind(file?.length, tableWhole.length, undefined),
-      manifest: JSON.stringify(m) === JSON.stringify(manifest(1, 2, 7)) ? 'full' : JSON.stringify(m) === JSON.stringify(manifest(1, 1)) ? 'none' : 'partial',
+      manifest:
+        JSON.stringify(m) === JSON.stringify(manifest(1, 2, 7))
+          ? 'full'
+          : JSON.stringify(m) === JSON.stringify(manifest(1, 1))
+            ? 'none'
+            : 'partial',
     };
   }
 
@@ -277,7 +298,8 @@ describe('crashAt', () => {
   });
 
   it('a crash at any point keeps every acknowledged append and the manifest whole', async () => {
-    for (let n = 1; n <= 21; n++) { // 21 operations: open, then 10 x (append, commit)
+    for (let n = 1; n <= 21; n++) {
+      // 21 operations: open, then 10 x (append, commit)
       const fault = new FaultInjectingStorage(new MemoryStorage(), { seed: n });
       fault.crashAt(n);
       const acked: Uint8Array[] = [];

@@ -202,11 +202,17 @@ class FaultSession implements StoreHandle {
   }
 
   walTruncate(name: string, length: number): Promise<void> {
-    return this.mutate('walTruncate', this.allOrNothing(() => this.inner.walTruncate(name, length)));
+    return this.mutate(
+      'walTruncate',
+      this.allOrNothing(() => this.inner.walTruncate(name, length)),
+    );
   }
 
   walRemove(name: string): Promise<void> {
-    return this.mutate('walRemove', this.allOrNothing(() => this.inner.walRemove(name)));
+    return this.mutate(
+      'walRemove',
+      this.allOrNothing(() => this.inner.walRemove(name)),
+    );
   }
 
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
@@ -242,7 +248,10 @@ class FaultSession implements StoreHandle {
   }
 
   tableRemove(name: string): Promise<void> {
-    return this.mutate('tableRemove', this.allOrNothing(() => this.inner.tableRemove(name)));
+    return this.mutate(
+      'tableRemove',
+      this.allOrNothing(() => this.inner.tableRemove(name)),
+    );
   }
 
   /** Releases the inner lock; a dead session's lock was released by the crash. Never throws. */

@@ -114,11 +114,13 @@ describe('encodeFrame / scanSegment', () => {
     expect(frame.length).toBe(428);
     expect(hex(frame.subarray(0, 16))).toBe('4d 57 41 4c 90 01 00 00 2f af e4 35 01 00 00 00');
     expect(hex(frame.subarray(16, 32))).toBe('00 00 00 00 01 00 00 00 00 00 00 00 ff ff ff ff');
-    expect(hex(frame.subarray(0x194, 0x1ac))).toBe(
-      '01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ff ff ff ff 00 00 00 00',
-    );
+    expect(hex(frame.subarray(0x194, 0x1ac))).toBe('01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ff ff ff ff 00 00 00 00');
     const [decoded] = scanSegment(frame).frames;
-    expect(tableFromIPC(decoded!.payload).toArray().map((r) => r.toJSON())).toEqual([{ id: 1n, _tombstone: false }]);
+    expect(
+      tableFromIPC(decoded!.payload)
+        .toArray()
+        .map((r) => r.toJSON()),
+    ).toEqual([{ id: 1n, _tombstone: false }]);
   });
 
   it('rejects an empty payload and out-of-range epoch or position with InvalidArgument', () => {

@@ -32,10 +32,7 @@ export function encodeFrame(epoch: number, position: number, payload: Uint8Array
     throw new MemWalError('InvalidArgument', `WAL frame position must be a positive safe integer, got ${position}`);
   }
   if (payload.length === 0 || payload.length > FRAME_MAX_PAYLOAD_BYTES) {
-    throw new MemWalError(
-      'InvalidArgument',
-      `WAL frame payload must be 1..${FRAME_MAX_PAYLOAD_BYTES} bytes, got ${payload.length}`,
-    );
+    throw new MemWalError('InvalidArgument', `WAL frame payload must be 1..${FRAME_MAX_PAYLOAD_BYTES} bytes, got ${payload.length}`);
   }
   const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
   const view = new DataView(frame.buffer);

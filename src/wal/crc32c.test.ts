@@ -71,7 +71,9 @@ describe('crc32c', () => {
       crc = crc32c(data);
       bestMs = Math.min(bestMs, performance.now() - t0);
     }
-    console.log(`crc32c: 8 MiB in ${bestMs.toFixed(1)} ms (best of 5, first runs warm the JIT) = ${((8 / bestMs) * 1000).toFixed(0)} MiB/s`);
+    console.log(
+      `crc32c: 8 MiB in ${bestMs.toFixed(1)} ms (best of 5, first runs warm the JIT) = ${((8 / bestMs) * 1000).toFixed(0)} MiB/s`,
+    );
     expect(crc).toBe(crc32c(data.subarray(4 << 20), crc32c(data.subarray(0, 4 << 20))));
   });
 });

@@ -37,7 +37,14 @@ function buildTables(): Uint32Array[] {
  * Never throws; runs in every runtime.
  */
 export function crc32c(bytes: Uint8Array, seed = 0): number {
-  const t0 = T0!, t1 = T1!, t2 = T2!, t3 = T3!, t4 = T4!, t5 = T5!, t6 = T6!, t7 = T7!;
+  const t0 = T0!,
+    t1 = T1!,
+    t2 = T2!,
+    t3 = T3!,
+    t4 = T4!,
+    t5 = T5!,
+    t6 = T6!,
+    t7 = T7!;
   let crc = ~seed;
   const n = bytes.length;
   let i = 0;
