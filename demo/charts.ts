@@ -144,7 +144,7 @@ export class TimeChart {
    */
   push(t: number, values: (number | null)[]): void {
     this.xs.push(t);
-    values.forEach((v, i) => this.ys[i]!.push(v));
+    for (const [i, v] of values.entries()) this.ys[i]!.push(v);
     const cutoff = t - this.windowSec;
     let drop = 0;
     while (drop < this.xs.length && this.xs[drop]! < cutoff) drop++;
@@ -152,7 +152,7 @@ export class TimeChart {
       this.xs.splice(0, drop);
       for (const y of this.ys) y.splice(0, drop);
     }
-    values.forEach((v, i) => (this.legendValues[i]!.textContent = v === null ? '–' : this.spec.series[i]!.format(v)));
+    for (const [i, v] of values.entries()) this.legendValues[i]!.textContent = v === null ? '–' : this.spec.series[i]!.format(v);
   }
 
   /** Redraw with the current data (x range: the last window, ending now). */

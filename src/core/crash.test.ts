@@ -78,7 +78,7 @@ async function recoveredState(w: MemWal, mode: Mode): Promise<string> {
   return JSON.stringify(names.sort());
 }
 
-export async function runSeed(seed: number): Promise<{ acked: number; issued: number; matched: number; torn: number }> {
+async function runSeed(seed: number): Promise<{ acked: number; issued: number; matched: number; torn: number }> {
   const r = rng(seed);
   const mode: Mode = (['keyed', 'append-only', 'wal-only'] as const)[seed % 3]!;
   const storage = new FaultInjectingStorage(new MemoryStorage(), { seed });

@@ -37,7 +37,7 @@ class NumberTable {
         this.vals[i] = v;
         return;
       }
-      if (cur !== cur) {
+      if (Number.isNaN(cur)) {
         keys[i] = k;
         this.vals[i] = v;
         this.size += 1;
@@ -54,14 +54,14 @@ class NumberTable {
     for (;;) {
       const cur = keys[i]!;
       if (cur === k) return this.vals[i];
-      if (cur !== cur) return undefined;
+      if (Number.isNaN(cur)) return undefined;
       i = (i + 1) & mask;
     }
   }
 
   *entries(): IterableIterator<[number, number]> {
     const keys = this.keys;
-    for (let i = 0; i < keys.length; i++) if (keys[i] === keys[i]) yield [keys[i]!, this.vals[i]!];
+    for (let i = 0; i < keys.length; i++) if (!Number.isNaN(keys[i]!)) yield [keys[i]!, this.vals[i]!];
   }
 
   private grow(): void {
@@ -71,7 +71,7 @@ class NumberTable {
     this.vals = new Int32Array(oldKeys.length * 2);
     this.mask = oldKeys.length * 2 - 1;
     this.size = 0;
-    for (let i = 0; i < oldKeys.length; i++) if (oldKeys[i] === oldKeys[i]) this.set(oldKeys[i]!, oldVals[i]!);
+    for (let i = 0; i < oldKeys.length; i++) if (!Number.isNaN(oldKeys[i]!)) this.set(oldKeys[i]!, oldVals[i]!);
   }
 }
 

@@ -415,7 +415,7 @@ describe('concatRows', () => {
     )[0]!;
     const pick = [19, 0, 7, 3, 10, 11];
     const [out] = concatRows([{ batch: batch.slice(0, 20), rows: pick }], s.internal);
-    pick.forEach((r, k) => expect(rowObject(out!, k)).toEqual(rowObject(batch, r)));
+    for (const [k, r] of pick.entries()) expect(rowObject(out!, k)).toEqual(rowObject(batch, r));
   });
 });
 

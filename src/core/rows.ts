@@ -163,7 +163,7 @@ function rowsToBatch(rows: Row[], ss: StoreSchema, what: string): RecordBatch {
       throw invalid(`${what}: row ${i} is not an object (got ${describe(row)})`);
     }
     for (const k in row) {
-      if (known[k] !== true && Object.prototype.hasOwnProperty.call(row, k)) throw unknownColumn(k, ss, what);
+      if (known[k] !== true && Object.hasOwn(row, k)) throw unknownColumn(k, ss, what);
     }
   }
   const children = ss.base.fields.map((f) => buildColumn(rows, f, what));

@@ -163,5 +163,5 @@ export function renderMetrics(s: MetricsSnapshot): string {
   for (const state of states) {
     lines.push(`wal_writer_state{${store},state="${escapeLabelValue(state)}"} ${state === s.state ? 1 : 0}`);
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemWalError } from '../errors.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
-import { MemWalClient, openMemWal, type OpenMemWalOptions, type WorkerLike } from './client.js';
+import { type MemWalClient, openMemWal, type OpenMemWalOptions, type WorkerLike } from './client.js';
 import { PAGE_MAX_ITEMS } from './host.js';
 import { channelWorker, lateHostWorker, quiet, rows, schema, storeName, stubGlobalWorker, threadWorker } from './rpc.test-util.js';
 

@@ -3,7 +3,7 @@
 
 import { Bool, Field, Int64, RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { MemWalError } from '../errors.js';
+import type { MemWalError } from '../errors.js';
 import { encodeFrame, scanSegment } from './codec.js';
 import type { SegmentScan } from './codec.js';
 import { crc32c } from './crc32c.js';
@@ -87,7 +87,7 @@ describe('encodeFrame / scanSegment', () => {
       [7, 2, 29, 1028],
       [big, big, 1057, 65],
     ]);
-    scan.frames.forEach((f, i) => expect(f.payload).toEqual(payloads[i]));
+    for (const [i, f] of scan.frames.entries()) expect(f.payload).toEqual(payloads[i]);
     checkInvariants(scan, bytes);
   });
 
@@ -273,7 +273,7 @@ describe('scanSegment fuzz (seeded)', () => {
       checkInvariants(scan, input);
       expect(scan.status).not.toBe('corrupt');
       expect(scan.frames).toHaveLength(ends.filter((e) => e <= cut).length);
-      scan.frames.forEach((f, k) => expect(f.payload).toEqual(payloads[k]));
+      for (const [k, f] of scan.frames.entries()) expect(f.payload).toEqual(payloads[k]);
       statusesSeen.add(scan.status);
     }
   });
