@@ -5,7 +5,7 @@
 import { MemWalError, toMemWalError } from '../errors.js';
 import { checkManifest } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 
 /** A value SQLite hands back: BLOBs come back as `ArrayBuffer`. */
@@ -483,6 +483,37 @@ class DurableObjectStoreHandle implements StoreHandle {
         throw new MemWalError('Corruption', `table file ${name}: chunks hold ${bytes.length} bytes, its length says ${Number(file.bytes)}`);
       }
       return bytes;
+    });
+  }
+
+  /** Reads only the chunks that overlap the range (chunk lengths come from SQLite, not the data). */
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.read(`table read of ${name} at ${offset}`, () => {
+      checkRange(name, offset, length);
+      const [file] = this.rows('SELECT bytes, complete FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
+      if (!file) throw new MemWalError('IOError', `table file ${name} does not exist`);
+      if (Number(file.complete) !== 1) throw new MemWalError('IOError', `table file ${name} is incomplete (its write did not finish)`);
+      checkInside(name, offset, length, Number(file.bytes));
+      const out = new Uint8Array(length);
+      let start = 0;
+      for (const c of this.rows(
+        'SELECT seq, length(data) AS n FROM memwal_table_chunk WHERE store = ? AND name = ? ORDER BY seq',
+        this.store,
+        name,
+      )) {
+        const n = Number(c.n);
+        const end = start + n;
+        if (end > offset && start < offset + length) {
+          const [row] = this.rows('SELECT data FROM memwal_table_chunk WHERE store = ? AND name = ? AND seq = ?', this.store, name, c.seq);
+          const data = new Uint8Array(row!.data as ArrayBuffer);
+          const from = Math.max(offset, start);
+          const to = Math.min(offset + length, end);
+          out.set(data.subarray(from - start, to - start), from - offset);
+        }
+        if (end >= offset + length) break;
+        start = end;
+      }
+      return out;
     });
   }
 

@@ -5,7 +5,7 @@
 import { MemWalError, toMemWalError } from '../errors.js';
 import { checkManifest } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 
 /** Node-style open flags: read only, read-write of an existing file, exclusive create for writing. */
@@ -626,6 +626,33 @@ class FileStoreHandle implements StoreHandle {
     return this.op(`table read of ${name}`, async () => {
       checkComponent(name, 'table file');
       return await this.readExisting(this.tablePath(name), 0, `table file ${name}`);
+    });
+  }
+
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.op(`table read of ${name} at ${offset}`, async () => {
+      checkComponent(name, 'table file');
+      checkRange(name, offset, length);
+      let file: ShimFile;
+      try {
+        file = await this.fs.open(this.tablePath(name), 'r');
+      } catch (e) {
+        if (isErrno(e, 'ENOENT')) throw new MemWalError('IOError', `table file ${name} does not exist`, { cause: e });
+        throw e;
+      }
+      try {
+        checkInside(name, offset, length, await file.size());
+        const out = new Uint8Array(length);
+        let at = 0;
+        while (at < length) {
+          const n = await file.read(out.subarray(at), offset + at);
+          if (n === 0) throw new MemWalError('IOError', `table file ${name}: read ${at} of ${length} bytes at ${offset}`);
+          at += n;
+        }
+        return out;
+      } finally {
+        await file.close();
+      }
     });
   }
 

@@ -4,7 +4,7 @@
 
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 
 /** A WAL segment (or a table file being assembled): bytes that grow by doubling. */
@@ -287,6 +287,16 @@ class MemorySession implements StoreHandle {
       const table = this.store.tables.get(name);
       if (!table) throw new MemWalError('IOError', `table file ${name} does not exist`);
       return table.slice();
+    });
+  }
+
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.op(() => {
+      checkRange(name, offset, length);
+      const table = this.store.tables.get(name);
+      if (!table) throw new MemWalError('IOError', `table file ${name} does not exist`);
+      checkInside(name, offset, length, table.length);
+      return table.slice(offset, offset + length);
     });
   }
 

@@ -423,6 +423,35 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await rejects(h.tableRead('2-1-0.arrow'), 'IOError', 'reading a removed table');
     }),
 
+    define('ranged table reads return exactly the bytes asked for', async (t) => {
+      const h = await t.claim(t.store());
+      const parts = [pattern(1000, 1), pattern(70_000, 2), pattern(1_100_000, 3), pattern(9, 4)];
+      const whole = concatBytes([...parts]);
+      await h.tableWrite('1-1-0.arrow', parts);
+      const ranges: [number, number][] = [
+        [0, 0],
+        [0, 10],
+        [995, 10], // across the first chunk boundary
+        [71_000 - 4, 1_100_000], // across two boundaries
+        [whole.length - 10, 10], // the last bytes (a footer)
+        [whole.length, 0],
+        [123_457, 65_536],
+      ];
+      for (const [offset, length] of ranges) {
+        sameBytes(
+          await h.tableReadRange('1-1-0.arrow', offset, length),
+          whole.subarray(offset, offset + length),
+          `range ${offset}+${length}`,
+        );
+      }
+      await rejects(h.tableReadRange('1-1-0.arrow', whole.length - 5, 10), 'IOError', 'a range past the end');
+      await rejects(h.tableReadRange('1-1-0.arrow', -1, 4), 'InvalidArgument', 'a negative offset');
+      await rejects(h.tableReadRange('9-9-9.arrow', 0, 1), 'IOError', 'a range of a missing table');
+      const r = await h.tableReadRange('1-1-0.arrow', 5, 5);
+      r.fill(0);
+      sameBytes(await h.tableReadRange('1-1-0.arrow', 5, 5), whole.subarray(5, 10), 'a range after the caller mutated an earlier result');
+    }),
+
     define('reading a missing table or WAL segment rejects with a MemWalError', async (t) => {
       const h = await t.claim(t.store());
       await rejects(h.tableRead('9-9-9.arrow'), 'IOError', 'reading a missing table');

@@ -243,6 +243,10 @@ class FaultSession implements StoreHandle {
     return this.read('tableRead', () => this.inner.tableRead(name));
   }
 
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.read('tableRead', () => this.inner.tableReadRange(name, offset, length));
+  }
+
   tableList(): Promise<string[]> {
     return this.read('tableList', () => this.inner.tableList());
   }
