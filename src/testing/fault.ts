@@ -7,7 +7,7 @@ import type { Manifest } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
-import { concatBytes } from '../core/util.js';
+import { concatBytes } from '../util/bytes.js';
 
 /** The store-handle operations that `failNext` and `hold` target. */
 export type FaultOp =
