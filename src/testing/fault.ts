@@ -57,6 +57,8 @@ class FaultController {
   /** Inner work started by crashes (applying in-flight ops, releasing locks). */
   settling: Promise<void> = Promise.resolve();
   private readonly faults = new Map<FaultOp, { remaining: number; error: unknown }[]>();
+  /** Failures applied after the operation: it reaches storage, then its caller gets the error. */
+  private readonly faultsAfter = new Map<FaultOp, { remaining: number; error: unknown }[]>();
   private readonly holds = new Map<FaultOp, number>();
   private heldWaiters: HeldWaiter[] = [];
 
@@ -73,26 +75,31 @@ class FaultController {
     }
   }
 
-  failNext(op: FaultOp, count: number, error: unknown): void {
-    if (!(count === Infinity || (Number.isSafeInteger(count) && count > 0))) {
-      throw new MemWalError('InvalidArgument', `failNext count must be a positive integer or Infinity, got ${count}`);
+  failNext(op: FaultOp, count: number, error: unknown, after = false): void {
+    if (!(count === Number.POSITIVE_INFINITY || (Number.isSafeInteger(count) && count > 0))) {
+      throw new MemWalError(
+        'InvalidArgument',
+        `${after ? 'failAfter' : 'failNext'} count must be a positive integer or Infinity, got ${count}`,
+      );
     }
-    const queue = this.faults.get(op) ?? [];
+    const table = after ? this.faultsAfter : this.faults;
+    const queue = table.get(op) ?? [];
     queue.push({ remaining: count, error });
-    this.faults.set(op, queue);
+    table.set(op, queue);
   }
 
   clearFaults(): void {
     this.faults.clear();
+    this.faultsAfter.clear();
   }
 
-  /** Throws the next injected failure for `op`, if any. */
-  takeFault(op: FaultOp): void {
-    const queue = this.faults.get(op);
+  /** Throws the next injected failure for `op`, if any (`after`: one queued by `failAfter`). */
+  takeFault(op: FaultOp, after = false): void {
+    const queue = (after ? this.faultsAfter : this.faults).get(op);
     const next = queue?.[0];
     if (!queue || !next) return;
     if (--next.remaining <= 0) queue.shift();
-    throw next.error ?? new MemWalError('IOError', `injected fault: ${op}`);
+    throw next.error ?? new MemWalError('IOError', `injected fault: ${op}${after ? ' (after it was applied: the reply was lost)' : ''}`);
   }
 
   hold(op: FaultOp): () => void {
@@ -282,6 +289,7 @@ class FaultSession implements StoreHandle {
       throw this.dead ? crashedError() : e;
     });
     if (this.dead) throw crashedError();
+    this.faults.takeFault(op, true);
     return result;
   }
 
@@ -310,6 +318,7 @@ class FaultSession implements StoreHandle {
         throw this.dead ? crashedError() : e;
       });
       if (this.dead) throw crashedError();
+      this.faults.takeFault(op, true);
     } finally {
       this.inflight.delete(entry);
     }
@@ -357,7 +366,17 @@ export class FaultInjectingStorage implements StorageAdapter {
     this.faults.failNext(op, count, error);
   }
 
-  /** Drop every pending `failNext` failure. Holds stay held. */
+  /**
+   * Let the next `count` operations of kind `op` reach storage and succeed there, then reject
+   * with `error` (default `MemWalError('IOError', …)`): the reply was lost after the operation was
+   * applied, so its caller cannot know whether it happened. Calls queue up like `failNext`.
+   * Throws `InvalidArgument` for a bad `count`.
+   */
+  failAfter(op: FaultOp, count = 1, error?: unknown): void {
+    this.faults.failNext(op, count, error, true);
+  }
+
+  /** Drop every pending `failNext` and `failAfter` failure. Holds stay held. */
   clearFaults(): void {
     this.faults.clearFaults();
   }
