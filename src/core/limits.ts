@@ -5,6 +5,18 @@ import { MemWalError } from '../errors.js';
 
 const timeouts = new WeakSet<MemWalError>();
 
+/** The shortest limit on a manifest commit, a WAL removal or a lock release (not on WAL appends). */
+export const MIN_CALL_LIMIT_MS = 1000;
+
+/**
+ * The limit on manifest commits, WAL removals and the release of the lock: `walRetry.timeoutMs`,
+ * but at least {@link MIN_CALL_LIMIT_MS} (a commit is one small write; a short append retry
+ * budget must not turn a slow commit under load into a poisoned writer).
+ */
+export function callLimitMs(walRetryTimeoutMs: number): number {
+  return Math.max(walRetryTimeoutMs, MIN_CALL_LIMIT_MS);
+}
+
 /**
  * `p`, or an `IOError` once `ms` have passed without it settling (a storage call that never
  * settles must not stall the writer for ever). A late settlement of `p` is ignored. The error

@@ -16,7 +16,7 @@ import { Backpressure } from './backpressure.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from './keys.js';
 import { Lifecycle } from './lifecycle.js';
-import { settleWithin } from './limits.js';
+import { callLimitMs, settleWithin } from './limits.js';
 import { ManifestLog } from './manifest-log.js';
 import { estimateInsertBytes } from './memtable.js';
 import { MemtableTier } from './memtables.js';
@@ -191,7 +191,7 @@ export class MemWal implements MemWalApi {
   /** Recover (recovery.ts), then start the parts on the claimed manifest. Returns the entries to replay. */
   private async recover(handle: StoreHandle): Promise<WalRecord[]> {
     const opts = this.opts;
-    this.log = new ManifestLog(handle, opts.name, opts.walRetry.timeoutMs);
+    this.log = new ManifestLog(handle, opts.name, callLimitMs(opts.walRetry.timeoutMs));
     const r = await recover({
       handle,
       log: this.log,
@@ -651,7 +651,7 @@ export class MemWal implements MemWalApi {
   private async release(handle: StoreHandle | undefined): Promise<void> {
     if (!handle) return;
     try {
-      await settleWithin(handle.release(), this.opts.walRetry.timeoutMs, `release of ${this.opts.name}`);
+      await settleWithin(handle.release(), callLimitMs(this.opts.walRetry.timeoutMs), `release of ${this.opts.name}`);
     } catch (e) {
       this.opts.logger.warn(`memwal: ${toMemWalError(e, 'release').message}`);
     }

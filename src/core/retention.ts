@@ -9,7 +9,7 @@ import type { ResolvedOptions } from '../options.js';
 import type { StoreHandle } from '../storage/adapter.js';
 import { scanSegment } from '../wal/codec.js';
 import type { Lifecycle } from './lifecycle.js';
-import { settleWithin } from './limits.js';
+import { callLimitMs, settleWithin } from './limits.js';
 import type { ManifestLog } from './manifest-log.js';
 import type { WalEntry } from './stats.js';
 import type { Tier } from './tier.js';
@@ -59,7 +59,7 @@ export class Retention {
     for (const s of this.wal.removable(cursor)) {
       if (this.life.dead) return;
       try {
-        await settleWithin(this.handle.walRemove(s.name), this.o.walRetry.timeoutMs, `removal of WAL segment ${s.name}`);
+        await settleWithin(this.handle.walRemove(s.name), callLimitMs(this.o.walRetry.timeoutMs), `removal of WAL segment ${s.name}`);
         this.wal.forget(s);
       } catch (e) {
         if (!this.life.dead) this.o.logger.warn(`memwal: could not remove WAL segment ${s.name} (retried after the next flush)`, e);

@@ -53,6 +53,8 @@ class FaultController {
   readonly random: () => number;
   crashes = 0;
   ops = 0;
+  /** While set, a session whose lock is stolen is not told (see `silenceLockLoss`). */
+  silentLockLoss = false;
   crashTarget: number | undefined;
   /** Inner work started by crashes (applying in-flight ops, releasing locks). */
   settling: Promise<void> = Promise.resolve();
@@ -168,9 +170,9 @@ class FaultSession implements StoreHandle {
     private readonly onLost: ((reason: string) => void) | undefined,
   ) {}
 
-  /** Reports a lost lock to the opener, at most once. */
+  /** Reports a lost lock to the opener, at most once (a steal not at all while lock loss is silenced). */
   lost(reason: string): void {
-    if (this.lostReported) return;
+    if (this.lostReported || (reason === 'stolen' && this.faults.silentLockLoss)) return;
     this.lostReported = true;
     this.onLost?.(reason);
   }
@@ -374,6 +376,15 @@ export class FaultInjectingStorage implements StorageAdapter {
    */
   failAfter(op: FaultOp, count = 1, error?: unknown): void {
     this.faults.failNext(op, count, error, true);
+  }
+
+  /**
+   * Model writers that never learn that their lock was taken (a process presumed dead, a frozen
+   * tab): while `on`, a session whose lock is stolen does not get `onLost('stolen')`, keeps issuing
+   * operations, and only storage's epoch fencing stops it (SPEC §5.1).
+   */
+  silenceLockLoss(on = true): void {
+    this.faults.silentLockLoss = on;
   }
 
   /** Drop every pending `failNext` and `failAfter` failure. Holds stay held. */
