@@ -219,6 +219,7 @@ export class MemWal implements MemWalApi {
           timeoutMs: o.lockTimeoutMs,
           steal: o.steal,
           onWaiting: () => this.setState('waiting-for-lock'),
+          logger: o.logger,
           onLost: (reason) => this.onLockLost(reason),
         });
       } catch (e) {
@@ -1374,7 +1375,7 @@ export class MemWal implements MemWalApi {
 
   private async estimate(): Promise<Awaited<ReturnType<NonNullable<StorageAdapter['estimate']>>>> {
     try {
-      return (await this.adapter.estimate?.()) ?? {};
+      return (await this.adapter.estimate?.(this.o.name)) ?? {};
     } catch {
       return {};
     }
