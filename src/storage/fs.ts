@@ -85,8 +85,9 @@ export interface FileStorageOptions {
   /**
    * A LOCK whose holder's liveness this process cannot check (Deno without `--allow-run`, and a
    * holder without an OS file lock: a Node process) counts as abandoned once its heartbeat is
-   * older than this, in ms. Default 10 000. Larger than `lockWatchMs`. A live holder stalled for
+   * older than this, in ms. Larger than `lockWatchMs`. A live holder stalled for
    * longer (its event loop blocked) then loses the lock and is fenced: it writes nothing more.
+   * Default: 10 000, or 4 × `lockWatchMs` if that is longer.
    */
   lockLeaseMs?: number;
   /** Manifest versions kept on disk, the newest included (at least 2). Default 4. */
@@ -200,7 +201,7 @@ export class FileStorage implements StorageAdapter {
     this.root = root.length > 1 ? root.replace(/\/+$/, '') : root;
     this.lockPollMs = options.lockPollMs ?? 50;
     this.lockWatchMs = options.lockWatchMs ?? 250;
-    this.lockLeaseMs = options.lockLeaseMs ?? 10_000;
+    this.lockLeaseMs = options.lockLeaseMs ?? Math.max(10_000, 4 * this.lockWatchMs);
     this.manifestVersionsKept = options.manifestVersionsKept ?? 4;
     if (!(this.lockPollMs > 0) || !(this.lockWatchMs > 0)) {
       throw new MemWalError('InvalidArgument', 'lockPollMs and lockWatchMs must be positive');
