@@ -188,6 +188,7 @@ export class MemWal implements MemWalApi {
         timeoutMs: this.opts.lockTimeoutMs,
         steal: this.opts.steal,
         onWaiting: () => this.life.setState('waiting-for-lock'),
+        logger: this.opts.logger,
         onLost: (reason) => this.onLockLost(reason),
       });
       return this.handle;
@@ -607,7 +608,7 @@ export class MemWal implements MemWalApi {
 
   private async estimate(): Promise<StorageEstimate> {
     try {
-      return (await this.adapter.estimate?.()) ?? {};
+      return (await this.adapter.estimate?.(this.opts.name)) ?? {};
     } catch {
       return {};
     }

@@ -159,8 +159,11 @@ export interface WriteStats {
   replayTimeMs: number;
 }
 
+/** The adapter's `StorageEstimate` of this store (each figure defined there), plus table-file totals. */
 export interface StorageStats {
+  /** Bytes of this store in storage (the browser adapters: the whole origin's); see StorageEstimate. */
   usageBytes?: number;
+  /** Room to grow, where the runtime tells; see StorageEstimate. */
   quotaBytes?: number;
   persisted?: boolean;
   /** Table files in the manifest and their total bytes. */

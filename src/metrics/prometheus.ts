@@ -128,8 +128,16 @@ const FAMILIES: readonly Family[] = [
   gauge('wal_oldest_position', (s) => s.wal.oldestPosition, 'Oldest WAL position still retained in storage.'),
   gauge('wal_torn_tail_bytes', (s) => s.wal.tornTailBytes, 'Bytes cut from torn WAL tails at this open.'),
   // Storage, where the runtime says.
-  gauge('wal_storage_usage_bytes', (s) => s.storage.usageBytes, 'Storage used by this origin, as reported by the runtime.'),
-  gauge('wal_storage_quota_bytes', (s) => s.storage.quotaBytes, 'Storage quota of this origin, as reported by the runtime.'),
+  gauge(
+    'wal_storage_usage_bytes',
+    (s) => s.storage.usageBytes,
+    "Bytes this store keeps in storage (WAL, table files, manifest); in a browser, the whole origin's usage.",
+  ),
+  gauge(
+    'wal_storage_quota_bytes',
+    (s) => s.storage.quotaBytes,
+    "This store's bytes plus the space still available to it (files), or the origin's quota (browser).",
+  ),
   gauge(
     'wal_storage_persisted',
     (s) => (s.storage.persisted === undefined ? undefined : Number(s.storage.persisted)),
