@@ -66,13 +66,24 @@ export function planCompaction(m: Manifest, keyed: boolean, held: ReadonlySet<nu
   if (l0.length === 0) return undefined;
   if (!keyed) {
     if (!force && level0.length < L0_COMPACTION_TRIGGER) return undefined;
-    const take: TableFileEntry[] = [];
-    for (const t of l0) {
-      if (take.length > 1 && sumBytes(take) + t.bytes > APPEND_ONLY_OUTPUT_BYTES) break;
-      take.push(t);
+    // Rows stay in generation order: merge the oldest run of consecutive files (any level) that
+    // fits the output size; files still held in memory are never taken.
+    const files = m.tables
+      .filter((t) => !(levelOf(t) === 0 && held.has(t.generation)))
+      .sort((a, b) => generationsOf(a).min - generationsOf(b).min);
+    const limit = held.size > 0 ? Math.min(...held) : Number.POSITIVE_INFINITY;
+    for (let i = 0; i < files.length; i++) {
+      const run: TableFileEntry[] = [];
+      for (let j = i; j < files.length && generationsOf(files[j]!).max < limit; j++) {
+        if (run.length > 0 && sumBytes(run) + files[j]!.bytes > APPEND_ONLY_OUTPUT_BYTES) break;
+        run.push(files[j]!);
+      }
+      if (run.length >= 2) {
+        return { l0: run.filter((t) => levelOf(t) === 0), l1: run.filter((t) => levelOf(t) >= 1), move: false, bytes: sumBytes(run) };
+      }
     }
-    if (take.length < 2 && !force) return undefined;
-    return { l0: take, l1: [], move: take.length === 1, bytes: sumBytes(take) };
+    // Nothing to merge: a lone level-0 file moves down (it is in order already).
+    return l0.length === 1 && level0.length === 1 && force ? { l0, l1: [], move: true, bytes: 0 } : undefined;
   }
   let lo: string | undefined;
   let hi: string | undefined;
@@ -107,7 +118,7 @@ function tableSource(t: OpenTable): MergeSource {
   return {
     async next() {
       if (i >= t.blocks.length) return undefined;
-      const b = await t.block(i++);
+      const b = await t.block(i++, false);
       return { batch: b.batch, keys: b.keys ?? [] };
     },
   };
@@ -161,7 +172,10 @@ export class Compactor {
   async run(plan: CompactionPlan, signal: AbortSignal | undefined): Promise<CompactionOutcome> {
     this.running = true;
     const outputs: TableFileEntry[] = [];
-    const inputs = [...plan.l0, ...plan.l1];
+    // Keyed: level 0 then level 1 (the merge takes them apart); append-only: generation order.
+    const inputs = this.keyEncoder
+      ? [...plan.l0, ...plan.l1]
+      : [...plan.l0, ...plan.l1].sort((a, b) => generationsOf(a).min - generationsOf(b).min);
     let committing = false;
     try {
       if (this.doubt) {
@@ -304,7 +318,7 @@ export class Compactor {
 /** Append-only inputs concatenated in generation order, block by block. */
 async function* concatenated(tables: OpenTable[]): AsyncGenerator<RecordBatch> {
   for (const t of tables) {
-    for (let i = 0; i < t.blocks.length; i++) yield (await t.block(i)).batch;
+    for (let i = 0; i < t.blocks.length; i++) yield (await t.block(i, false)).batch;
   }
 }
 
