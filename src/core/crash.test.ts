@@ -238,5 +238,5 @@ describe('crash safety', () => {
     expect(partial).toBeGreaterThan(0);
     // Some crashes tore a WAL append, and recovery cut the torn tail.
     expect(tornSeeds).toBeGreaterThan(0);
-  }, 300_000);
+  }, Math.max(300_000, SEEDS * 1_500));
 });
