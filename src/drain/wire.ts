@@ -135,8 +135,19 @@ export function parseDrainHeaders(get: (name: string) => string | null | undefin
   return meta;
 }
 
-/** Throws `InvalidArgument` unless `body` has the CRC-32C the headers announced. */
+/** The Arrow IPC end-of-stream marker every drain body ends with: continuation, then length 0. */
+const END_OF_STREAM = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+
+/**
+ * Throws `InvalidArgument` unless `body` has the CRC-32C the headers announced and ends with the
+ * IPC end-of-stream marker (a stream cut at a message boundary would otherwise decode as a
+ * shorter, valid one).
+ */
 export function checkDrainBody(meta: DrainRequestMeta, body: Uint8Array): void {
+  const tail = body.subarray(body.length - END_OF_STREAM.length);
+  if (body.length < END_OF_STREAM.length || END_OF_STREAM.some((b, i) => tail[i] !== b)) {
+    throw new MemWalError('InvalidArgument', 'body: the Arrow IPC stream has no end-of-stream marker (truncated)');
+  }
   const actual = crc32c(body);
   if (actual !== meta.crc32c) {
     throw new MemWalError(
