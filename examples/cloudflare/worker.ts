@@ -1,15 +1,19 @@
 // Example: a Cloudflare Worker that routes each store to its own SQLite-backed Durable Object,
 // which hosts one memwal store: POST /put (JSON rows), GET /scan, GET /stats, GET /metrics
-// (Prometheus text). `?store=NAME` picks the Durable Object (default "default").
+// (Prometheus text), POST /drain (start draining into a Lance server, docs/scale-out.md) and
+// GET /drain (its drainStats). `?store=NAME` picks the Durable Object (default "default").
 
 import { Field, Float64, Schema, Utf8 } from 'apache-arrow';
-import { MemWal, MemWalError } from 'memwal';
+import { type DrainHandle, MemWal, MemWalError, drain } from 'memwal';
 import { DURABLE_OBJECT_DEFAULTS, DurableObjectStorageAdapter } from 'memwal/cloudflare';
 import type { DurableObjectStorageLike } from 'memwal/cloudflare';
 
 /** The part of `DurableObjectState` used here (`@cloudflare/workers-types` has the full type). */
 interface DurableObjectStateLike {
-  storage: DurableObjectStorageLike;
+  storage: DurableObjectStorageLike & {
+    get<T>(key: string): Promise<T | undefined>;
+    put(key: string, value: unknown): Promise<void>;
+  };
   blockConcurrencyWhile<T>(callback: () => Promise<T>): Promise<T>;
 }
 
@@ -43,11 +47,18 @@ function errorResponse(e: unknown): Response {
   return json({ code: e.code, message: e.message }, status);
 }
 
+/** Where the object drains to: kept in its storage, so a restarted object resumes the drain. */
+interface DrainConfig {
+  endpoint: string;
+  token: string;
+}
+
 /** One memwal store per Durable Object; opened (WAL replayed) before the first request. */
 export class MemWalObject {
   private db!: MemWal;
+  private drain: DrainHandle | undefined;
 
-  constructor(ctx: DurableObjectStateLike) {
+  constructor(private readonly ctx: DurableObjectStateLike) {
     void ctx.blockConcurrencyWhile(async () => {
       this.db = await MemWal.open({
         name: 'events',
@@ -58,7 +69,15 @@ export class MemWalObject {
         // A request should not wait for ever behind a slow flush: shed load with 503 instead.
         backpressureTimeoutMs: 10_000,
       });
+      const config = await ctx.storage.get<DrainConfig>('memwal-drain');
+      if (config) this.startDrain(config);
     });
+  }
+
+  /** Drain the store into a Lance server (examples/lance-server) until the object goes away. */
+  private startDrain(config: DrainConfig): void {
+    this.drain = drain(this.db, { endpoint: config.endpoint, token: config.token });
+    this.drain.done.catch((e: unknown) => console.warn('memwal: the drain stopped', e));
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -86,7 +105,23 @@ export class MemWalObject {
         return json({ memtable, backpressure, wal, write, storage });
       }
       if (request.method === 'GET' && pathname === '/metrics') {
-        return new Response(await this.db.metrics(), { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } });
+        const text = (await this.db.metrics()) + ((await this.drain?.metrics()) ?? '');
+        return new Response(text, { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } });
+      }
+      if (request.method === 'POST' && pathname === '/drain') {
+        const body = (await request.json().catch(() => undefined)) as Partial<DrainConfig> | undefined;
+        if (typeof body?.endpoint !== 'string' || typeof body.token !== 'string') {
+          return json({ code: 'InvalidArgument', message: 'body: expected { endpoint, token }' }, 400);
+        }
+        const config = { endpoint: body.endpoint, token: body.token };
+        await this.drain?.stop();
+        this.startDrain(config); // throws InvalidArgument for a bad endpoint before it is kept
+        await this.ctx.storage.put('memwal-drain', config);
+        return json({ draining: config.endpoint });
+      }
+      if (request.method === 'GET' && pathname === '/drain') {
+        if (!this.drain) return json({ code: 'NotFound', message: 'not draining (POST /drain first)' }, 404);
+        return json(await this.drain.drainStats());
       }
       return json({ code: 'NotFound', message: `${request.method} ${pathname}` }, 404);
     } catch (e) {
