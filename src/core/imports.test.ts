@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const CORE_DIRS = ['core', 'wal', 'manifest', 'metrics', 'testing'];
+const CORE_DIRS = ['core', 'wal', 'manifest', 'metrics', 'testing', 'drain'];
 const CORE_FILES = ['errors.ts', 'options.ts', 'storage/adapter.ts', 'storage/memory.ts', 'storage/resolve.ts'];
 const NODE_BUILTINS = /^(node:|fs$|fs\/|path$|os$|child_process$|worker_threads$|crypto$|url$|stream$|buffer$)/;
 const DOM_GLOBALS = /\b(window|document|navigator|indexedDB|localStorage|FileSystemSyncAccessHandle|new Worker|importScripts|self\.)\b/;
@@ -64,6 +64,24 @@ describe('runtime-agnostic core', () => {
     visit('index.ts');
     visit('worker.ts');
     expect(seen.size).toBeGreaterThan(10);
+    expect(bad).toEqual([]);
+  });
+
+  it('nothing reachable from memwal or memwal/worker reaches memwal/lance or @lancedb/lancedb (drain() is in the core)', () => {
+    const seen = new Set<string>();
+    const bad: string[] = [];
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      if (file === 'lance.ts' || file.startsWith('lance/')) bad.push(file);
+      for (const spec of imports(file)) {
+        if (spec.startsWith('@lancedb/')) bad.push(`${file} -> ${spec}`);
+        if (spec.startsWith('.')) visit(join(dirname(file), spec).replace(/\.js$/, '.ts'));
+      }
+    };
+    visit('index.ts');
+    visit('worker.ts');
+    expect(seen).toContain('drain/drain.ts');
     expect(bad).toEqual([]);
   });
 });
