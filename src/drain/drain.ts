@@ -245,6 +245,7 @@ class Drainer {
       this.state = 'failed';
       throw this.endError;
     } finally {
+      await this.consuming; // the last markConsumed of what the sink applied
       if (this.state !== 'failed') this.state = 'stopped';
       this.ended = true;
       this.stopper.abort();
