@@ -75,7 +75,9 @@ export type DrainState = 'starting' | 'running' | 'backoff' | 'stopped' | 'faile
 
 /** A snapshot of a drain (counters count from this `drain` call). */
 export interface DrainStats {
+  /** The store's id at the sink (the metrics' `store` label). */
   storeId: string;
+  /** Where the drain is: `'running'`, `'backoff'` after a failure, `'stopped'`, `'failed'`. */
   state: DrainState;
   /** Highest position sent to the sink, whatever the reply (0: none yet). */
   shippedPosition: number;
@@ -92,8 +94,9 @@ export interface DrainStats {
    * mean entry size for those not read yet. An estimate.
    */
   lagBytes: number;
-  /** Shipments the sink applied, and the entries, rows and bytes in them (wire bytes with an endpoint, estimated Arrow bytes with a sink). */
+  /** Shipments the sink applied. */
   shipments: number;
+  /** Entries, rows and bytes in them (bytes: the wire body with an endpoint, estimated Arrow bytes with a sink). */
   shippedEntries: number;
   shippedRows: number;
   shippedBytes: number;

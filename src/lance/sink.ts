@@ -40,9 +40,9 @@ const lancedb = requireHere('@lancedb/lancedb') as typeof LanceModule;
 /** The apache-arrow module instance LanceDB itself uses (its CommonJS build). */
 const arrow = createRequire(requireHere.resolve('@lancedb/lancedb'))('apache-arrow') as typeof ArrowModule;
 
-/** Column that names the store a row came from. */
+/** Column of the data table that names the store a row came from (Utf8, non-null). */
 export const STORE_COLUMN = '_memwal_store';
-/** Suffix of the table that records the applied position per store. */
+/** Suffix of the table that records the applied position per store: `<table>_memwal_positions`. */
 export const POSITIONS_TABLE_SUFFIX = '_memwal_positions';
 
 const RESERVED = new Set([STORE_COLUMN, POSITION_COLUMN, TOMBSTONE_COLUMN]);
@@ -65,6 +65,7 @@ export interface LanceSinkOptions {
 
 /** What one apply did. */
 export interface LanceApplyResult {
+  /** The store applied to. */
   storeId: string;
   /** Highest position of the store now applied and durable. */
   appliedPosition: number;
@@ -78,11 +79,17 @@ export interface LanceApplyResult {
 
 /** Counters of a LanceSink since it was created. */
 export interface LanceSinkStats {
+  /** Requests that wrote (some of) their entries. */
   applies: number;
+  /** Requests whose entries were all applied before (retries, duplicates). */
   duplicates: number;
+  /** Requests refused with `InvalidArgument` (nothing changed). */
   refusals: number;
+  /** Requests that failed otherwise (a Lance error; the drain retries). */
   failures: number;
+  /** Rows written to the data table. */
   rowsWritten: number;
+  /** Request body bytes received (in-process: the encoded IPC bytes). */
   bytesReceived: number;
   /** Lance commits made (data, deletes, positions, schema changes, recovery). */
   commits: number;
