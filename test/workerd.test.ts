@@ -232,5 +232,5 @@ describe('scale-out: a Durable Object store and a Node store drain into one Lanc
       await workerd.kill();
       await server.kill();
     }
-  });
+  }, 90_000);
 });

@@ -1,13 +1,14 @@
 // Test page for e2e/lance-drain.spec.ts: a browser store (openMemWal: its own worker, OPFS)
 // drains into the example Lance server over fetch while the page writes to it.
 
-import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
+import { Field, Float64, Schema, Utf8 } from 'apache-arrow';
 import { type DrainHandle, type MemWalClient, drain, openMemWal } from '../../src/index.js';
 
+/** The example Durable Object's schema (examples/cloudflare), so both drain into one table. */
 const schema = new Schema([
-  new Field('id', new Int64(), false),
-  new Field('name', new Utf8(), true),
-  new Field('score', new Float64(), true),
+  new Field('id', new Utf8(), false),
+  new Field('value', new Float64(), true),
+  new Field('note', new Utf8(), true),
 ]);
 
 let db: MemWalClient | undefined;
@@ -35,12 +36,12 @@ const probe = {
     const r = rng(seed);
     for (let i = 0; i < ops; i++) {
       if (r() < 0.2) {
-        await db!.delete(Array.from({ length: 1 + Math.floor(r() * 5) }, () => ({ id: Math.floor(r() * keys) })));
+        await db!.delete(Array.from({ length: 1 + Math.floor(r() * 5) }, () => ({ id: `k${Math.floor(r() * keys)}` })));
       } else {
         const rows = Array.from({ length: 1 + Math.floor(r() * 40) }, () => ({
-          id: Math.floor(r() * keys),
-          name: r() < 0.1 ? null : `tab-${Math.floor(r() * 1e6)}`,
-          score: r() < 0.1 ? null : Math.round(r() * 1e6) / 100,
+          id: `k${Math.floor(r() * keys)}`,
+          value: r() < 0.1 ? null : Math.round(r() * 1e6) / 100,
+          note: r() < 0.1 ? null : `tab-${Math.floor(r() * 1e6)}`,
         }));
         await db!.put(rows);
       }
@@ -52,10 +53,10 @@ const probe = {
     await handle!.waitForApplied(position);
     return position;
   },
-  /** scan() rows in the model check's form: sorted JSON of [id, name, score]. */
+  /** scan() rows in the model check's form: sorted JSON of [id, value, note]. */
   async scan(): Promise<string[]> {
     const t = await db!.scan();
-    const cols = ['id', 'name', 'score'].map((c) => t.getChild(c)!);
+    const cols = ['id', 'value', 'note'].map((c) => t.getChild(c)!);
     const out: string[] = [];
     for (let i = 0; i < t.numRows; i++) {
       out.push(
