@@ -4,7 +4,7 @@
 import { MemWalError } from '../errors.js';
 import type { Logger } from '../options.js';
 import type { BackpressureStats } from './stats.js';
-import { nowMs } from './util.js';
+import { nowMs } from '../util/schedule.js';
 
 /** What the ladder needs from the writer, read afresh on every step. */
 export interface AdmissionContext {

@@ -2,6 +2,7 @@
 // One interface, one reference implementation (MemoryStorage), one conformance suite
 // (memwal/testing conformanceCases) that every backend passes.
 
+import { MemWalError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
 
 /**
@@ -98,6 +99,12 @@ export interface StoreHandle {
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void>;
   /** The whole table file. Rejects `IOError` when it is missing. */
   tableRead(name: string): Promise<Uint8Array>;
+  /**
+   * `length` bytes of table file `name` from byte `offset` (a block or a footer), read without
+   * reading the rest of the file. Rejects `IOError` when the file is missing or the range is not
+   * inside it, `InvalidArgument` for a negative or non-integer offset or length.
+   */
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array>;
   /** Every table file name of the store, committed or orphaned. */
   tableList(): Promise<string[]>;
   /** Delete table file `name`. Missing files are not an error. */
@@ -105,6 +112,20 @@ export interface StoreHandle {
 
   /** Close every handle and release the writer lock. Idempotent; never throws. */
   release(): Promise<void>;
+}
+
+/** `InvalidArgument` unless `offset` and `length` are non-negative integers (a ranged table read). */
+export function checkRange(name: string, offset: number, length: number): void {
+  if (!(Number.isSafeInteger(offset) && offset >= 0 && Number.isSafeInteger(length) && length >= 0)) {
+    throw new MemWalError('InvalidArgument', `table file ${name}: bad range offset ${offset} length ${length}`);
+  }
+}
+
+/** `IOError` unless `[offset, offset + length)` lies inside a file of `size` bytes. */
+export function checkInside(name: string, offset: number, length: number, size: number): void {
+  if (offset + length > size) {
+    throw new MemWalError('IOError', `table file ${name}: range ${offset}+${length} is outside its ${size} bytes`);
+  }
 }
 
 /** Segment names: `{epoch}-{firstPosition}`; parse returns undefined for foreign names. */

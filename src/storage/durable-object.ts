@@ -5,7 +5,7 @@
 import { MemWalError, toMemWalError } from '../errors.js';
 import { checkManifest } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 
 /** A value SQLite hands back: BLOBs come back as `ArrayBuffer`. */
@@ -276,6 +276,8 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
 /** One holder of a store's writer lock; every operation first checks it is still the holder. */
 class DurableObjectStoreHandle implements StoreHandle {
   private state: 'open' | 'released' | 'stolen' = 'open';
+  /** The writer epoch of the newest manifest this handle committed (0: none yet); fences mutations. */
+  private epoch = 0;
   private readonly sql: SqlStorageLike;
 
   constructor(
@@ -312,10 +314,10 @@ class DurableObjectStoreHandle implements StoreHandle {
     return this.write('manifest commit', () => {
       const [stored] = this.rows('SELECT version, writer_epoch FROM memwal_manifest WHERE store = ?', this.store);
       const storedVersion = Number(stored?.version ?? 0);
+      if (stored && Number(stored.writer_epoch) > next.writerEpoch) {
+        throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${Number(stored.writer_epoch)}`);
+      }
       if (storedVersion !== expectedVersion) {
-        if (stored && Number(stored.writer_epoch) > next.writerEpoch) {
-          throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${Number(stored.writer_epoch)}`);
-        }
         throw new MemWalError('IOError', `manifest commit conflict: expected version ${expectedVersion}, stored ${storedVersion}`);
       }
       this.sql.exec(
@@ -325,6 +327,7 @@ class DurableObjectStoreHandle implements StoreHandle {
         next.writerEpoch,
         body,
       );
+      this.epoch = next.writerEpoch;
     });
   }
 
@@ -402,6 +405,7 @@ class DurableObjectStoreHandle implements StoreHandle {
 
   walTruncate(name: string, length: number): Promise<void> {
     return this.write(`WAL truncate of ${name}`, () => {
+      this.fence(`WAL truncate of ${name}`);
       const current = this.segmentLength(name);
       if (current === undefined) throw new MemWalError('IOError', `WAL segment ${name} does not exist`);
       if (!(Number.isSafeInteger(length) && length >= 0 && length <= current)) {
@@ -422,6 +426,7 @@ class DurableObjectStoreHandle implements StoreHandle {
 
   walRemove(name: string): Promise<void> {
     return this.write(`WAL remove of ${name}`, () => {
+      this.fence(`WAL remove of ${name}`);
       this.sql.exec('DELETE FROM memwal_wal_chunk WHERE store = ? AND segment = ?', this.store, name);
       this.sql.exec('DELETE FROM memwal_wal_segment WHERE store = ? AND name = ?', this.store, name);
     });
@@ -437,6 +442,7 @@ class DurableObjectStoreHandle implements StoreHandle {
     await this.write(
       context,
       () => {
+        this.fence(context);
         const [existing] = this.rows('SELECT complete FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
         if (existing) throw new MemWalError('IOError', `table file ${name} already exists`);
         this.sql.exec('INSERT INTO memwal_table_file (store, name, bytes, complete) VALUES (?, ?, 0, 0)', this.store, name);
@@ -447,6 +453,7 @@ class DurableObjectStoreHandle implements StoreHandle {
     let bytes = 0;
     const put = (chunk: Uint8Array): void => {
       this.transaction(context, () => {
+        this.fence(context);
         for (const piece of rechunk([chunk], this.chunkBytes)) {
           this.sql.exec('INSERT INTO memwal_table_chunk (store, name, seq, data) VALUES (?, ?, ?, ?)', this.store, name, seq++, piece);
           bytes += piece.length;
@@ -460,6 +467,7 @@ class DurableObjectStoreHandle implements StoreHandle {
       throw storageError(e, context);
     }
     await this.write(context, () => {
+      this.fence(context);
       this.sql.exec('UPDATE memwal_table_file SET bytes = ?, complete = 1 WHERE store = ? AND name = ?', bytes, this.store, name);
     });
   }
@@ -478,6 +486,37 @@ class DurableObjectStoreHandle implements StoreHandle {
     });
   }
 
+  /** Reads only the chunks that overlap the range (chunk lengths come from SQLite, not the data). */
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.read(`table read of ${name} at ${offset}`, () => {
+      checkRange(name, offset, length);
+      const [file] = this.rows('SELECT bytes, complete FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
+      if (!file) throw new MemWalError('IOError', `table file ${name} does not exist`);
+      if (Number(file.complete) !== 1) throw new MemWalError('IOError', `table file ${name} is incomplete (its write did not finish)`);
+      checkInside(name, offset, length, Number(file.bytes));
+      const out = new Uint8Array(length);
+      let start = 0;
+      for (const c of this.rows(
+        'SELECT seq, length(data) AS n FROM memwal_table_chunk WHERE store = ? AND name = ? ORDER BY seq',
+        this.store,
+        name,
+      )) {
+        const n = Number(c.n);
+        const end = start + n;
+        if (end > offset && start < offset + length) {
+          const [row] = this.rows('SELECT data FROM memwal_table_chunk WHERE store = ? AND name = ? AND seq = ?', this.store, name, c.seq);
+          const data = new Uint8Array(row!.data as ArrayBuffer);
+          const from = Math.max(offset, start);
+          const to = Math.min(offset + length, end);
+          out.set(data.subarray(from - start, to - start), from - offset);
+        }
+        if (end >= offset + length) break;
+        start = end;
+      }
+      return out;
+    });
+  }
+
   tableList(): Promise<string[]> {
     return this.read('table list', () =>
       this.rows('SELECT name FROM memwal_table_file WHERE store = ?', this.store).map((r) => String(r.name)),
@@ -486,6 +525,7 @@ class DurableObjectStoreHandle implements StoreHandle {
 
   tableRemove(name: string): Promise<void> {
     return this.write(`table remove of ${name}`, () => {
+      this.fence(`table remove of ${name}`);
       this.sql.exec('DELETE FROM memwal_table_chunk WHERE store = ? AND name = ?', this.store, name);
       this.sql.exec('DELETE FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
     });
@@ -505,6 +545,13 @@ class DurableObjectStoreHandle implements StoreHandle {
     this.state = 'stolen';
     const onLost = this.onLost;
     if (onLost) queueMicrotask(() => onLost('stolen'));
+  }
+
+  /** `Fenced` if the stored manifest's epoch is newer than this handle's; call inside the mutation's transaction. */
+  private fence(what: string): void {
+    const [m] = this.rows('SELECT writer_epoch FROM memwal_manifest WHERE store = ?', this.store);
+    const stored = Number(m?.writer_epoch ?? 0);
+    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
   }
 
   private segmentLength(name: string): number | undefined {

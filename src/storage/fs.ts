@@ -5,7 +5,7 @@
 import { MemWalError, toMemWalError } from '../errors.js';
 import { checkManifest } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 
 /** Node-style open flags: read only, read-write of an existing file, exclusive create for writing. */
@@ -458,6 +458,8 @@ class FileStoreHandle implements StoreHandle {
   private readonly segments = new Map<string, { file: ShimFile; length: number }>();
   /** Manifest files never change once linked, so one (version, epoch) pair can be remembered. */
   private known = { version: 0, epoch: 0 };
+  /** The writer epoch of the newest manifest this handle committed (0: none yet); fences mutations. */
+  private epoch = 0;
   private readonly watch: ReturnType<typeof setInterval>;
   private watching = false;
 
@@ -489,7 +491,9 @@ class FileStoreHandle implements StoreHandle {
       }
       const versions = await this.versions();
       const latest = versions.at(-1) ?? 0;
-      if (latest !== expectedVersion) throw await this.conflict(latest, expectedVersion, next.writerEpoch);
+      if (latest !== expectedVersion || (latest !== 0 && (await this.epochOf(latest)) > next.writerEpoch)) {
+        throw await this.conflict(latest, expectedVersion, next.writerEpoch);
+      }
       for (const v of versions) {
         if (v > next.version - this.manifestVersionsKept) break;
         await unlinkIfPresent(this.fs, this.manifestPath(v));
@@ -510,6 +514,7 @@ class FileStoreHandle implements StoreHandle {
       // newest, never loaded, and must not be acknowledged.
       const newest = await this.latestVersion();
       if (newest !== next.version) throw await this.conflict(newest, expectedVersion, next.writerEpoch);
+      this.epoch = next.writerEpoch;
     });
   }
 
@@ -563,6 +568,7 @@ class FileStoreHandle implements StoreHandle {
   walTruncate(name: string, length: number): Promise<void> {
     return this.op(`WAL truncate of ${name}`, async () => {
       checkComponent(name, 'WAL segment');
+      await this.fence();
       const seg = this.segments.get(name) ?? (await this.openSegment(name, false));
       if (!(Number.isSafeInteger(length) && length >= 0 && length <= seg.length)) {
         throw new MemWalError('InvalidArgument', `WAL segment ${name}: cannot truncate ${seg.length} bytes to ${length}`);
@@ -576,6 +582,7 @@ class FileStoreHandle implements StoreHandle {
   walRemove(name: string): Promise<void> {
     return this.op(`WAL remove of ${name}`, async () => {
       checkComponent(name, 'WAL segment');
+      await this.fence();
       await this.closeSegment(name);
       await unlinkIfPresent(this.fs, this.walPath(name));
       await this.fs.syncDir(`${this.dir}/wal`);
@@ -585,6 +592,7 @@ class FileStoreHandle implements StoreHandle {
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     return this.op(`table write of ${name}`, async () => {
       checkComponent(name, 'table file');
+      await this.fence();
       const path = this.tablePath(name);
       let file: ShimFile;
       try {
@@ -604,6 +612,8 @@ class FileStoreHandle implements StoreHandle {
         open = false;
         await file.close();
         await this.fs.syncDir(`${this.dir}/tables`);
+        // A newer writer that claimed meanwhile never names this file; leave nothing behind.
+        await this.fence();
       } catch (e) {
         if (open) await file.close().catch(() => undefined);
         await unlinkIfPresent(this.fs, path).catch(() => undefined);
@@ -619,6 +629,33 @@ class FileStoreHandle implements StoreHandle {
     });
   }
 
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.op(`table read of ${name} at ${offset}`, async () => {
+      checkComponent(name, 'table file');
+      checkRange(name, offset, length);
+      let file: ShimFile;
+      try {
+        file = await this.fs.open(this.tablePath(name), 'r');
+      } catch (e) {
+        if (isErrno(e, 'ENOENT')) throw new MemWalError('IOError', `table file ${name} does not exist`, { cause: e });
+        throw e;
+      }
+      try {
+        checkInside(name, offset, length, await file.size());
+        const out = new Uint8Array(length);
+        let at = 0;
+        while (at < length) {
+          const n = await file.read(out.subarray(at), offset + at);
+          if (n === 0) throw new MemWalError('IOError', `table file ${name}: read ${at} of ${length} bytes at ${offset}`);
+          at += n;
+        }
+        return out;
+      } finally {
+        await file.close();
+      }
+    });
+  }
+
   tableList(): Promise<string[]> {
     return this.op('table list', () => listDir(this.fs, `${this.dir}/tables`));
   }
@@ -626,6 +663,7 @@ class FileStoreHandle implements StoreHandle {
   tableRemove(name: string): Promise<void> {
     return this.op(`table remove of ${name}`, async () => {
       checkComponent(name, 'table file');
+      await this.fence();
       await unlinkIfPresent(this.fs, this.tablePath(name));
       await this.fs.syncDir(`${this.dir}/tables`);
     });
@@ -674,6 +712,19 @@ class FileStoreHandle implements StoreHandle {
     if (stored > epoch) {
       throw new MemWalError('Fenced', `WAL segment ${name} belongs to epoch ${epoch}, fenced by epoch ${stored}`);
     }
+  }
+
+  /**
+   * Rejects `Fenced` if the newest manifest's epoch is newer than this handle's. Called before
+   * every mutation other than an append (which checks its segment's epoch before and after).
+   * Between the check and the mutation another process may claim: the engine's recovery never
+   * depends on an older writer's segment staying as it read it (docs/impl.md, "Fencing").
+   */
+  private async fence(): Promise<void> {
+    const latest = await this.latestVersion();
+    if (latest === 0) return;
+    const stored = await this.epochOf(latest);
+    if (stored > this.epoch) throw new MemWalError('Fenced', `writer epoch ${this.epoch} is fenced by epoch ${stored}`);
   }
 
   /** The error of a commit that found version `found` instead of `expected`. */

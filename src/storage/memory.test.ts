@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { MemWalError } from '../errors.js';
-import { conformanceCases } from '../testing/conformance.js';
+import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage, sharedMemoryStorage } from './memory.js';
 
@@ -32,13 +32,16 @@ describe('MemoryStorage', () => {
     await sharedMemoryStorage().destroyStore(name);
   });
 
-  it('a stolen handle rejects Fenced and its release does not free the new holder', async () => {
+  it('a stolen handle is fenced by the newer epoch, and its release does not free the new holder', async () => {
     const storage = new MemoryStorage();
     const old = await storage.openStore('s', {});
+    await old.manifestCommit(0, testManifest(storage, 1, 1));
     const thief = await storage.openStore('s', { steal: true });
-    await expect(old.walList()).rejects.toMatchObject({ code: 'Fenced' });
+    await expect(old.walList()).resolves.toEqual([]); // reads still work: only the epoch fences
+    await thief.manifestCommit(1, testManifest(storage, 2, 2));
+    await expect(old.tableWrite('x.arrow', [new Uint8Array(4)])).rejects.toMatchObject({ code: 'Fenced' });
     await old.release();
-    await expect(old.tableList()).rejects.toMatchObject({ code: 'Fenced' });
+    await expect(old.tableList()).rejects.toMatchObject({ code: 'Closed' });
     await expect(storage.openStore('s', { timeoutMs: 0 })).rejects.toMatchObject({ code: 'Locked' });
     await thief.release();
     await expect(thief.walList()).rejects.toMatchObject({ code: 'Closed' });
