@@ -12,7 +12,7 @@
 
 import { estimateBatchBytes } from '../core/size.js';
 import type { MemWalApi, WalEntry } from '../core/stats.js';
-import { Signal, backoffMs, sleep } from '../core/util.js';
+import { Signal, backoffMs, sleep } from '../util/schedule.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
 import type { Logger } from '../options.js';
@@ -440,10 +440,7 @@ class Drainer {
       if (this.ended) {
         throw this.endError ?? new MemWalError('Closed', `drain of ${this.storeId} ended at position ${this.stats.appliedPosition}`);
       }
-      await Promise.race([
-        this.changed.wait(),
-        new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
-      ]);
+      await this.changed.wait(signal);
     }
   }
 }
