@@ -4,7 +4,10 @@
 // positions that go backwards or skip (400), random and truncated bodies (fuzz) — changes
 // nothing in the Lance table.
 
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Field, Int64, RecordBatch, Schema, Struct, Table, makeData, tableToIPC } from 'apache-arrow';
@@ -20,6 +23,8 @@ import { crc32c } from '../src/wal/crc32c.js';
 import { int, rng } from '../src/testing/rng.js';
 import { type LanceServer, startLanceServer, testPort } from './lance-server-process.js';
 
+/** The deno executable from the `deno` dev dependency (as src/storage/fs.test.ts runs it). */
+const DENO = (createRequire(import.meta.url)('deno/install_api.cjs') as { runInstall(): string }).runInstall();
 const dirs: string[] = [];
 const tempDir = (tag: string): string => {
   const d = mkdtempSync(join(tmpdir(), `memwal-lance-server-${tag}-`));
@@ -27,7 +32,7 @@ const tempDir = (tag: string): string => {
   return d;
 };
 const quiet = { warn: () => undefined };
-const TOKENS = { 'token-a': 'a', 'token-b': 'b', 'token-fuzz': 'fuzz', 'token-fuzz-2': 'fuzz-2' };
+const TOKENS = { 'token-a': 'a', 'token-b': 'b', 'token-fuzz': 'fuzz', 'token-fuzz-2': 'fuzz-2', 'token-deno': 'deno' };
 const MAX_BODY_BYTES = 256 * 1024;
 
 let server: LanceServer;
@@ -102,6 +107,38 @@ describe('the example Lance server', () => {
     await d.stop();
     await store.close();
   });
+
+  it('a Deno file store drains over HTTP while it writes (drain() in Deno); the Lance table equals its scan()', async () => {
+    const lines: string[] = [];
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const child = spawn(
+        DENO,
+        [
+          'run',
+          '-A',
+          '--no-check',
+          '--unstable-sloppy-imports',
+          'test/fixtures/deno-drain.ts',
+          tempDir('deno'),
+          `${server.url}/drain/deno`,
+          'token-deno',
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+          env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' },
+        },
+      );
+      createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    expect(code, lines.join('\n')).toBe(0);
+    const scan = JSON.parse(lines.find((l) => l.startsWith('scan '))!.slice(5)) as string[];
+    expect(scan.length).toBeGreaterThan(50);
+    expect(await lanceRows(uri, 'events', 'deno', keyedSchema)).toEqual(scan);
+    const stats = JSON.parse(lines.find((l) => l.startsWith('stats '))!.slice(6)) as { lagEntries: number; failureCount: number };
+    expect(stats).toMatchObject({ lagEntries: 0, failureCount: 0 });
+  }, 60_000);
 
   it('refuses a missing or unknown bearer token with 401 and another store’s token with 403, changing nothing', async () => {
     const entries = await someEntries(1);
