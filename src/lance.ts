@@ -6,6 +6,7 @@ export {
   LanceSink,
   STORE_COLUMN,
   POSITIONS_TABLE_SUFFIX,
+  DEFAULT_OPTIMIZE_EVERY,
   lanceArrow,
   type LanceSinkOptions,
   type LanceApplyResult,

@@ -54,7 +54,7 @@ describe('drain into a LanceSink in-process', () => {
       const root = tempDir('store');
       const uri = tempDir('lance');
       const store = await openStore(root, 'events', keyedSchema, true);
-      const sink = new LanceSink({ uri, table: 'events', primaryKey: ['id'] });
+      const sink = new LanceSink({ uri, table: 'events', primaryKey: ['id'], optimizeEvery: 4 });
       const d = drain(store, { sink, storeId: 'events', batchBytes: 2048 + Math.floor(r() * 16384), logger: quiet });
       await randomKeyedLoad(store, r, 120);
       const { position } = await store.sync();
@@ -65,6 +65,8 @@ describe('drain into a LanceSink in-process', () => {
       expect(stats.lagEntries).toBe(0);
       expect(stats.shipments).toBeGreaterThan(1);
       expect(stats.failureCount).toBe(0);
+      expect(sink.stats()).toMatchObject({ failures: 0 });
+      expect(sink.stats().optimizations).toBeGreaterThan(0); // compaction between applies changes no row
       await d.stop();
       await store.close();
       await sink.close();

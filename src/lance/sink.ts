@@ -34,6 +34,7 @@ import type { DrainRequestMeta } from '../drain/wire.js';
 import type { WalEntry } from '../core/stats.js';
 import { TOMBSTONE_COLUMN } from '../core/schema.js';
 import { MemWalError, toMemWalError } from '../errors.js';
+import type { Logger } from '../options.js';
 
 const requireHere = createRequire(import.meta.url);
 const lancedb = requireHere('@lancedb/lancedb') as typeof LanceModule;
@@ -61,7 +62,18 @@ export interface LanceSinkOptions {
   primaryKey?: string[];
   /** Passed to `lancedb.connect` (object-store credentials and settings). */
   storageOptions?: Record<string, string>;
+  /**
+   * Every this many applies, compact both tables (`optimize`: merges the small fragments each
+   * apply leaves, materialises deletes, and drops versions older than Lance's default of 7 days).
+   * Default 100; 0 turns it off (then run `optimize` yourself). Runs between applies.
+   */
+  optimizeEvery?: number;
+  /** Where failures that do not fail an apply (a compaction) are reported; default `console`. */
+  logger?: Logger;
 }
+
+/** Default {@link LanceSinkOptions.optimizeEvery}. */
+export const DEFAULT_OPTIMIZE_EVERY = 100;
 
 /** What one apply did. */
 export interface LanceApplyResult {
@@ -93,6 +105,8 @@ export interface LanceSinkStats {
   bytesReceived: number;
   /** Lance commits made (data, deletes, positions, schema changes, recovery). */
   commits: number;
+  /** Compactions run (`optimizeEvery`). */
+  optimizations: number;
 }
 
 interface StoreState {
@@ -130,12 +144,17 @@ export class LanceSink implements DrainSink {
     rowsWritten: 0,
     bytesReceived: 0,
     commits: 0,
+    optimizations: 0,
   };
 
   /** Throws `InvalidArgument` for a bad table name or key; connects lazily. */
   constructor(options: LanceSinkOptions) {
     if (!/^[A-Za-z0-9_-]{1,100}$/.test(options.table)) {
       throw new MemWalError('InvalidArgument', `LanceSink: table must be 1-100 characters of A-Z a-z 0-9 _ -, got ${options.table}`);
+    }
+    const every = options.optimizeEvery ?? DEFAULT_OPTIMIZE_EVERY;
+    if (!Number.isSafeInteger(every) || every < 0) {
+      throw new MemWalError('InvalidArgument', `LanceSink: optimizeEvery must be an integer >= 0, got ${options.optimizeEvery}`);
     }
     if (options.primaryKey !== undefined) {
       if (options.primaryKey.length === 0) throw new MemWalError('InvalidArgument', 'LanceSink: primaryKey must name at least one column');
@@ -331,7 +350,28 @@ export class LanceSink implements DrainSink {
     state.epoch = plan.meta.epoch;
     this.counters.applies += 1;
     this.counters.rowsWritten += plan.rows;
+    await this.maybeOptimize(table);
     return { storeId, appliedPosition: state.position, epoch: state.epoch, rows: plan.rows, duplicate: false };
+  }
+
+  /**
+   * Compact both tables every `optimizeEvery` applies. A failure is counted and logged, not
+   * thrown: the apply it follows is already durable, and the next round tries again.
+   */
+  private async maybeOptimize(table: LanceTable): Promise<void> {
+    const every = this.options.optimizeEvery ?? DEFAULT_OPTIMIZE_EVERY;
+    if (every === 0 || this.counters.applies % every !== 0) return;
+    try {
+      await table.optimize();
+      await this.positionsTable?.optimize();
+      this.counters.optimizations += 1;
+    } catch (e) {
+      this.counters.failures += 1;
+      (this.options.logger ?? console).warn(
+        `memwal: optimize of Lance table ${this.options.table} failed (retried after ${every} more applies)`,
+        e,
+      );
+    }
   }
 
   /** Remove what an interrupted apply of `storeId` left beyond `position` (guarantees 3, 4). */
