@@ -9,6 +9,7 @@ import { MemWal } from '../core/memwal.js';
 import type { MemWalApi, WalEntry } from '../core/stats.js';
 import { MemWalError } from '../errors.js';
 import { MemoryStorage } from '../storage/memory.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
 import { type DrainSink, drain } from './drain.js';
 import { DRAIN_HEADERS, parseDrainHeaders } from './wire.js';
 
@@ -163,6 +164,28 @@ describe('drain()', () => {
     await store.close();
     await d.done;
     expect((await d.drainStats()).state).toBe('stopped');
+  });
+
+  it('a store that poisons ends the drain with its error, after shipping what it had read', async () => {
+    const storage = new FaultInjectingStorage();
+    const store = await MemWal.open({
+      name: 'p',
+      schema,
+      primaryKey: ['id'],
+      storage,
+      logger: quiet,
+      walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 20 },
+    });
+    for (let i = 0; i < 3; i++) await store.put([{ id: i, name: null }]);
+    const sink = new MemorySink();
+    const d = drain(store, { sink, storeId: 'p', logger: quiet });
+    await d.waitForApplied(3);
+    storage.failNext('walAppend', Number.POSITIVE_INFINITY);
+    await expect(store.put([{ id: 9, name: null }])).rejects.toMatchObject({ code: 'IOError' });
+    await expect(d.done).rejects.toMatchObject({ code: 'IOError' });
+    expect((await d.drainStats()).state).toBe('failed');
+    expect(sink.applied).toBe(3);
+    await store.abort();
   });
 
   it('rejects bad options at once with InvalidArgument', async () => {

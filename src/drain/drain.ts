@@ -242,7 +242,7 @@ class Drainer {
       await this.ship();
       this.stopper.abort(); // the shipper ended: stop reading too
       await reader;
-      if (this.readerError !== undefined && !this.stopped) throw this.readerError;
+      if (this.readerError !== undefined) throw this.readerError; // set only when tail failed before a stop
     } catch (e) {
       this.endError = toMemWalError(e, `drain of ${this.storeId}`);
       this.state = 'failed';
