@@ -78,8 +78,9 @@ describe('drain()', () => {
     expect(sink.calls.length).toBeGreaterThan(3); // small batchBytes: many runs
     expect(sink.calls.every((c, i) => i === 0 || c.first === sink.calls[i - 1]!.last + 1)).toBe(true);
     await d.stop();
-    expect(consumed.length).toBeGreaterThan(0);
-    expect(consumed.every((p) => sink.calls.some((c) => c.last === p))).toBe(true);
+    expect(consumed[0]).toBe(0); // the pin at start
+    expect(consumed.length).toBeGreaterThan(1);
+    expect(consumed.slice(1).every((p) => sink.calls.some((c) => c.last === p))).toBe(true);
     expect(Math.max(...consumed)).toBe(30);
     await store.close();
   });
@@ -119,7 +120,7 @@ describe('drain()', () => {
     expect(stats.lagEntries).toBe(8);
     expect(stats.lagBytes).toBeGreaterThan(0);
     expect(stats.failureCount).toBeGreaterThan(1);
-    expect(consumed).toEqual([]);
+    expect(consumed).toEqual([0]); // only the pin at start
     sink.failNext = 0;
     await d.waitForApplied(8);
     await d.stop();
@@ -186,6 +187,29 @@ describe('drain()', () => {
     expect((await d.drainStats()).state).toBe('failed');
     expect(sink.applied).toBe(3);
     await store.abort();
+  });
+
+  it('pins the WAL from its start, and refuses with Truncated a store that no longer holds the sink’s next entry', async () => {
+    const storage = new MemoryStorage();
+    const open = () => MemWal.open({ name: 'w', schema, storage, enableMemtable: false, logger: quiet });
+    let store = await open();
+    for (let i = 0; i < 4; i++) await store.put([{ id: i, name: null }]);
+    await store.close();
+    store = await open(); // a new epoch writes a new WAL segment
+    for (let i = 4; i < 8; i++) await store.put([{ id: i, name: null }]);
+    await store.markConsumed(5); // another consumer took 1..5: the first segment goes
+    expect((await store.walStats()).oldestPosition).toBeGreaterThan(1);
+    const d = drain(store, { sink: new MemorySink(), storeId: 'w', logger: quiet });
+    await expect(d.done).rejects.toMatchObject({ code: 'Truncated', message: /oldest retained WAL entry/ });
+
+    await store.close();
+    const empty = await storeWith(0);
+    const { api, consumed } = recording(empty);
+    const fresh = drain(api, { sink: new MemorySink(), storeId: 'd', logger: quiet });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(consumed).toEqual([0]); // markConsumed(0): the store keeps every entry until the sink has it
+    await fresh.stop();
+    await empty.close();
   });
 
   it('rejects bad options at once with InvalidArgument', async () => {

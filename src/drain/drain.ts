@@ -270,7 +270,19 @@ class Drainer {
       );
     }
     this.readPosition = applied;
-    if (applied > 0) await this.consume(applied); // a previous drain may have died between apply and markConsumed
+    // Pin the WAL at the sink's position (also 0: the store then keeps every entry until it is
+    // consumed), and finish a previous drain that died between apply and markConsumed.
+    if ((await this.withRetry(() => this.store.markConsumed(applied).then(() => true))) === undefined) return undefined;
+    this.stats.consumedPosition = applied;
+    const oldest = (await this.store.walStats()).oldestPosition;
+    if (oldest > applied + 1) {
+      throw new MemWalError(
+        'Truncated',
+        `drain: the sink has applied ${this.storeId} up to position ${applied}, but the store's oldest retained WAL entry is ${oldest}: ` +
+          'entries flushed and removed before any drain pinned the WAL cannot be shipped. Start drain() when the store is created ' +
+          '(its first markConsumed keeps every later entry until the sink has it).',
+      );
+    }
     return applied + 1;
   }
 
@@ -503,7 +515,14 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
 
 /** Refusals and store states that retrying cannot fix. */
 function isTerminal(e: MemWalError): boolean {
-  return e.code === 'InvalidArgument' || e.code === 'NotSupported' || e.code === 'Truncated' || e.code === 'Corruption';
+  return (
+    e.code === 'InvalidArgument' ||
+    e.code === 'NotSupported' ||
+    e.code === 'Truncated' ||
+    e.code === 'Corruption' ||
+    e.code === 'Closed' ||
+    e.code === 'Fenced'
+  );
 }
 
 // ------------------------------------------------------------------ helpers
