@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from '@playwright/test';
-import { Field, Float64, Schema, Utf8 } from 'apache-arrow';
+import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
 import { MemWal, drain } from '../src/index.js';
 import type { DrainStats } from '../src/index.js';
 import { lanceRows, scanRows } from '../src/lance/testkit.test-util.js';
@@ -17,9 +17,9 @@ import { NodeFileStorage } from '../src/node.js';
 import { type LanceServer, startLanceServer, testPort } from '../test/lance-server-process.js';
 import { type Workerd, buildWorker, startWorkerd } from '../test/workerd/harness.js';
 
-/** The example Durable Object's schema; the page and the Node store use it too. */
+/** The example Durable Object's schema (examples/cloudflare/api.ts); the page and the Node store use it too. */
 const schema = new Schema([
-  new Field('id', new Utf8(), false),
+  new Field('id', new Int64(), false),
   new Field('value', new Float64(), true),
   new Field('note', new Utf8(), true),
 ]);
@@ -87,7 +87,7 @@ test('a browser store, a Node store and a Durable Object store drain into one La
   const writeDo = async (): Promise<void> => {
     for (let i = 0; i < 40; i++) {
       const rows = Array.from({ length: 5 }, (_, k) => ({
-        id: `k${(i * 7 + k * 3) % 60}`,
+        id: (i * 7 + k * 3) % 60,
         value: i * 10 + k,
         note: k % 2 ? null : `do${i}`,
       }));
@@ -98,8 +98,8 @@ test('a browser store, a Node store and a Durable Object store drain into one La
   };
   const writeNode = async (): Promise<void> => {
     for (let i = 0; i < 60; i++) {
-      await nodeStore.put(Array.from({ length: 10 }, (_, k) => ({ id: `k${(i * 13 + k) % 150}`, value: i + k / 10, note: `node${i}` })));
-      if (i % 10 === 9) await nodeStore.delete([{ id: `k${i}` }]);
+      await nodeStore.put(Array.from({ length: 10 }, (_, k) => ({ id: (i * 13 + k) % 150, value: i + k / 10, note: `node${i}` })));
+      if (i % 10 === 9) await nodeStore.delete([{ id: i }]);
     }
   };
   const writePage = async (): Promise<void> => {
@@ -121,13 +121,13 @@ test('a browser store, a Node store and a Durable Object store drain into one La
   expect(pageScan.length).toBeGreaterThan(100);
   expect(await lanceRows(uri, 'events', 'tab', schema)).toEqual(pageScan);
   expect(await lanceRows(uri, 'events', 'node', schema)).toEqual(await scanRows(nodeStore, schema));
-  const doScan = (await (await fetch(`${workerd.url}/scan?store=e2e`)).json()) as {
-    id: string;
-    value?: number | null;
-    note?: string | null;
-  }[];
+  const doScan = (await (await fetch(`${workerd.url}/scan?store=e2e&limit=10000`)).json()) as {
+    rows: { id: string; value?: number | null; note?: string | null }[];
+    cursor: string | null;
+  };
+  expect(doScan.cursor).toBeNull();
   expect(await lanceRows(uri, 'events', 'durable-object', schema)).toEqual(
-    doScan.map((r) => JSON.stringify([r.id, r.value ?? null, r.note ?? null])).sort(),
+    doScan.rows.map((r) => JSON.stringify([r.id, r.value ?? null, r.note ?? null])).sort(),
   );
 
   const stats = await page.evaluate(() => drainProbe.stats());

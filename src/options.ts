@@ -81,6 +81,18 @@ export interface MemWalOptions {
    * browser tab and a 128 MB edge isolate alike (Lance: 1 GiB on servers).
    */
   maxUnflushedMemtableBytes?: number;
+  /**
+   * Bytes of decoded table-file blocks kept for reads (point reads and scans of the same keys hit
+   * it instead of storage). Block indexes and Bloom filters of live files are kept besides.
+   * Default 8 MiB.
+   */
+  blockCacheBytes?: number;
+  /**
+   * Compaction debt at which flushes wait for compaction (bytes the pending compaction would
+   * read); flushes also wait at 12 level-0 files. Puts feel it through the unflushed budget, and
+   * `backpressureStats().cause` says `'compaction'`. Default 1 GiB.
+   */
+  maxPendingCompactionBytes?: number;
   /** How long a flushed memtable stays readable in memory. Default 0 (evicted on commit). */
   frozenMemtableGraceMs?: number;
   /** How often a blocked writer warns through `logger`. Default 10 s. */
@@ -116,6 +128,8 @@ export interface ResolvedOptions {
   maxMemtableRows: number;
   maxMemtableBatches: number;
   maxUnflushedMemtableBytes: number;
+  blockCacheBytes: number;
+  maxPendingCompactionBytes: number;
   frozenMemtableGraceMs: number;
   backpressureLogIntervalMs: number;
   backpressureTimeoutMs: number | undefined;
@@ -131,6 +145,8 @@ export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
 export const DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS = 100;
 export const DEFAULT_MAX_MEMTABLE_BYTES = 16 * MiB;
 export const DEFAULT_MAX_PUT_BYTES = 32 * MiB;
+export const DEFAULT_BLOCK_CACHE_BYTES = 8 * MiB;
+export const DEFAULT_MAX_PENDING_COMPACTION_BYTES = 1024 * MiB;
 export const DEFAULT_MAX_MEMTABLE_ROWS = 500_000;
 export const DEFAULT_MAX_MEMTABLE_BATCHES = 4096;
 export const DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES = 64 * MiB;
@@ -172,6 +188,8 @@ const KNOWN = new Set<string>([
   'maxWalFlushIntervalMs',
   'maxMemtableBytes',
   'maxPutBytes',
+  'blockCacheBytes',
+  'maxPendingCompactionBytes',
   'maxMemtableRows',
   'maxMemtableBatches',
   'maxUnflushedMemtableBytes',
@@ -257,6 +275,13 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
       'maxUnflushedMemtableBytes',
       o.maxUnflushedMemtableBytes,
       DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
+      1,
+    ),
+    blockCacheBytes: nonNegativeInt('blockCacheBytes', o.blockCacheBytes, DEFAULT_BLOCK_CACHE_BYTES),
+    maxPendingCompactionBytes: nonNegativeInt(
+      'maxPendingCompactionBytes',
+      o.maxPendingCompactionBytes,
+      DEFAULT_MAX_PENDING_COMPACTION_BYTES,
       1,
     ),
     frozenMemtableGraceMs: nonNegativeInt('frozenMemtableGraceMs', o.frozenMemtableGraceMs, 0),

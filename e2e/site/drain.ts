@@ -1,12 +1,12 @@
 // Test page for e2e/lance-drain.spec.ts: a browser store (openMemWal: its own worker, OPFS)
 // drains into the example Lance server over fetch while the page writes to it.
 
-import { Field, Float64, Schema, Utf8 } from 'apache-arrow';
+import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
 import { type DrainHandle, type MemWalClient, drain, openMemWal } from '../../src/index.js';
 
-/** The example Durable Object's schema (examples/cloudflare), so both drain into one table. */
+/** The example Durable Object's schema (examples/cloudflare/api.ts), so both drain into one table. */
 const schema = new Schema([
-  new Field('id', new Utf8(), false),
+  new Field('id', new Int64(), false),
   new Field('value', new Float64(), true),
   new Field('note', new Utf8(), true),
 ]);
@@ -36,10 +36,10 @@ const probe = {
     const r = rng(seed);
     for (let i = 0; i < ops; i++) {
       if (r() < 0.2) {
-        await db!.delete(Array.from({ length: 1 + Math.floor(r() * 5) }, () => ({ id: `k${Math.floor(r() * keys)}` })));
+        await db!.delete(Array.from({ length: 1 + Math.floor(r() * 5) }, () => ({ id: Math.floor(r() * keys) })));
       } else {
         const rows = Array.from({ length: 1 + Math.floor(r() * 40) }, () => ({
-          id: `k${Math.floor(r() * keys)}`,
+          id: Math.floor(r() * keys),
           value: r() < 0.1 ? null : Math.round(r() * 1e6) / 100,
           note: r() < 0.1 ? null : `tab-${Math.floor(r() * 1e6)}`,
         }));

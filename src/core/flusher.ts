@@ -1,26 +1,24 @@
-// The flush of one frozen memtable (SPEC §4.3): write its table file, make it durable, commit the
-// manifest edit, publish. Never deletes a file that a commit of unknown outcome may name: such a
-// commit is resolved by content before the next attempt (docs/impl.md, "Manifest commits").
+// The flush of one frozen memtable (SPEC §4.3): its newest row per key sorted into a table file of
+// format 2 (blocks, index, Bloom filter), made durable, committed by a manifest edit, published.
+// Never deletes a file that a commit of unknown outcome may name: such a commit is resolved by
+// content before the next attempt (docs/impl.md, "Manifest commits").
 
-import { type RecordBatch, Table, tableToIPC } from 'apache-arrow';
+import type { RecordBatch } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../errors.js';
 import type { TableFileEntry } from '../manifest/manifest.js';
 import type { ResolvedOptions } from '../options.js';
 import type { StoreHandle } from '../storage/adapter.js';
+import { indexEntries, sortedNewest } from '../table/sorted.js';
+import { cutBlocks, encodeTable } from '../table/writer.js';
 import { nowMs, yieldToEventLoop } from '../util/schedule.js';
-import { crc32c } from '../wal/crc32c.js';
-import { keyString, keyToHex } from './keys.js';
+import type { KeyEncoder } from './keys.js';
 import type { Lifecycle } from './lifecycle.js';
-import { settleWithin } from './limits.js';
 import type { ManifestLog } from './manifest-log.js';
 import type { MemTable } from './memtable.js';
 import type { MemtableTier } from './memtables.js';
-import { concatRows } from './rows.js';
 import type { StoreSchema } from './schema.js';
 import type { WriteStats } from './stats.js';
-
-/** Table files are handed to the adapter in chunks of this size, with a yield between. */
-export const TABLE_WRITE_CHUNK_BYTES = 1024 * 1024;
+import { removeTableFile, writeTableFile } from './table-files.js';
 
 /** What one flush attempt ended with. */
 export type FlushOutcome = 'committed' | 'failed' | 'fatal';
@@ -35,6 +33,7 @@ export class Flusher {
   constructor(
     private readonly o: ResolvedOptions,
     private readonly ss: StoreSchema,
+    private readonly keyEncoder: KeyEncoder | undefined,
     private readonly handle: StoreHandle,
     private readonly life: Lifecycle,
     private readonly log: ManifestLog,
@@ -61,32 +60,25 @@ export class Flusher {
           this.publish(m, m.pendingTable, start);
           return 'committed';
         }
-        await this.removeFile(m.pendingTable.name);
+        await removeTableFile(this.handle, m.pendingTable.name, this.o.flushRetry.stallMs, this.warn);
         m.pendingTable = undefined;
       }
       phase = 'write';
       m.flushAttempts += 1;
       name = `${m.generation}-${this.log.epoch}-${m.flushAttempts}.arrow`;
-      this.setStage(m, 'selecting rows');
-      const { batches, rows, minKey, maxKey } = this.content(m);
+      this.setStage(m, 'sorting rows');
+      const rows = this.content(m);
       await yieldToEventLoop();
       this.setStage(m, 'encoding');
-      const bytes = tableToIPC(new Table(this.ss.internal, batches), 'file');
+      const built = encodeTable(this.ss, this.ss.internal, this.keyEncoder, cutBlocks(this.ss.internal, rows), m.generation, m.generation);
       await yieldToEventLoop();
-      const crc = { value: 0 };
       this.setStage(m, 'writing the table file');
-      await settleWithin(this.handle.tableWrite(name, chunked(bytes, crc)), this.o.flushRetry.stallMs, `table write of ${name}`);
-      const entry: TableFileEntry = {
-        generation: m.generation,
-        name,
-        bytes: bytes.length,
-        rows,
-        checksum: crc.value.toString(16).padStart(8, '0'),
-      };
-      if (minKey !== undefined && maxKey !== undefined) {
-        entry.minKey = keyToHex(minKey);
-        entry.maxKey = keyToHex(maxKey);
-      }
+      const entry = await writeTableFile(
+        this.handle,
+        built,
+        { name, level: 0, minGeneration: m.generation, maxGeneration: m.generation },
+        this.o.flushRetry.stallMs,
+      );
       this.setStage(m, 'committing the manifest');
       phase = 'commit';
       m.pendingTable = entry; // from here on the commit may land even if it reports a failure
@@ -102,13 +94,19 @@ export class Flusher {
       }
       // A file no commit can name any more is removed; one a commit in doubt may name is kept.
       if (phase === 'commit' && !this.log.inDoubt && !this.log.manifest.tables.some((t) => t.name === name)) m.pendingTable = undefined;
-      if (name !== undefined && m.pendingTable?.name !== name && !this.life.dead) await this.removeFile(name);
+      if (name !== undefined && m.pendingTable?.name !== name && !this.life.dead) {
+        await removeTableFile(this.handle, name, this.o.flushRetry.stallMs, this.warn);
+      }
       if (this.life.stopping) this.closeError ??= err;
       else this.o.logger.warn(`memwal: ${err.message}; retrying in place`);
       this.life.progress.notify();
       return 'failed';
     }
   }
+
+  private readonly warn = (m: string, e: unknown): void => {
+    if (!this.life.dead) this.o.logger.warn(m, e);
+  };
 
   private setStage(m: MemTable, s: string): void {
     this.stage = `generation ${m.generation} attempt ${m.flushAttempts}: ${s}`;
@@ -128,77 +126,9 @@ export class Flusher {
     this.onCommitted();
   }
 
-  private async removeFile(name: string): Promise<void> {
-    try {
-      await settleWithin(this.handle.tableRemove(name), this.o.flushRetry.stallMs, `removal of ${name}`);
-    } catch (r) {
-      if (!this.life.dead) this.o.logger.warn(`memwal: could not remove table file ${name} (swept at next open)`, r);
-    }
-  }
-
-  /** The rows a memtable flushes: the newest visible version of each key (tombstones kept). */
-  private content(m: MemTable): { batches: RecordBatch[]; rows: number; minKey?: string; maxKey?: string } {
-    if (!m.keyIndex) {
-      let rows = 0;
-      for (const b of m.batches) rows += b.numRows;
-      return {
-        batches: concatRows(
-          m.batches.map((batch) => ({ batch, rows: 'all' as const })),
-          this.ss.internal,
-        ),
-        rows,
-      };
-    }
-    const perBatch: number[][] = m.batches.map(() => []);
-    // Bounds: numbers compare as numbers, strings as strings; the two are merged at the end.
-    let minNum = Number.POSITIVE_INFINITY;
-    let maxNum = Number.NEGATIVE_INFINITY;
-    let minStr: string | undefined;
-    let maxStr: string | undefined;
-    for (const [k, loc] of m.keyIndex) {
-      const { batch, row } = m.ordinals.locate(loc);
-      perBatch[batch]!.push(row);
-      if (typeof k === 'number') {
-        if (k < minNum) minNum = k;
-        if (k > maxNum) maxNum = k;
-      } else {
-        if (minStr === undefined || k < minStr) minStr = k;
-        if (maxStr === undefined || k > maxStr) maxStr = k;
-      }
-    }
-    const bound = (num: number, str: string | undefined, pick: (a: string, b: string) => string): string | undefined => {
-      const n = Number.isFinite(num) ? keyString(num, this.ss) : undefined;
-      return n === undefined ? str : str === undefined ? n : pick(n, str);
-    };
-    const minKey = bound(minNum, minStr, (a, b) => (a < b ? a : b));
-    const maxKey = bound(maxNum, maxStr, (a, b) => (a > b ? a : b));
-    let rows = 0;
-    const parts = m.batches.map((batch, i) => {
-      const sel = perBatch[i]!.sort((a, b) => a - b);
-      rows += sel.length;
-      return { batch, rows: sel.length === batch.numRows ? ('all' as const) : sel };
-    });
-    return {
-      batches: concatRows(
-        parts.filter((p) => p.rows === 'all' || p.rows.length > 0),
-        this.ss.internal,
-      ),
-      rows,
-      minKey,
-      maxKey,
-    };
-  }
-}
-
-/**
- * Split bytes into chunks, yielding to the event loop between them (stats stay responsive), and
- * fold each chunk into `crc.value` (CRC-32C of everything yielded so far).
- */
-async function* chunked(bytes: Uint8Array, crc: { value: number }): AsyncGenerator<Uint8Array> {
-  for (let off = 0; off < bytes.length; off += TABLE_WRITE_CHUNK_BYTES) {
-    if (off > 0) await yieldToEventLoop();
-    const chunk = bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
-    crc.value = crc32c(chunk, crc.value);
-    yield chunk;
+  /** The rows a memtable flushes: keyed, the newest version of each key (tombstones kept) in key order; else all, in order. */
+  private content(m: MemTable): RecordBatch[] {
+    if (!m.keyIndex) return m.batches;
+    return [sortedNewest(this.ss.internal, this.ss, m.batches, m.batches.length, indexEntries(m.keyIndex)).batch];
   }
 }

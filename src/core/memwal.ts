@@ -13,6 +13,7 @@ import { resolveStorage } from '../storage/resolve.js';
 import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { BackgroundLoop } from './background.js';
 import { Backpressure } from './backpressure.js';
+import { Compactor } from './compaction.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from './keys.js';
 import { Lifecycle } from './lifecycle.js';
@@ -26,8 +27,12 @@ import { Retention } from './retention.js';
 import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
 import { type StoreSchema, decodeSchema, describeSchemaDifference, encodeSchema, makeStoreSchema, schemasEqual } from './schema.js';
+import { TableCache } from './tables.js';
 import type {
   BackpressureStats,
+  CompactionResult,
+  CompactionStats,
+  ReadStats,
   MemTableStats,
   MemWalApi,
   PutResult,
@@ -41,7 +46,7 @@ import { type Tier, WalOnlyTier } from './tier.js';
 import { type PendingEntry, WalWriter } from './wal-writer.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
-export { TABLE_WRITE_CHUNK_BYTES } from './flusher.js';
+export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
 
 /** Hooks for hosts (the worker) that must see state changes before `open` resolves. */
 export interface OpenHooks {
@@ -90,6 +95,8 @@ export class MemWal implements MemWalApi {
   private flusher: Flusher | undefined;
   private background: BackgroundLoop | undefined;
   private reads: ReadView | undefined;
+  private tableCache: TableCache | undefined;
+  private compactor: Compactor | undefined;
   private retention!: Retention;
   private closePromise: Promise<void> | undefined;
 
@@ -171,6 +178,7 @@ export class MemWal implements MemWalApi {
       }
     }
     void this.retention.run();
+    this.background?.kickCompaction();
   }
 
   /** Take the store's writer lock (waiting, failing fast or stealing, as the options say). */
@@ -180,6 +188,7 @@ export class MemWal implements MemWalApi {
         timeoutMs: this.opts.lockTimeoutMs,
         steal: this.opts.steal,
         onWaiting: () => this.life.setState('waiting-for-lock'),
+        logger: this.opts.logger,
         onLost: (reason) => this.onLockLost(reason),
       });
       return this.handle;
@@ -207,9 +216,22 @@ export class MemWal implements MemWalApi {
     this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier);
     if (this.memtables) {
       this.memtables.start(m);
+      const limit = opts.flushRetry.stallMs;
+      this.tableCache = new TableCache(
+        this.schema,
+        this.schema.internal,
+        this.keyEncoder,
+        {
+          range: (name, offset, length) => settleWithin(handle.tableReadRange(name, offset, length), limit, `read of table file ${name}`),
+          whole: (name) => settleWithin(handle.tableRead(name), limit, `read of table file ${name}`),
+        },
+        opts.blockCacheBytes,
+      );
+      this.compactor = new Compactor(opts, this.schema, this.keyEncoder, handle, this.life, this.log, this.tableCache);
       this.flusher = new Flusher(
         opts,
         this.schema,
+        this.keyEncoder,
         handle,
         this.life,
         this.log,
@@ -218,8 +240,16 @@ export class MemWal implements MemWalApi {
         () => this.wal.durablePosition,
         () => void this.retention.run(),
       );
-      this.background = new BackgroundLoop(opts, this.life, this.memtables, this.flusher);
-      this.reads = new ReadView(opts, this.schema, this.keyEncoder, handle, this.memtables, () => this.log.manifest.tables);
+      this.background = new BackgroundLoop(
+        opts,
+        this.life,
+        this.memtables,
+        this.flusher,
+        this.compactor,
+        this.log,
+        this.keyEncoder !== undefined,
+      );
+      this.reads = new ReadView(this.schema, this.keyEncoder, this.memtables, () => this.log.manifest.tables, this.tableCache);
     }
     return this.memtables ? r.analysis.entries.filter((e) => e.position > m.replayCursor) : [];
   }
@@ -468,22 +498,23 @@ export class MemWal implements MemWalApi {
   }
 
   /**
-   * Every live row across all tiers (newest version per key; deleted keys absent), oldest tier
-   * first. `columns` projects. `NotSupported` in WAL-only mode.
+   * Every live row across all tiers: with a primary key the newest version of each key in key
+   * order (deleted keys absent), without one every row in insertion order. `columns` projects.
+   * `NotSupported` in WAL-only mode.
    */
   async scan(opts: { columns?: string[] } = {}): Promise<Table> {
     this.life.throwIfUnusable();
     this.requireMemtable('scan');
     const batches: RecordBatch[] = [];
-    for await (const b of this.reads!.scanSources(opts.columns, Number.POSITIVE_INFINITY, true)) batches.push(b);
+    for await (const b of this.reads!.scan(opts.columns, Number.POSITIVE_INFINITY)) batches.push(b);
     const schema = projectBatch(new ArrowRecordBatch(this.schema.internal, undefined as never), opts.columns, true).schema;
     return batches.length > 0 ? new ArrowTable(batches) : new ArrowTable(schema);
   }
 
   /**
-   * The same rows as `scan`, one record batch at a time, holding one table file in memory at a
-   * time (plus the set of keys already seen). With a primary key, batches come newest tier
-   * first. `limit` caps the total rows yielded.
+   * The same rows as `scan`, in the same order, one record batch at a time with bounded memory
+   * (one block per table file, plus a sorted copy of each memtable's index). `limit` caps the
+   * total rows yielded.
    */
   scanBatches(opts: { columns?: string[]; limit?: number } = {}): AsyncIterable<RecordBatch> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
@@ -492,7 +523,7 @@ export class MemWal implements MemWalApi {
     return (async function* () {
       writer.life.throwIfUnusable();
       writer.requireMemtable('scan');
-      yield* writer.reads!.scanSources(opts.columns, limit, false);
+      yield* writer.reads!.scan(opts.columns, limit);
     })();
   }
 
@@ -528,7 +559,35 @@ export class MemWal implements MemWalApi {
 
   /** Backpressure waits (both modes; never checks poison). */
   async backpressureStats(): Promise<BackpressureStats> {
-    return this.statsLock.read(() => this.backpressure.stats());
+    return this.statsLock.read(() => this.backpressure.stats(this.background?.stalled));
+  }
+
+  /** Table files per level, compaction debt and work since this open. `NotSupported` in WAL-only mode. */
+  async compactionStats(): Promise<CompactionStats> {
+    this.requireMemtable('compactionStats');
+    return this.statsLock.read(() => this.compactionSnapshot());
+  }
+
+  private compactionSnapshot(): CompactionStats {
+    return this.compactor!.snapshot(this.log.manifest, this.background!.pendingBytes());
+  }
+
+  /** Point reads, Bloom filters and the block cache since this open. `NotSupported` in WAL-only mode. */
+  async readStats(): Promise<ReadStats> {
+    this.requireMemtable('readStats');
+    return this.statsLock.read(() => ({ ...this.tableCache!.stats }));
+  }
+
+  /**
+   * Compact until every table file is in level 1 (the policy's triggers aside): after a bulk
+   * import, or before measuring space. Resolves what it did. Rejects with the latched error,
+   * `Closed`, `Aborted` (signal), or `IOError` when a compaction fails (nothing lost; the
+   * background retries). `NotSupported` in WAL-only mode.
+   */
+  async compact(opts: { signal?: AbortSignal } = {}): Promise<CompactionResult> {
+    this.requireMemtable('compact');
+    this.life.throwIfUnusable();
+    return this.background!.compact(opts.signal);
   }
 
   /** WAL positions and bytes (never checks poison). */
@@ -549,7 +608,7 @@ export class MemWal implements MemWalApi {
 
   private async estimate(): Promise<StorageEstimate> {
     try {
-      return (await this.adapter.estimate?.()) ?? {};
+      return (await this.adapter.estimate?.(this.opts.name)) ?? {};
     } catch {
       return {};
     }
@@ -570,8 +629,10 @@ export class MemWal implements MemWalApi {
         store: this.opts.name,
         mode: this.tier.mode,
         memtable: this.memtables?.snapshot(),
+        compaction: this.memtables ? this.compactionSnapshot() : undefined,
+        reads: this.tableCache ? { ...this.tableCache.stats } : undefined,
         walUnappendedBytes: this.wal.pendingBytes,
-        backpressure: this.backpressure.stats(),
+        backpressure: this.backpressure.stats(this.background?.stalled),
         wal: this.wal.snapshot(),
         write: { ...this.writeStats_ },
         storage: this.storageSnapshot(est),

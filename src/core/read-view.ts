@@ -1,54 +1,42 @@
-// Reads (SPEC §4.4): a consistent capture of memtables and table files, `get` newest tier first,
-// `scan`/`scanBatches` with newest-wins and tombstones, and the decoded-table cache.
-// Invariant: a view is captured in one synchronous step, so it never sees a hole or a double.
+// Reads (SPEC §4.4, §8): a consistent capture of memtables and table files, `get` that reads at most
+// one block per table file its key range and Bloom filter admit, and `scan`/`scanBatches` as a
+// k-way merge in key order (append-only: in insertion order) holding one block per source.
+// Invariant: a view is captured in one synchronous step (no hole, no double) and pins its files.
 
-import { RecordBatch, Table, tableFromIPC } from 'apache-arrow';
-import { MemWalError, toMemWalError } from '../errors.js';
+import type { RecordBatch } from 'apache-arrow';
+import { MemWalError } from '../errors.js';
 import type { TableFileEntry } from '../manifest/manifest.js';
-import type { ResolvedOptions } from '../options.js';
-import type { StoreHandle } from '../storage/adapter.js';
-import { crc32c } from '../wal/crc32c.js';
-import { KeyIndex } from './keyindex.js';
-import { encodeKey, type Key, type KeyEncoder, keyFromHex, keyString } from './keys.js';
-import { settleWithin } from './limits.js';
-import { type MemTable, RowOrdinals } from './memtable.js';
+import { BLOCK_MAX_ROWS } from '../table/format.js';
+import { type MergeSource, mergeSorted } from '../table/merge.js';
+import { indexEntries, type SortedRun, sortedNewest } from '../table/sorted.js';
+import { encodeKey, type KeyEncoder, keyFromHex, keyString } from './keys.js';
+import type { MemTable } from './memtable.js';
 import type { MemtableTier } from './memtables.js';
-import { concatRows, projectBatch, rowObject } from './rows.js';
+import { projectBatch, rowObject } from './rows.js';
 import type { StoreSchema } from './schema.js';
+import { generationsOf, levelOf } from './table-files.js';
+import { findBlock, findRow, type OpenTable, type TableCache } from './tables.js';
 
-/** Decoded table files kept for get() (count, newest used first). */
-const TABLE_CACHE_FILES = 4;
-
-/** A decoded table file, cached for get(). */
-interface LoadedTable {
-  entry: TableFileEntry;
-  batches: RecordBatch[];
-  keyIndex: KeyIndex | undefined;
-  ordinals: RowOrdinals;
-}
-
-/** A consistent capture of the read view: newest first. */
+/** A consistent capture of the read view, newest first. */
 interface ViewCapture {
   memtables: { m: MemTable; visible: number }[];
+  /** Level 0 newest first, then level 1 (older than every level-0 file) in key order. */
   tables: TableFileEntry[];
 }
 
 /** Reads of one MemTable-mode writer. */
 export class ReadView {
-  private readonly tableCache = new Map<string, Promise<LoadedTable>>();
-
   constructor(
-    private readonly o: ResolvedOptions,
     private readonly ss: StoreSchema,
     private readonly keyEncoder: KeyEncoder | undefined,
-    private readonly handle: StoreHandle,
     private readonly tier: MemtableTier,
     /** The committed table files (the manifest's list). */
     private readonly tables: () => readonly TableFileEntry[],
+    private readonly cache: TableCache,
   ) {}
 
   /** Capture memtables and table files in one synchronous step (no hole, no double). */
-  private captureView(): ViewCapture {
+  private capture(): ViewCapture {
     const active = this.tier.active;
     const memtables = [{ m: active, visible: active.visibleBatches }];
     const inMemory = new Set<number>([active.generation]);
@@ -57,30 +45,28 @@ export class ReadView {
       memtables.push({ m: f, visible: f.visibleBatches });
       inMemory.add(f.generation);
     }
-    const tables = this.tables()
-      .filter((t) => !inMemory.has(t.generation))
-      .sort((a, b) => b.generation - a.generation);
-    return { memtables, tables };
-  }
-
-  private tombstoneIndex(): number {
-    return this.ss.hasTombstone ? this.ss.internal.fields.length - 1 : -1;
+    const live = this.tables().filter((t) => !(levelOf(t) === 0 && inMemory.has(t.generation)));
+    const level0 = live.filter((t) => levelOf(t) === 0).sort((a, b) => b.generation - a.generation);
+    const level1 = live
+      .filter((t) => levelOf(t) >= 1)
+      .sort((a, b) => (this.keyEncoder ? byMinKey(a, b) : generationsOf(a).min - generationsOf(b).min));
+    return { memtables, tables: [...level0, ...level1] };
   }
 
   private isTombstone(batch: RecordBatch, row: number): boolean {
-    const t = this.tombstoneIndex();
-    return t >= 0 && batch.getChildAt(t)!.get(row) === true;
+    return this.ss.hasTombstone && batch.getChildAt(this.ss.internal.fields.length - 1)!.get(row) === true;
   }
 
   /**
    * The newest version of the row with this primary key, or undefined (absent or deleted).
-   * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
+   * `NotSupported` without a primary key; `InvalidArgument` for a bad key.
    */
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'get needs a primary key (this store is append-only)');
     const k = encodeKey(key, this.ss);
-    let encoded: string | undefined;
-    const view = this.captureView();
+    const stats = this.cache.stats;
+    stats.gets++;
+    const view = this.capture();
     for (const { m, visible } of view.memtables) {
       const loc = m.keyIndex!.get(k);
       if (loc === undefined) continue;
@@ -89,133 +75,131 @@ export class ReadView {
       const batch = m.batches[b]!;
       return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
     }
-    for (const t of view.tables) {
-      if (t.minKey !== undefined) {
-        const ks = (encoded ??= keyString(k, this.ss));
-        if (ks < keyFromHex(t.minKey) || ks > keyFromHex(t.maxKey!)) continue;
-      }
-      const lt = await this.loadTable(t);
-      const loc = lt.keyIndex!.get(k);
-      if (loc === undefined) continue;
-      const { batch: b, row } = lt.ordinals.locate(loc);
-      const batch = lt.batches[b]!;
-      return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
-    }
-    return undefined;
-  }
-
-  /** Read, verify and decode a table file (cached for a few files). */
-  loadTable(t: TableFileEntry): Promise<LoadedTable> {
-    const cached = this.tableCache.get(t.name);
-    if (cached) {
-      this.tableCache.delete(t.name);
-      this.tableCache.set(t.name, cached);
-      return cached;
-    }
-    const p = (async (): Promise<LoadedTable> => {
-      let bytes: Uint8Array;
-      try {
-        bytes = await settleWithin(this.handle.tableRead(t.name), this.o.flushRetry.stallMs, `read of table file ${t.name}`);
-      } catch (e) {
-        throw toMemWalError(e, `read of table file ${t.name}`);
-      }
-      if (bytes.length !== t.bytes || crc32c(bytes).toString(16).padStart(8, '0') !== t.checksum) {
-        throw new MemWalError('Corruption', `table file ${t.name}: length or checksum differs from the manifest`);
-      }
-      const table = tableFromIPC(bytes) as Table;
-      const batches = table.batches.map((b) => new RecordBatch(this.ss.internal, b.data));
-      let keyIndex: KeyIndex | undefined;
-      const ordinals = new RowOrdinals();
-      for (const b of batches) ordinals.add(b.numRows);
-      if (this.keyEncoder) {
-        keyIndex = new KeyIndex();
-        for (let bi = 0; bi < batches.length; bi++) {
-          const keys = this.keyEncoder(batches[bi]!);
-          const base = ordinals.start(bi);
-          for (let r = 0; r < keys.length; r++) keyIndex.set(keys[r]!, base + r);
+    const probe = keyString(k, this.ss);
+    const names = view.tables.map((t) => t.name);
+    this.cache.pin(names);
+    try {
+      for (const t of view.tables) {
+        if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) continue;
+        const open = await this.cache.open(t);
+        if (open.bloom) {
+          if (!open.bloom.mayContain(k)) {
+            stats.bloomNegatives++;
+            continue;
+          }
+          stats.bloomPositives++;
         }
+        stats.tableFilesConsulted++;
+        const i = findBlock(open, probe);
+        const block = i < 0 ? undefined : await open.block(i);
+        const row = block ? findRow(block.keys!, k, this.ss) : -1;
+        if (row < 0) {
+          if (open.bloom) stats.bloomFalsePositives++;
+          continue;
+        }
+        return this.isTombstone(block!.batch, row) ? undefined : rowObject(block!.batch, row);
       }
-      return { entry: t, batches, keyIndex, ordinals };
-    })();
-    p.catch(() => this.tableCache.delete(t.name));
-    this.tableCache.set(t.name, p);
-    while (this.tableCache.size > TABLE_CACHE_FILES) this.tableCache.delete(this.tableCache.keys().next().value!);
-    return p;
+      return undefined;
+    } finally {
+      this.cache.unpin(names);
+    }
   }
 
   /**
-   * Every live row across all tiers (newest version per key; deleted keys absent), oldest tier
-   * first. `columns` projects. `NotSupported` in WAL-only mode.
+   * Every live row, projected to `columns`, at most `limit`: keyed stores in key order (the
+   * newest version of each key, deleted keys absent), append-only stores in insertion order.
+   * Holds one block per table file and a sorted copy of each memtable's index.
    */
-  async scan(opts: { columns?: string[] } = {}): Promise<Table> {
-    const batches: RecordBatch[] = [];
-    for await (const b of this.scanSources(opts.columns, Infinity, true)) batches.push(b);
-    const schema = projectBatch(new RecordBatch(this.ss.internal, undefined as never), opts.columns, true).schema;
-    return batches.length > 0 ? new Table(batches) : new Table(schema);
-  }
-
-  /**
-   * The same rows as `scan`, one record batch at a time, holding one table file in memory at a
-   * time (plus the set of keys already seen). With a primary key, batches come newest tier
-   * first. `limit` caps the total rows yielded.
-   */
-  scanBatches(opts: { columns?: string[]; limit?: number } = {}): AsyncIterable<RecordBatch> {
-    const limit = opts.limit ?? Infinity;
-    if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
-    return this.scanSources(opts.columns, limit, false);
-  }
-
-  async *scanSources(columns: string[] | undefined, limit: number, oldestFirst: boolean): AsyncGenerator<RecordBatch> {
-    const view = this.captureView();
+  async *scan(columns: string[] | undefined, limit: number): AsyncGenerator<RecordBatch> {
+    const view = this.capture();
+    const names = view.tables.map((t) => t.name);
+    this.cache.pin(names);
     let left = limit;
-    const emit = (batch: RecordBatch, rows: number[] | 'all'): RecordBatch[] => {
-      if (left <= 0) return [];
-      let sel = rows;
-      const n = sel === 'all' ? batch.numRows : sel.length;
-      if (n === 0) return [];
-      if (n > left) sel = (sel === 'all' ? [...Array(batch.numRows).keys()] : sel).slice(0, left);
-      left -= sel === 'all' ? batch.numRows : sel.length;
-      return concatRows([{ batch, rows: sel }], this.ss.internal).map((b) => projectBatch(b, columns, true));
-    };
-    if (!this.keyEncoder) {
-      // Append-only: every visible row, oldest first.
-      const sources: RecordBatch[][] = [];
-      for (const t of [...view.tables].reverse()) sources.push((await this.loadTable(t)).batches);
-      for (const { m, visible } of [...view.memtables].reverse()) sources.push(m.batches.slice(0, visible));
-      for (const src of sources) for (const b of src) for (const out of emit(b, 'all')) yield out;
-      return;
-    }
-    // Keyed: newest first; a key seen in a newer tier hides older versions; tombstones hide.
-    const seen = new Set<Key>();
-    const tomb = this.tombstoneIndex();
-    const pending: { batch: RecordBatch; rows: number[] }[] = [];
-    const select = (batch: RecordBatch, keys: ArrayLike<Key>, newest: (r: number) => boolean): number[] => {
-      const t = batch.getChildAt(tomb)!;
-      const rows: number[] = [];
-      for (let r = keys.length - 1; r >= 0; r--) {
-        const k = keys[r]!;
-        if (!newest(r) || seen.has(k)) continue;
-        seen.add(k);
-        if (t.get(r) !== true) rows.push(r);
+    try {
+      const source = this.keyEncoder ? this.keyedRows(view) : this.appendOnlyRows(view);
+      for await (const batch of source) {
+        if (left <= 0) return;
+        const b = batch.numRows > left ? batch.slice(0, left) : batch;
+        left -= b.numRows;
+        if (b.numRows > 0) yield projectBatch(b, columns, true);
       }
-      return rows.reverse();
-    };
-    for (const { m, visible } of view.memtables) {
-      for (let b = visible - 1; b >= 0; b--) {
-        const rows = select(m.batches[b]!, m.batchKeys[b]!, (r) => m.isNewest(b, r));
-        if (oldestFirst) pending.push({ batch: m.batches[b]!, rows });
-        else for (const out of emit(m.batches[b]!, rows)) yield out;
-      }
+    } finally {
+      this.cache.unpin(names);
     }
-    for (const t of view.tables) {
-      const lt = await this.loadTable(t);
-      for (let b = lt.batches.length - 1; b >= 0; b--) {
-        const batch = lt.batches[b]!;
-        const rows = select(batch, this.keyEncoder(batch), () => true);
-        if (oldestFirst) pending.push({ batch, rows });
-        else for (const out of emit(batch, rows)) yield out;
-      }
-    }
-    for (let i = pending.length - 1; i >= 0; i--) for (const out of emit(pending[i]!.batch, pending[i]!.rows)) yield out;
   }
+
+  /** Keyed: memtables (sorted snapshots, taken now) and table files, merged newest first. */
+  private keyedRows(view: ViewCapture): AsyncGenerator<RecordBatch> {
+    const sources: MergeSource[] = [];
+    for (const { m, visible } of view.memtables) {
+      if (visible === 0) continue;
+      // The index covers exactly the visible prefix; a copy freezes it against later puts.
+      const entries = indexEntries(m.keyIndex!);
+      sources.push(lazyRun(() => sortedNewest(this.ss.internal, this.ss, m.batches, visible, entries)));
+    }
+    const level0 = view.tables.filter((t) => levelOf(t) === 0);
+    const level1 = view.tables.filter((t) => levelOf(t) >= 1);
+    for (const t of level0) sources.push(this.fileSource([t]));
+    if (level1.length > 0) sources.push(this.fileSource(level1));
+    return mergeSorted(sources, {
+      schema: this.ss.internal,
+      ss: this.ss,
+      tombstone: this.ss.internal.fields.length - 1,
+      dropTombstones: true,
+      rows: BLOCK_MAX_ROWS * 4,
+    });
+  }
+
+  /** Append-only: table files oldest first, then memtables oldest first. */
+  private async *appendOnlyRows(view: ViewCapture): AsyncGenerator<RecordBatch> {
+    const files = [...view.tables].sort((a, b) => generationsOf(a).min - generationsOf(b).min);
+    for (const t of files) {
+      const open = await this.cache.open(t);
+      for (let i = 0; i < open.blocks.length; i++) yield (await open.block(i)).batch;
+    }
+    for (const { m, visible } of [...view.memtables].reverse()) {
+      for (let b = 0; b < visible; b++) yield m.batches[b]!;
+    }
+  }
+
+  /** The blocks of `files` (non-overlapping, in key order) as one merge source. */
+  private fileSource(files: TableFileEntry[]): MergeSource {
+    let f = 0;
+    let open: OpenTable | undefined;
+    let i = 0;
+    return {
+      next: async (): Promise<SortedRun | undefined> => {
+        for (;;) {
+          if (!open) {
+            if (f >= files.length) return undefined;
+            open = await this.cache.open(files[f++]!);
+            i = 0;
+          }
+          if (i < open.blocks.length) {
+            const b = await open.block(i++);
+            return { batch: b.batch, keys: b.keys ?? [] };
+          }
+          open = undefined;
+        }
+      },
+    };
+  }
+}
+
+function byMinKey(a: TableFileEntry, b: TableFileEntry): number {
+  const x = a.minKey ?? '';
+  const y = b.minKey ?? '';
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** A one-run source whose run is built on first use (after the capture, outside its step). */
+function lazyRun(build: () => SortedRun): MergeSource {
+  let done = false;
+  return {
+    next: () => {
+      if (done) return Promise.resolve(undefined);
+      done = true;
+      return Promise.resolve(build());
+    },
+  };
 }

@@ -461,8 +461,8 @@ export class FaultInjectingStorage implements StorageAdapter {
   }
 
   /** The inner adapter's estimate, or `{}` when it has none. */
-  async estimate(): Promise<StorageEstimate> {
+  async estimate(name: string): Promise<StorageEstimate> {
     await this.faults.settling;
-    return this.inner.estimate ? this.inner.estimate() : {};
+    return this.inner.estimate ? this.inner.estimate(name) : {};
   }
 }
