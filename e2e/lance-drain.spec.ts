@@ -15,7 +15,8 @@ import type { DrainStats } from '../src/index.js';
 import { lanceRows, scanRows } from '../src/lance/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';
 import { type LanceServer, startLanceServer, testPort } from '../test/lance-server-process.js';
-import { type Workerd, buildWorker, startWorkerd } from '../test/workerd/harness.js';
+import { buildWorkerFromSources } from '../test/workerd/from-sources.js';
+import { type Workerd, startWorkerd } from '../test/workerd/harness.js';
 
 /** The example Durable Object's schema (examples/cloudflare/api.ts); the page and the Node store use it too. */
 const schema = new Schema([
@@ -56,7 +57,11 @@ test('a browser store, a Node store and a Durable Object store drain into one La
 }) => {
   const uri = dirs[0]!;
   // The Durable Object: the example Worker in workerd, told to drain into the server.
-  const worker = await buildWorker(here('../examples/cloudflare/worker.ts'), here('../examples/cloudflare/config.capnp'), 'dist/worker.js');
+  const worker = await buildWorkerFromSources(
+    here('../examples/cloudflare/worker.ts'),
+    here('../examples/cloudflare/config.capnp'),
+    'dist/worker.js',
+  );
   dirs.push(worker.dir);
   workerd = await startWorkerd(worker, join(worker.dir, 'do-disk'));
   const doStart = await fetch(`${workerd.url}/drain?store=e2e`, {

@@ -15,6 +15,7 @@ import { lanceRows, scanRows } from '../src/lance/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';
 import { startLanceServer, testPort } from './lance-server-process.js';
 import type { CaseResult } from './workerd/conformance-worker.js';
+import { buildWorkerFromSources } from './workerd/from-sources.js';
 import { buildWorker, startWorkerd } from './workerd/harness.js';
 import type { BuiltWorker, Workerd } from './workerd/harness.js';
 
@@ -69,10 +70,14 @@ describe('scale-out: a Durable Object store and a Node store drain into one Lanc
   ]);
 
   it('the example Worker posts its store to the example Lance server while it writes; a Lance query equals each scan()', async () => {
-    const worker = await build('../examples/cloudflare/worker.ts', '../examples/cloudflare/config.capnp', 'dist/worker.js');
+    const worker = await buildWorkerFromSources(
+      here('../examples/cloudflare/worker.ts'),
+      here('../examples/cloudflare/config.capnp'),
+      'dist/worker.js',
+    );
     const disk = await mkdtemp(join(tmpdir(), 'memwal-do-drain-'));
     const uri = await mkdtemp(join(tmpdir(), 'memwal-do-lance-'));
-    temporary.push(disk, uri);
+    temporary.push(worker.dir, disk, uri);
     const server = await startLanceServer({ uri, port: testPort(4), tokens: { 'do-secret': 'do-events', 'node-secret': 'node-events' } });
     const workerd = await start(worker, disk);
     try {
