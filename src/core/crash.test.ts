@@ -216,27 +216,31 @@ async function runSeed(
 }
 
 describe('crash safety', () => {
-  it(`every acknowledged operation survives ${SEEDS} seeds of crashes, ambiguous outcomes and stale writers, each crashed again during recovery`, async () => {
-    let ackedTotal = 0;
-    let partial = 0;
-    let tornSeeds = 0;
-    let staleSeeds = 0;
-    let compactions = 0;
-    for (let seed = 0; seed < SEEDS; seed++) {
-      const res = await runSeed(seed);
-      ackedTotal += res.acked;
-      if (res.matched < res.issued) partial += 1;
-      if (res.torn > 0) tornSeeds += 1;
-      if (res.stale) staleSeeds += 1;
-      compactions += res.compactions;
-    }
-    // Compaction ran under the faults too (level 0 fills fast with these tiny memtables).
-    expect(compactions).toBeGreaterThan(SEEDS / 10);
-    expect(staleSeeds).toBeGreaterThan(SEEDS / 10);
-    // The load did real work before the crashes, and some crashes lost unacknowledged tails.
-    expect(ackedTotal).toBeGreaterThan(SEEDS);
-    expect(partial).toBeGreaterThan(0);
-    // Some crashes tore a WAL append, and recovery cut the torn tail.
-    expect(tornSeeds).toBeGreaterThan(0);
-  }, Math.max(300_000, SEEDS * 1_500));
+  it(
+    `every acknowledged operation survives ${SEEDS} seeds of crashes, ambiguous outcomes and stale writers, each crashed again during recovery`,
+    async () => {
+      let ackedTotal = 0;
+      let partial = 0;
+      let tornSeeds = 0;
+      let staleSeeds = 0;
+      let compactions = 0;
+      for (let seed = 0; seed < SEEDS; seed++) {
+        const res = await runSeed(seed);
+        ackedTotal += res.acked;
+        if (res.matched < res.issued) partial += 1;
+        if (res.torn > 0) tornSeeds += 1;
+        if (res.stale) staleSeeds += 1;
+        compactions += res.compactions;
+      }
+      // Compaction ran under the faults too (level 0 fills fast with these tiny memtables).
+      expect(compactions).toBeGreaterThan(SEEDS / 10);
+      expect(staleSeeds).toBeGreaterThan(SEEDS / 10);
+      // The load did real work before the crashes, and some crashes lost unacknowledged tails.
+      expect(ackedTotal).toBeGreaterThan(SEEDS);
+      expect(partial).toBeGreaterThan(0);
+      // Some crashes tore a WAL append, and recovery cut the torn tail.
+      expect(tornSeeds).toBeGreaterThan(0);
+    },
+    Math.max(300_000, SEEDS * 1_500),
+  );
 });
