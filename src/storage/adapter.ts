@@ -5,7 +5,7 @@
 import { MemWalError } from '../errors.js';
 import type { BackgroundJobs } from '../core/jobs.js';
 import type { StoreSchema } from '../core/schema.js';
-import type { Manifest } from '../manifest/manifest.js';
+import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
 import type { Logger } from '../options.js';
 
 /**
@@ -88,9 +88,10 @@ export interface StorageAdapter {
    * Optional: where this store's background jobs (building flushed and compacted table files)
    * run, when the adapter offers a better place than the engine's thread (the browser's I/O
    * worker, `storage/remote.ts`). `handle` is the store's open handle from this adapter (or a
-   * wrapper's), `schema` the store's schemas. Absent: the jobs run inline.
+   * wrapper's), `schema` the store's schemas, `versions` every recorded schema version (data in
+   * older ones is projected onto `currentVersion`). Absent: the jobs run inline.
    */
-  backgroundJobs?(handle: StoreHandle, schema: StoreSchema): BackgroundJobs | undefined;
+  backgroundJobs?(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined;
 }
 
 /**

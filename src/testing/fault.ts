@@ -7,7 +7,7 @@ import type { StoreSchema } from '../core/schema.js';
 import { MemWalError } from '../errors.js';
 import { encodeFrame } from '../wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../wal/format.js';
-import type { Manifest } from '../manifest/manifest.js';
+import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
@@ -490,8 +490,8 @@ export class FaultInjectingStorage implements StorageAdapter {
    * files directly, so faults apply to the writes and commits the engine makes, not to the jobs'
    * reads).
    */
-  backgroundJobs(handle: StoreHandle, schema: StoreSchema): BackgroundJobs | undefined {
-    return handle instanceof FaultSession ? this.inner.backgroundJobs?.(handle.inner, schema) : undefined;
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
+    return handle instanceof FaultSession ? this.inner.backgroundJobs?.(handle.inner, schema, versions, currentVersion) : undefined;
   }
 
   /** The inner adapter's estimate, or `{}` when it has none. */
