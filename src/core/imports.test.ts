@@ -66,4 +66,22 @@ describe('runtime-agnostic core', () => {
     expect(seen.size).toBeGreaterThan(10);
     expect(bad).toEqual([]);
   });
+
+  it('nothing reachable from memwal or memwal/worker is part of memwal/playwright or imports @playwright/*', () => {
+    const seen = new Set<string>();
+    const bad: string[] = [];
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      if (file === 'playwright.ts' || file.startsWith('playwright/')) bad.push(file);
+      for (const spec of imports(file)) {
+        if (spec.startsWith('@playwright/') || spec === 'playwright' || spec === 'esbuild') bad.push(`${file} -> ${spec}`);
+        if (spec.startsWith('.')) visit(join(dirname(file), spec).replace(/\.js$/, '.ts'));
+      }
+    };
+    visit('index.ts');
+    visit('worker.ts');
+    expect(seen.has('rpc/test-hook.ts')).toBe(true); // the page-side hook is the only piece of the kit in the product
+    expect(bad).toEqual([]);
+  });
 });

@@ -19,15 +19,21 @@ const exists = (url: URL): Promise<boolean> =>
 
 /**
  * Bundle worker.ts (or the compiled worker.js beside this module) with esbuild into one ES2022
- * module; writes it to `outfile` when given. Rejects `NotSupported` when esbuild is not
- * installed, `IOError` with esbuild's message when bundling fails.
+ * module; writes it to `options.outfile` when given. For a build outside the package's tree,
+ * `options.nodePaths` says where else to find its packages (comlink, idb, apache-arrow) and
+ * `options.esbuild` gives the esbuild module (default: imported from here). Rejects
+ * `NotSupported` when esbuild is not installed, `IOError` with esbuild's message when bundling
+ * fails.
  */
-export async function buildKitWorker(outfile?: string): Promise<string> {
+export async function buildKitWorker(
+  options: { outfile?: string; nodePaths?: string[]; esbuild?: typeof import('esbuild') } = {},
+): Promise<string> {
+  const { outfile, nodePaths } = options;
   const source = new URL('./worker.ts', import.meta.url);
   const entry = (await exists(source)) ? source : new URL('./worker.js', import.meta.url);
   let esbuild: typeof import('esbuild');
   try {
-    esbuild = await import('esbuild');
+    esbuild = options.esbuild ?? (await import('esbuild'));
   } catch (e) {
     throw new MemWalError(
       'NotSupported',
@@ -42,6 +48,7 @@ export async function buildKitWorker(outfile?: string): Promise<string> {
       target: 'es2022',
       platform: 'browser',
       conditions: ['browser'],
+      nodePaths,
       minify: true,
       write: false,
       logLevel: 'silent',
