@@ -54,7 +54,7 @@ export function installPageHook(config: PageHookConfig): void {
       tabs: r.tabs,
       kitHosted: r.kitHosted,
       notHosted: r.notHosted,
-      state: r.error ? 'failed' : r.client ? r.client.writerState : 'opening',
+      state: r.error ? 'failed' : r.client ? r.client.writerState : (r.states.at(-1) ?? 'opening'),
       states: [...r.states],
       role,
       error: r.error,

@@ -24,7 +24,10 @@ export interface OpenRecord {
   kitHosted: boolean;
   /** Why the kit was asked to host it but did not (the app passes its own `worker`). */
   notHosted?: string;
-  /** `'opening'` until openMemWal settles, `'failed'` if it rejected, else the client's writer state. */
+  /**
+   * The client's writer state; before openMemWal resolves the last state it reported
+   * (`'waiting-for-lock'`), or `'opening'`; `'failed'` when it rejected.
+   */
   state: string;
   /** Every state the client reported, in order. */
   states: string[];
