@@ -14,6 +14,7 @@ import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { BackgroundLoop } from './background.js';
 import { Backpressure } from './backpressure.js';
 import { Compactor } from './compaction.js';
+import { InlineJobs } from './jobs.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from './keys.js';
 import { Lifecycle } from './lifecycle.js';
@@ -227,11 +228,16 @@ export class MemWal implements MemWalApi {
         },
         opts.blockCacheBytes,
       );
-      this.compactor = new Compactor(opts, this.schema, this.keyEncoder, handle, this.life, this.log, this.tableCache);
+      const cache = this.tableCache;
+      const jobs = this.adapter.backgroundJobs?.(handle, this.schema) ?? new InlineJobs(this.schema, this.keyEncoder, (t) => cache.open(t));
+      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, jobs, handle, this.life, this.log, this.tableCache);
       this.flusher = new Flusher(
         opts,
-        this.schema,
-        this.keyEncoder,
+        jobs,
+        (first, last) =>
+          this.wal.segments
+            .filter((s) => s.lastPosition >= first && s.firstPosition <= last)
+            .map((s) => ({ name: s.name, firstPosition: s.firstPosition, lastPosition: s.lastPosition })),
         handle,
         this.life,
         this.log,
@@ -322,6 +328,7 @@ export class MemWal implements MemWalApi {
       const end = m.append(batches, keys, bytes);
       m.durableBatches = end;
       m.publish(end);
+      if (m.firstPosition === 0) m.firstPosition = e.position;
       m.lastPosition = e.position;
       this.wal.durableBatchCount += batches.length;
       this.writeStats_.replayedEntries += 1;

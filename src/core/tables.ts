@@ -31,8 +31,11 @@ export interface OpenTable {
   /** Per block: rows and first/last key (encoded; empty without a key). */
   readonly blocks: readonly { rows: number; first: string; last: string }[];
   readonly bloom: BloomFilter | undefined;
-  /** Block `i` (from the cache, or one ranged read). */
-  block(i: number): Promise<Block>;
+  /**
+   * Block `i` (from the cache, or one ranged read). `fill` false: a bulk reader (compaction) that
+   * neither fills the cache nor counts in the read stats.
+   */
+  block(i: number, fill?: boolean): Promise<Block>;
 }
 
 /** How the cache reaches storage (already time-limited by the caller). */
@@ -133,31 +136,33 @@ export class TableCache {
   }
 
   private async openV2(entry: TableFileEntry): Promise<OpenTable> {
-    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l));
+    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), this.schema);
     return {
       entry,
       blocks: index.blocks,
       bloom: index.bloom,
-      block: (i) => this.blockV2(entry, index, i),
+      block: (i, fill = true) => this.blockV2(entry, index, i, fill),
     };
   }
 
-  private async blockV2(entry: TableFileEntry, index: TableIndex, i: number): Promise<Block> {
+  private async blockV2(entry: TableFileEntry, index: TableIndex, i: number, fill: boolean): Promise<Block> {
     const key = `${entry.name}#${i}`;
     const hit = this.blocks.get(key);
     if (hit) {
-      this.stats.blockCacheHits++;
-      this.blocks.delete(key);
-      this.blocks.set(key, hit);
+      if (fill) {
+        this.stats.blockCacheHits++;
+        this.blocks.delete(key);
+        this.blocks.set(key, hit);
+      }
       return hit.block;
     }
-    this.stats.blockReads++;
+    if (fill) this.stats.blockReads++;
     const info = index.blocks[i]!;
     const bytes = await this.reads.range(entry.name, info.offset, info.length);
     const batch = this.inSchema(decodeBlock(entry.name, index, i, bytes));
     const block: Block = { batch, keys: this.keyEncoder?.(batch) };
     const size = estimateBatchBytes(batch) + (block.keys ? block.keys.length * 8 : 0);
-    if (size <= this.cacheBytes) {
+    if (fill && size <= this.cacheBytes) {
       this.blocks.set(key, { block, bytes: size });
       this.stats.blockCacheBytes += size;
       while (this.stats.blockCacheBytes > this.cacheBytes) {

@@ -106,7 +106,10 @@ export class WalWriter {
     e.batchEnd = batchEnd;
     this.pendingBytes += bytes;
     this.pendingBatches += batches.length;
-    if (m) m.lastPosition = e.position;
+    if (m) {
+      if (m.firstPosition === 0) m.firstPosition = e.position;
+      m.lastPosition = e.position;
+    }
     if (e.bytes >= this.o.maxWalBufferBytes) e.closed = true;
     return e;
   }

@@ -3,6 +3,8 @@
 // (memwal/testing conformanceCases) that every backend passes.
 
 import { MemWalError } from '../errors.js';
+import type { BackgroundJobs } from '../core/jobs.js';
+import type { StoreSchema } from '../core/schema.js';
 import type { Manifest } from '../manifest/manifest.js';
 import type { Logger } from '../options.js';
 
@@ -82,6 +84,13 @@ export interface StorageAdapter {
    * does not exist uses 0 bytes. Rejects with the adapter's I/O error.
    */
   estimate?(name: string): Promise<StorageEstimate>;
+  /**
+   * Optional: where this store's background jobs (building flushed and compacted table files)
+   * run, when the adapter offers a better place than the engine's thread (the browser's I/O
+   * worker, `storage/remote.ts`). `handle` is the store's open handle from this adapter (or a
+   * wrapper's), `schema` the store's schemas. Absent: the jobs run inline.
+   */
+  backgroundJobs?(handle: StoreHandle, schema: StoreSchema): BackgroundJobs | undefined;
 }
 
 /**
