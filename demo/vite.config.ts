@@ -15,7 +15,7 @@ export default defineConfig({
   cacheDir: fileURLToPath(new URL('../node_modules/.vite-demo', import.meta.url)),
   // Deps imported only by the worker would otherwise be found late, and Vite would reload the
   // page in the middle of a session; uplot is listed so the first load is one bundle.
-  optimizeDeps: { include: ['apache-arrow', 'apache-arrow/ipc/metadata/file', 'idb', 'comlink', 'uplot'] },
+  optimizeDeps: { include: ['apache-arrow', 'idb', 'comlink', 'uplot'] },
   worker: { format: 'es' },
   server: {
     host: '127.0.0.1',

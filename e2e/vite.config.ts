@@ -7,9 +7,8 @@ const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
 export default defineConfig({
   root: fileURLToPath(new URL('./site', import.meta.url)),
-  // Deps used only inside workers (and deep imports such as src/table's Arrow footer) are otherwise
-  // found late, and Vite reloads the page mid-test.
-  optimizeDeps: { include: ['apache-arrow', 'apache-arrow/ipc/metadata/file', 'idb', 'comlink'] },
+  // Deps used only inside workers are otherwise found late, and Vite reloads the page mid-test.
+  optimizeDeps: { include: ['apache-arrow', 'idb', 'comlink'] },
   worker: { format: 'es' },
   server: { fs: { allow: [repoRoot] } },
   logLevel: 'warn',

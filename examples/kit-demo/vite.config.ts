@@ -10,7 +10,7 @@ export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   resolve: { alias: { memwal: src('index.ts') } },
   // Deps used only in memwal's worker are otherwise found late, and Vite reloads the page mid-test.
-  optimizeDeps: { include: ['apache-arrow', 'apache-arrow/ipc/metadata/file', 'idb', 'comlink'] },
+  optimizeDeps: { include: ['apache-arrow', 'idb', 'comlink'] },
   worker: { format: 'es' },
   server: { fs: { allow: [fileURLToPath(new URL('../..', import.meta.url))] } },
   logLevel: 'warn',

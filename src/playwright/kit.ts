@@ -8,7 +8,7 @@ import { MemWalError, isMemWalErrorCode, type MemWalErrorCode } from '../errors.
 import { installPageHook, resetOrigin } from './page-hook.js';
 import type { OpenAnswer, OpenQuery, OpenRecord, Outcome, PageHookConfig } from './protocol.js';
 import { MemWalStore } from './store.js';
-import { kitWorkerScript } from './worker-bundle.js';
+import { type KitScript, KIT_SCRIPTS, kitScript } from './worker-bundle.js';
 
 /** Where the init script's hook lives in each page (`TEST_HOOK_KEY` of src/rpc/test-hook.ts). */
 export const PAGE_HOOK_KEY = 'memwal.playwright.hook';
@@ -76,8 +76,9 @@ export class MemWalKit {
 
   private async serve(route: Route): Promise<void> {
     const path = new URL(route.request().url()).pathname;
-    if (path === this.workerPath) {
-      const body = await kitWorkerScript();
+    const script = path.slice(this.prefix.length);
+    if (script in KIT_SCRIPTS) {
+      const body = await kitScript(script as KitScript);
       // Same-origin and COEP-clean, so apps served cross-origin isolated can start it too.
       const headers = { 'content-type': 'text/javascript', 'cross-origin-embedder-policy': 'require-corp', 'cache-control': 'no-store' };
       await route.fulfill({ status: 200, headers, body });

@@ -1,7 +1,7 @@
 // The worker memwal/playwright hosts a store in when a test asks for faults: hostMemWal() over a
 // FaultInjectingStorage wrapping the default browser storage (so data persists as in the app),
-// with controls the test reaches through Playwright's worker handle. Bundled by
-// worker-bundle.ts into one module script; dedicated module worker only.
+// with controls the test reaches through Playwright's worker handle. Bundled by worker-bundle.ts
+// into one module script; dedicated module worker only.
 
 import { quotaExceededError } from '../errors.js';
 import { hostMemWal } from '../rpc/host.js';
@@ -54,6 +54,8 @@ function faulty(inner: StorageAdapter): StorageAdapter {
     openStore: async (name, options) => tracked(name, await faults.openStore(name, options)),
     destroyStore: (name) => faults.destroyStore(name),
     estimate: (name) => faults.estimate(name),
+    // Table building and compaction run where the inner adapter puts them.
+    backgroundJobs: (handle, schema) => faults.backgroundJobs(handle, schema),
   };
 }
 
@@ -88,7 +90,17 @@ const controls: KitWorkerControls = {
 };
 (globalThis as Record<symbol, unknown>)[Symbol.for('memwal.playwright.worker')] = controls;
 
+// Storage I/O stays on this worker's thread (ioWorker: false): a nested worker's script request
+// does not reach the kit's route in Playwright's Chromium (it fails), so the kit cannot serve an
+// I/O worker the way it serves this one. Faults, data and layout are the app's all the same.
+const inline = { ioWorker: false };
 hostMemWal(undefined, {
   resolveStorage: (layout) =>
-    faulty(layout === undefined ? defaultBrowserStorage() : layout === 'memory' ? sharedMemoryStorage() : resolveBrowserStorage(layout)),
+    faulty(
+      layout === undefined
+        ? defaultBrowserStorage(inline)
+        : layout === 'memory'
+          ? sharedMemoryStorage()
+          : resolveBrowserStorage(layout, inline),
+    ),
 });
