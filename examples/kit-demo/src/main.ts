@@ -56,6 +56,7 @@ async function start(): Promise<void> {
   todos = await store.list();
   render();
   status.textContent = `${todos.length} todos, saved`;
+  $<HTMLFieldSetElement>('#controls').disabled = false; // adding before the list is loaded would be overwritten by it
   setInterval(() => {
     store.checkHealth().catch(() => undefined); // the next save reopens and reports
   }, 500);

@@ -4,15 +4,16 @@
 import type { Page } from '@playwright/test';
 import { PersistentProfile, expect, test } from 'memwal/playwright';
 
+const items = (page: Page) => page.getByRole('listitem');
+
+/** Add todos through the form and wait until the app says the last one is saved (its put resolved). */
 async function add(page: Page, ...titles: string[]): Promise<void> {
   for (const title of titles) {
     await page.getByLabel('New todo').fill(title);
     await page.getByRole('button', { name: 'Add' }).click();
   }
-  await expect(page.getByRole('status')).toHaveText(/todos, saved$/);
+  await expect(page.getByRole('status')).toHaveText(`${await items(page).count()} todos, saved`);
 }
-
-const items = (page: Page) => page.getByRole('listitem');
 
 test('todos survive a reload', async ({ page, memwal }) => {
   await page.goto('/');
