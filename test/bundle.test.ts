@@ -35,6 +35,20 @@ describe('entry points bundle without runtime modules', () => {
     expect((await bundle(source('playwright/worker.ts'), 'browser')).text).toContain('FaultInjectingStorage');
   });
 
+  it('memwal carries drain() for browsers and Durable Objects, and nothing of memwal/lance or LanceDB', async () => {
+    for (const target of ['browser', 'workerd'] as const) {
+      const { text, runtimeImports } = await bundle(source('index.ts'), target);
+      expect(runtimeImports).toEqual([]);
+      expect(text).toContain('memwal-drain-version');
+      expect(text).not.toMatch(/lancedb|_memwal_positions/i);
+    }
+  });
+
+  it('the check sees runtime imports: memwal/lance bundled for the browser imports node:*', async () => {
+    const { runtimeImports } = await bundle(source('lance.ts'), 'browser');
+    expect(runtimeImports.filter((p) => p.startsWith('node:')).length).toBeGreaterThan(0);
+  });
+
   it('the check sees runtime imports: memwal/node bundled for the browser imports node:*', async () => {
     const { runtimeImports } = await bundle(source('node.ts'), 'browser');
     expect(runtimeImports.length).toBeGreaterThan(0);

@@ -49,6 +49,9 @@ import { type PendingEntry, WalWriter } from './wal-writer.js';
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
 
+/** Storage usage figures older than this are refreshed (in the background) by the next stats call. */
+const ESTIMATE_MAX_AGE_MS = 1000;
+
 /** Hooks for hosts (the worker) that must see state changes before `open` resolves. */
 export interface OpenHooks {
   onStateChange?: (s: WriterState) => void;
@@ -100,6 +103,8 @@ export class MemWal implements MemWalApi {
   private compactor: Compactor | undefined;
   private retention!: Retention;
   private closePromise: Promise<void> | undefined;
+  private lastEstimate: { atMs: number; value: StorageEstimate } | undefined;
+  private estimating: Promise<void> | undefined;
 
   private constructor(opts: ResolvedOptions, schema: StoreSchema, adapter: StorageAdapter, hooks: OpenHooks) {
     this.opts = opts;
@@ -613,12 +618,26 @@ export class MemWal implements MemWalApi {
     return this.statsLock.read(() => this.storageSnapshot(est));
   }
 
+  /**
+   * The storage figures, never waiting on storage for long: the adapter is asked at most once per
+   * ESTIMATE_MAX_AGE_MS and a stats call that finds a fresh-enough answer (or one in flight and an
+   * older answer) uses it, so stats answer at full load even when the adapter's thread is busy.
+   */
   private async estimate(): Promise<StorageEstimate> {
-    try {
-      return (await this.adapter.estimate?.(this.opts.name)) ?? {};
-    } catch {
-      return {};
+    const now = nowMs();
+    if (!this.estimating && (this.lastEstimate === undefined || now - this.lastEstimate.atMs > ESTIMATE_MAX_AGE_MS)) {
+      this.estimating = (async () => {
+        try {
+          this.lastEstimate = { atMs: nowMs(), value: (await this.adapter.estimate?.(this.opts.name)) ?? {} };
+        } catch {
+          this.lastEstimate = { atMs: nowMs(), value: {} };
+        } finally {
+          this.estimating = undefined;
+        }
+      })();
     }
+    if (this.lastEstimate === undefined) await this.estimating;
+    return this.lastEstimate?.value ?? {};
   }
 
   private storageSnapshot(est: StorageEstimate): StorageStats {

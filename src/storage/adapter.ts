@@ -118,6 +118,13 @@ export interface StoreHandle {
    * manifest's epoch is newer than the segment's epoch, so no append of a stale writer lands.
    */
   walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void>;
+  /**
+   * Optional: append one WAL entry framed by the adapter (`encodeFrame(epoch, position,
+   * payload)`, docs/format.md §4) with the semantics of `walAppend`; resolves the frame's length.
+   * An adapter whose I/O runs elsewhere offers it so the frame copy and its CRC-32C are computed
+   * there, not on the engine's thread. `payload` is the caller's: it is not modified or kept.
+   */
+  walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number>;
   /** Cut segment `name` to `length` bytes, durably (torn-tail repair). */
   walTruncate(name: string, length: number): Promise<void>;
   /** Delete segment `name` (retention). Missing segments are not an error. */

@@ -10,7 +10,7 @@ import { decodeSchema, makeStoreSchema, type StoreSchema } from '../core/schema.
 import { TableCache } from '../core/tables.js';
 import { MemWalError } from '../errors.js';
 import type { BuiltTable } from '../table/writer.js';
-import { scanSegment } from '../wal/codec.js';
+import { encodeFrame, scanSegment } from '../wal/codec.js';
 import type { StorageAdapter, StoreHandle } from './adapter.js';
 import { errorToWire, type IoEvent, type IoReply, type IoRequest, transferables, type WireBuiltTable } from './remote-protocol.js';
 
@@ -136,6 +136,12 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
     walList: (r) => need(r.handle).walList(),
     walRead: (r) => need(r.handle).walRead(r.args[0] as string, r.args[1] as number | undefined),
     walAppend: (r) => need(r.handle).walAppend(r.args[0] as string, r.args[1] as number, r.args[2] as Uint8Array),
+    async walAppendEntry(r) {
+      const [name, offset, epoch, position, payload] = r.args as [string, number, number, number, Uint8Array];
+      const frame = encodeFrame(epoch, position, payload);
+      await need(r.handle).walAppend(name, offset, frame);
+      return frame.length;
+    },
     walTruncate: (r) => need(r.handle).walTruncate(r.args[0] as string, r.args[1] as number),
     walRemove: (r) => need(r.handle).walRemove(r.args[0] as string),
     async tableWriteOpen(r) {

@@ -161,6 +161,10 @@ class RemoteHandle implements StoreHandle {
     return this.call('walAppend', name, offset, own(bytes));
   }
 
+  walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
+    return this.call('walAppendEntry', name, offset, epoch, position, own(payload));
+  }
+
   walTruncate(name: string, length: number): Promise<void> {
     return this.call('walTruncate', name, length);
   }
