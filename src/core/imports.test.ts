@@ -78,4 +78,12 @@ describe('runtime-agnostic core', () => {
     expect([...files].filter((f) => f === 'lance.ts' || f.startsWith('lance/'))).toEqual([]);
     expect(edges.filter(([, spec]) => spec.startsWith('@lancedb/')).map(([f, spec]) => `${f} -> ${spec}`)).toEqual([]);
   });
+
+  it('nothing reachable from memwal or memwal/worker is part of memwal/playwright or imports @playwright/*', () => {
+    const { files, edges } = reachable(['index.ts', 'worker.ts']);
+    expect(files).toContain('rpc/test-hook.ts'); // the page-side hook is the only piece of the kit in the product
+    expect([...files].filter((f) => f === 'playwright.ts' || f.startsWith('playwright/'))).toEqual([]);
+    const kitImports = edges.filter(([, spec]) => spec.startsWith('@playwright/') || spec === 'playwright' || spec === 'esbuild');
+    expect(kitImports.map(([f, spec]) => `${f} -> ${spec}`)).toEqual([]);
+  });
 });
