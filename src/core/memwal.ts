@@ -13,7 +13,7 @@ import { resolveStorage } from '../storage/resolve.js';
 import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { BackgroundLoop } from './background.js';
 import { Backpressure } from './backpressure.js';
-import { Compactor } from './compaction.js';
+import { type CompactionPolicy, Compactor, DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import { InlineJobs } from './jobs.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from './keys.js';
@@ -65,9 +65,11 @@ function isSchemaMismatch(e: MemWalError): boolean {
   return false;
 }
 
-/** Hooks for hosts (the worker) that must see state changes before `open` resolves. */
+/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
 export interface OpenHooks {
   onStateChange?: (s: WriterState) => void;
+  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
+  compactionPolicy?: Partial<CompactionPolicy>;
 }
 
 function zeroWriteStats(): WriteStats {
@@ -96,6 +98,7 @@ function zeroWriteStats(): WriteStats {
  */
 export class MemWal implements MemWalApi {
   private readonly opts: ResolvedOptions;
+  private readonly policy: CompactionPolicy;
   private readonly schema: StoreSchema;
   private readonly adapter: StorageAdapter;
   private readonly keyEncoder: KeyEncoder | undefined;
@@ -127,6 +130,7 @@ export class MemWal implements MemWalApi {
     this.adapter = adapter;
     this.keyEncoder = schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined;
     this.life = new Lifecycle(opts.name, opts.logger, hooks.onStateChange);
+    this.policy = { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy };
     this.life.onTerminal(() => this.backpressure.wake());
     this.wal = new WalWriter(opts, schema.internal, this.life, this.writeStats_, {
       onDurable: (e) => this.onDurable(e),
@@ -271,7 +275,7 @@ export class MemWal implements MemWalApi {
       const jobs =
         this.adapter.backgroundJobs?.(handle, this.schema, recordedVersions(m), m.schemaVersion ?? 1) ??
         new InlineJobs(this.schema, this.keyEncoder, (t) => cache.open(t));
-      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, jobs, handle, this.life, this.log, this.tableCache);
+      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, this.policy, jobs, handle, this.life, this.log, this.tableCache);
       this.flusher = new Flusher(
         opts,
         jobs,
@@ -295,6 +299,7 @@ export class MemWal implements MemWalApi {
         this.compactor,
         this.log,
         this.keyEncoder !== undefined,
+        this.policy,
       );
       this.reads = new ReadView(this.schema, this.keyEncoder, this.memtables, () => this.log.manifest.tables, this.tableCache);
     }
