@@ -41,6 +41,20 @@ function pattern(length: number, seed: number): Uint8Array {
 let handle: StoreHandle | undefined;
 let lostReason: string | undefined;
 
+/**
+ * While set, this worker learns that its Web Lock was stolen only when the page releases it:
+ * the rejection that tells a holder of the steal is held back, as for a writer whose thread is
+ * busy or frozen. Its other calls run normally, so it keeps writing as a stale writer would.
+ */
+let heldLockLoss: { released: Promise<void>; release: () => void } | undefined;
+const locks = navigator.locks;
+const request = locks.request.bind(locks) as (...args: unknown[]) => Promise<unknown>;
+(locks as unknown as { request: (...args: unknown[]) => Promise<unknown> }).request = (...args) =>
+  request(...args).catch(async (e: unknown) => {
+    if (heldLockLoss && (e as Error)?.name === 'AbortError') await heldLockLoss.released;
+    throw e;
+  });
+
 const api = {
   async conformance(layout: Layout): Promise<CaseResult[]> {
     const results: CaseResult[] = [];
@@ -102,6 +116,57 @@ const api = {
 
   lostReason(): string | undefined {
     return lostReason;
+  },
+
+  /** From now on, hold back the news that this worker's lock was stolen (see heldLockLoss). */
+  holdLockLoss(): void {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    heldLockLoss = { released, release };
+  },
+
+  /** Deliver any held-back lock loss now. */
+  releaseLockLoss(): void {
+    heldLockLoss?.release();
+    heldLockLoss = undefined;
+  },
+
+  truncate(segment: string, length: number): Promise<Outcome> {
+    return attempt(() => handle!.walTruncate(segment, length));
+  },
+
+  removeSegment(segment: string): Promise<Outcome> {
+    return attempt(() => handle!.walRemove(segment));
+  },
+
+  /** Writes table file `name` of `length` pattern bytes. */
+  tableWrite(name: string, length: number, seed: number): Promise<Outcome> {
+    return attempt(() => handle!.tableWrite(name, [pattern(length, seed)]));
+  },
+
+  tableRemove(name: string): Promise<Outcome> {
+    return attempt(() => handle!.tableRemove(name));
+  },
+
+  tableList(): Promise<Outcome<string[]>> {
+    return attempt(async () => (await handle!.tableList()).sort());
+  },
+
+  /** The manifest's writer epoch and version, as `[epoch, version]`. */
+  manifest(): Promise<Outcome<[number, number] | undefined>> {
+    return attempt(async () => {
+      const m = await handle!.manifestLoad();
+      return m ? [m.writerEpoch, m.version] : undefined;
+    });
+  },
+
+  /** Every WAL segment listed now, with its bytes as numbers (small segments only). */
+  segments(): Promise<Outcome<[string, number[]][]>> {
+    return attempt(async () => {
+      const out: [string, number[]][] = [];
+      for (const s of await handle!.walList()) out.push([s.name, [...(await handle!.walRead(s.name))]]);
+      return out.sort(([a], [b]) => (a < b ? -1 : 1));
+    });
   },
 
   /** Commits a minimal manifest of `epoch`, version `expectedVersion + 1`. */
