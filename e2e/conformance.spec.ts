@@ -12,14 +12,20 @@ const LAYOUTS: Layout[] = ['opfs', 'indexeddb'];
 const MiB = 1024 * 1024;
 
 for (const layout of LAYOUTS) {
-  test(`every storage conformance case passes with the ${layout} layout`, async ({ page }) => {
-    await harnessPage(page);
-    const results = await page.evaluate((l) => (window as unknown as { harness: Harness }).harness.conformance(l), layout);
-    const failures = results.filter((r) => !r.ok).map((r) => `${r.name}\n    ${r.error}`);
-    console.log(`${layout}: ${results.length - failures.length} passed, ${failures.length} failed`);
-    expect(results.length, 'number of conformance cases run').toBeGreaterThan(10);
-    expect(failures, `failing ${layout} conformance cases`).toEqual([]);
-  });
+  for (const ioWorker of [false, true]) {
+    const where = ioWorker ? 'through its I/O worker' : "on the worker's own thread";
+    test(`every storage conformance case passes with the ${layout} layout, ${where}`, async ({ page }) => {
+      await harnessPage(page);
+      const results = await page.evaluate(([l, io]) => (window as unknown as { harness: Harness }).harness.conformance(l, io), [
+        layout,
+        ioWorker,
+      ] as const);
+      const failures = results.filter((r) => !r.ok).map((r) => `${r.name}\n    ${r.error}`);
+      console.log(`${layout} (${where}): ${results.length - failures.length} passed, ${failures.length} failed`);
+      expect(results.length, 'number of conformance cases run').toBeGreaterThan(10);
+      expect(failures, `failing ${layout} conformance cases`).toEqual([]);
+    });
+  }
 }
 
 /** The bytes the storage worker's `append(…, length, seed)` writes. */

@@ -83,6 +83,9 @@ async function staleWriter(layout: Layout): Promise<StaleWriterResult> {
   const a = spawn();
   const b = spawn();
   try {
+    // On the workers' own threads: the held-back lock loss is in this worker's navigator.locks.
+    await a.api.inline();
+    await b.api.inline();
     await a.api.holdLockLoss();
     await a.api.open(layout, store, { timeoutMs: 0 });
     await a.api.commit(layout, 0, 1);
@@ -151,7 +154,7 @@ function databaseDeletedUnderWriter(layout: Layout): Promise<VersionChangeResult
 }
 
 const harness: Harness = {
-  conformance: (layout) => withWorker((w) => w.conformance(layout)),
+  conformance: (layout, ioWorker) => withWorker((w) => w.conformance(layout, ioWorker)),
   quota: (layout) => withWorker((w) => w.quota(layout)),
   stealAcrossWorkers,
   staleWriter,

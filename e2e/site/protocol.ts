@@ -81,7 +81,8 @@ export interface VersionChangeResult {
 
 /** `window.harness` of conformance.html: every call uses fresh dedicated module workers. */
 export interface Harness {
-  conformance(layout: Layout): Promise<CaseResult[]>;
+  /** Every conformance case; `ioWorker` false: the adapter itself on the worker's thread. */
+  conformance(layout: Layout, ioWorker: boolean): Promise<CaseResult[]>;
   quota(layout: Layout): Promise<QuotaResult>;
   stealAcrossWorkers(layout: Layout): Promise<StealResult>;
   staleWriter(layout: Layout): Promise<StaleWriterResult>;

@@ -85,10 +85,11 @@ function settles(promise: Promise<unknown>, ms: number): Promise<'settled' | 'hu
 
 const api = {
   /**
-   * Opens a memwal store on OPFS, puts `mib` batches of about 1 MiB from `writers` concurrent
+   * Opens a memwal store on OPFS (through its I/O worker, as apps do), puts `mib` batches of about 1 MiB from `writers` concurrent
    * writers, waits for every flush, closes and destroys it. No GC is forced anywhere.
    */
   async rep(mib: number, writers: number, stallMs: number): Promise<RepResult> {
+    // The default: the OPFS adapter in the I/O worker, one for every store this worker opens.
     const storage = resolveBrowserStorage('opfs');
     const name = `reopen-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const stalls: string[] = [];
@@ -131,7 +132,8 @@ const api = {
     const gc = (globalThis as { gc?: () => void }).gc;
     if (!gc) throw new Error('start Chromium with --js-flags=--expose-gc --allow-natives-syntax');
     const status = new Function('f', 'return %GetOptimizationStatus(f)') as (f: unknown) => number;
-    const adapter = resolveBrowserStorage('opfs');
+    // OpfsStorage itself, on this thread, where the GC is forced (not in an I/O worker).
+    const adapter = resolveBrowserStorage('opfs', { ioWorker: false });
     const store = `gc-open-${Math.random().toString(36).slice(2, 10)}`;
     let h: StoreHandle = await adapter.openStore(store, { timeoutMs: 0 });
     await h.manifestCommit(0, testManifest(adapter, 1, 1));

@@ -7,6 +7,7 @@ import { checkManifest } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
 import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
+import { warnWhileWaiting } from './lock-wait.js';
 
 /** A value SQLite hands back: BLOBs come back as `ArrayBuffer`. */
 export type SqlValue = ArrayBuffer | string | number | null;
@@ -14,8 +15,6 @@ export type SqlValue = ArrayBuffer | string | number | null;
 /** The part of a Durable Object's `SqlStorage` (`ctx.storage.sql`) this adapter uses. */
 export interface SqlStorageLike {
   exec(query: string, ...bindings: unknown[]): { toArray(): Record<string, SqlValue>[] };
-  /** Bytes of the object's SQLite database (Cloudflare: `sql.databaseSize`). */
-  readonly databaseSize?: number;
 }
 
 /**
@@ -155,7 +154,7 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
    * Claim the writer lock of store `name` in this isolate. A free lock is taken at once. A held
    * one: `steal` takes it (the old handle's later operations reject `Fenced`, its `onLost` gets
    * `'stolen'` on a microtask); `timeoutMs: 0` rejects `Locked` at once; otherwise calls
-   * `onWaiting` once and waits, rejecting `Locked` after `timeoutMs` (undefined: never) or
+   * `onWaiting` once and waits (warning through `logger` while it does), rejecting `Locked` after `timeoutMs` (undefined: never) or
    * `Aborted` when `signal` aborts. Rejects `InvalidArgument` for a negative `timeoutMs`, or the
    * storage error creating the tables.
    */
@@ -185,7 +184,9 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
     }
     return new Promise<StoreHandle>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      const stopWarning = warnWhileWaiting(name, options, () => 'another open in this Durable Object holds it');
       const leave = (): void => {
+        stopWarning();
         if (timer !== undefined) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         const i = lock.waiters.indexOf(waiter);
@@ -227,16 +228,25 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
   }
 
   /**
-   * `usageBytes`: the size of this Durable Object's whole SQLite database (every store, plus
-   * anything else the object keeps there). No quota: Cloudflare's per-object limit depends on
-   * the plan.
+   * `usageBytes`: the bytes store `name` keeps in this object's SQLite database — its WAL and
+   * table-file chunks plus its manifest (0 when it does not exist); not SQLite's page overhead
+   * nor other stores' rows (the whole database is `ctx.storage.sql.databaseSize`). No quota:
+   * Cloudflare's per-object limit depends on the plan. Rejects with the storage error.
    */
-  estimate(): Promise<StorageEstimate> {
+  estimate(name: string): Promise<StorageEstimate> {
     try {
-      const size = this.storage.sql.databaseSize;
-      return Promise.resolve(typeof size === 'number' ? { usageBytes: size } : {});
+      this.ensureSchema();
+      const [row] = this.storage.sql
+        .exec(
+          `SELECT (SELECT coalesce(sum(length(data)), 0) FROM memwal_wal_chunk WHERE store = ?1)
+                + (SELECT coalesce(sum(length(data)), 0) FROM memwal_table_chunk WHERE store = ?1)
+                + (SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) FROM memwal_manifest WHERE store = ?1) AS bytes`,
+          name,
+        )
+        .toArray();
+      return Promise.resolve({ usageBytes: Number(row?.bytes ?? 0) });
     } catch (e) {
-      return Promise.reject(storageError(e, 'storage estimate'));
+      return Promise.reject(storageError(e, `storage estimate of store "${name}"`));
     }
   }
 

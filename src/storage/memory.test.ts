@@ -97,14 +97,18 @@ describe('MemoryStorage', () => {
     expect((await h.manifestLoad())?.version).toBe(1);
   });
 
-  it('estimate counts WAL and table bytes, and the work is done when the call returns', async () => {
+  it("estimate counts one store's WAL and table bytes, and the work is done when the call returns", async () => {
     const storage = new MemoryStorage();
     const h = await storage.openStore('s', {});
     void h.walAppend('1-1', 0, new Uint8Array(100));
     void h.tableWrite('t', [new Uint8Array(50), new Uint8Array(7)]);
-    expect(await storage.estimate()).toEqual({ usageBytes: 157 });
+    const other = await storage.openStore('other', {});
+    await other.walAppend('1-1', 0, new Uint8Array(1000));
+    expect(await storage.estimate('s')).toEqual({ usageBytes: 157 });
     await h.walTruncate('1-1', 10);
-    expect(await storage.estimate()).toEqual({ usageBytes: 67 });
+    expect(await storage.estimate('s')).toEqual({ usageBytes: 67 });
+    expect(await storage.estimate('other')).toEqual({ usageBytes: 1000 });
+    expect(await storage.estimate('missing')).toEqual({ usageBytes: 0 });
     await expect(h.walTruncate('1-1', 11)).rejects.toBeInstanceOf(MemWalError);
   });
 });

@@ -6,6 +6,7 @@ import { MemWalError, toMemWalError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
 import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
+import { warnWhileWaiting } from './lock-wait.js';
 
 /** A WAL segment (or a table file being assembled): bytes that grow by doubling. */
 class Segment {
@@ -71,9 +72,10 @@ export class MemoryStorage implements StorageAdapter {
   /**
    * Claim the writer lock of store `name` (in-process, FIFO). A free lock is taken at once. A
    * held one: `steal` takes it (the old handle's `onLost` gets `'stolen'` on a microtask; its
-   * mutations fail `Fenced` once the new holder commits a newer epoch); `timeoutMs: 0` rejects `Locked` at once; otherwise calls
-   * `onWaiting` once and waits, rejecting `Locked` after `timeoutMs` (undefined: never) or
-   * `Aborted` when `signal` aborts. Rejects `InvalidArgument` for a negative `timeoutMs`.
+   * mutations fail `Fenced` once the new holder commits a newer epoch); `timeoutMs: 0` rejects
+   * `Locked` at once; otherwise calls `onWaiting` once and waits (warning through `logger` while
+   * it does), rejecting `Locked` after `timeoutMs` (undefined: never) or `Aborted` when `signal`
+   * aborts. Rejects `InvalidArgument` for a negative `timeoutMs`.
    */
   openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
     const { timeoutMs, steal, onWaiting, signal } = options;
@@ -97,6 +99,7 @@ export class MemoryStorage implements StorageAdapter {
     }
     return new Promise<StoreHandle>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      const stopWarning = warnWhileWaiting(name, options);
       const onAbort = (): void => {
         waiter.cancel();
         reject(new MemWalError('Aborted', `opening store "${name}" was aborted`));
@@ -108,6 +111,7 @@ export class MemoryStorage implements StorageAdapter {
           resolve(session);
         },
         cancel: () => {
+          stopWarning();
           if (timer !== undefined) clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
           const i = store.waiters.indexOf(waiter);
@@ -134,12 +138,17 @@ export class MemoryStorage implements StorageAdapter {
     });
   }
 
-  /** `usageBytes`: the WAL and table bytes of every store (manifests not counted); no quota. */
-  estimate(): Promise<StorageEstimate> {
+  /**
+   * `usageBytes`: the bytes of store `name`'s WAL segments and table files plus its manifest as
+   * JSON (what a file adapter would write); 0 for a store that does not exist. No quota.
+   */
+  estimate(name: string): Promise<StorageEstimate> {
+    const store = this.stores.get(name);
     let usageBytes = 0;
-    for (const store of this.stores.values()) {
+    if (store) {
       for (const seg of store.wal.values()) usageBytes += seg.length;
       for (const table of store.tables.values()) usageBytes += table.length;
+      if (store.manifest) usageBytes += new TextEncoder().encode(JSON.stringify(store.manifest)).length;
     }
     return Promise.resolve({ usageBytes });
   }

@@ -7,7 +7,7 @@ import type { MemWalErrorCode } from '../errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../storage/adapter.js';
-import { concatBytes } from '../core/util.js';
+import { concatBytes } from '../util/bytes.js';
 
 /** One named check of an adapter; `run` rejects with an Error saying what differed. */
 export interface ConformanceCase {
