@@ -2,66 +2,13 @@
 // closed one after another in this one worker, and the OPFS adapter's calls with a garbage
 // collection forced while each sync access handle opens (docs/impl.md, "The OPFS stall").
 
-import { Field, Float64, Int64, RecordBatch, Schema, Struct, Utf8, makeData } from 'apache-arrow';
 import * as Comlink from 'comlink';
+import { BENCH_SCHEMA, payloadPool, withIds } from '../../bench/data.js';
 import { MemWal } from '../../src/core/memwal.js';
 import { MemWalError } from '../../src/errors.js';
 import type { StoreHandle } from '../../src/storage/adapter.js';
 import { resolveBrowserStorage } from '../../src/storage/browser.js';
 import { testManifest } from '../../src/testing/conformance.js';
-
-const SCHEMA = new Schema([
-  new Field('id', new Int64(), false),
-  new Field('value', new Float64(), false),
-  new Field('name', new Utf8(), false),
-]);
-const STRUCT = new Struct(SCHEMA.fields);
-/** Rows per batch: about 32 bytes a row, so a batch is about 1 MiB (the benchmark's memory case). */
-const ROWS = 32_768;
-
-/** The value and name columns of one batch (random, so nothing below compresses them). */
-interface Payload {
-  value: Float64Array;
-  offsets: Int32Array;
-  chars: Uint8Array;
-}
-
-function payload(seed: number): Payload {
-  let x = seed >>> 0 || 1;
-  const rnd = (): number => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-  const value = new Float64Array(ROWS);
-  const offsets = new Int32Array(ROWS + 1);
-  const chars = new Uint8Array(ROWS * 16);
-  let at = 0;
-  for (let i = 0; i < ROWS; i++) {
-    value[i] = rnd() * 1e6;
-    const len = 8 + Math.floor(rnd() * 9);
-    for (let j = 0; j < len; j++) chars[at++] = 97 + Math.floor(rnd() * 26);
-    offsets[i + 1] = at;
-  }
-  return { value, offsets, chars: chars.slice(0, at) };
-}
-
-let pool: Payload[] | undefined;
-
-/** Batch `k`: ids `k * ROWS ..`, value and name from a pool of 16 payloads. */
-function batch(k: number): RecordBatch {
-  pool ??= Array.from({ length: 16 }, (_, i) => payload(1000 + i));
-  const p = pool[k % pool.length]!;
-  const ids = new BigInt64Array(ROWS);
-  for (let i = 0; i < ROWS; i++) ids[i] = BigInt(k * ROWS + i);
-  const children = [
-    makeData({ type: new Int64(), length: ROWS, nullCount: 0, data: ids }),
-    makeData({ type: new Float64(), length: ROWS, nullCount: 0, data: p.value }),
-    makeData({ type: new Utf8(), length: ROWS, nullCount: 0, valueOffsets: p.offsets, data: p.chars }),
-  ];
-  return new RecordBatch(SCHEMA, makeData({ type: STRUCT, length: ROWS, nullCount: 0, children }));
-}
 
 /** One store's life under load. */
 export interface RepResult {
@@ -85,25 +32,32 @@ function settles(promise: Promise<unknown>, ms: number): Promise<'settled' | 'hu
 
 const api = {
   /**
-   * Opens a memwal store on OPFS (through its I/O worker, as apps do), puts `mib` batches of about 1 MiB from `writers` concurrent
-   * writers, waits for every flush, closes and destroys it. No GC is forced anywhere.
+   * Opens a memwal store on OPFS (through its I/O worker, as apps do), puts `mib` of the
+   * benchmark's batches of about 1 MiB (bench/data.ts) from `writers` concurrent writers, waits
+   * for every flush, closes and destroys it. No GC is forced anywhere.
    */
   async rep(mib: number, writers: number, stallMs: number): Promise<RepResult> {
-    // The default: the OPFS adapter in the I/O worker, one for every store this worker opens.
+    // The default: the OPFS adapter in an I/O worker, the same one for every store opened here.
     const storage = resolveBrowserStorage('opfs');
     const name = `reopen-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const stalls: string[] = [];
     const db = await MemWal.open({
       name,
-      schema: SCHEMA,
+      schema: BENCH_SCHEMA,
       storage,
       flushRetry: { stallMs },
       logger: { warn: (m: unknown) => void (String(m).includes('did not finish') && stalls.push(String(m))) },
     });
     const t0 = performance.now();
+    const pool = payloadPool();
+    const rows = pool[0]!.rows;
     let k = 0;
     const loop = async (): Promise<void> => {
-      while (k < mib) await db.put(batch(k++));
+      while (k < mib) {
+        const b = withIds(pool[k % pool.length]!, k * rows);
+        k += 1;
+        await db.put(b);
+      }
     };
     await Promise.all(Array.from({ length: writers }, loop));
     await db.waitForFlushDrain();
