@@ -98,7 +98,7 @@ test('reset() refuses while a store is open and deletes every store once none is
   const c = await open(page, { name: 'kit-reset', keyed: true });
   ok(await mw(page, 'put', c, 0, 5));
   await expect(memwal.reset()).rejects.toMatchObject({ code: 'Locked' });
-  ok(await mw(page, 'call', c, 'abort')); // lets go of the store at once
+  ok(await mw(page, 'call', c, 'close')); // lets go of the store
   await memwal.reset();
   await open(page, { name: 'kit-reset', keyed: true });
   expect(await memwal.store('kit-reset').scan()).toEqual([]);

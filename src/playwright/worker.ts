@@ -55,7 +55,7 @@ function faulty(inner: StorageAdapter): StorageAdapter {
     destroyStore: (name) => faults.destroyStore(name),
     estimate: (name) => faults.estimate(name),
     // Table building and compaction run where the inner adapter puts them.
-    backgroundJobs: (handle, schema, versions, currentVersion) => faults.backgroundJobs(handle, schema, versions, currentVersion),
+    backgroundJobs: (handle, schema, versions, current) => faults.backgroundJobs(handle, schema, versions, current),
   };
 }
 

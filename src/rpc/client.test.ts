@@ -158,7 +158,8 @@ describe('MemWalClient over a MessageChannel', () => {
           () => (settled = true),
         );
         const deadline = Date.now() + 10_000;
-        while (!settled && (await c.backpressureStats()).activeCount === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        while (!settled && (await c.backpressureStats()).activeCount === 0 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 5));
         if (!settled) {
           expect((await c.backpressureStats()).activeCount).toBe(1);
           ac.abort();
