@@ -13,7 +13,11 @@ const ROUNDS = Number(process.env.ROUNDS ?? 4);
 const PER_PUT = 1_000;
 const MEMTABLE_BYTES = 2 * 1024 * 1024;
 
-const schema = new Schema([new Field('id', new Int64(), false), new Field('value', new Float64(), true), new Field('name', new Utf8(), true)]);
+const schema = new Schema([
+  new Field('id', new Int64(), false),
+  new Field('value', new Float64(), true),
+  new Field('name', new Utf8(), true),
+]);
 
 /** Deterministic shuffled key order per round. */
 function order(round: number): Int32Array {
@@ -44,7 +48,14 @@ const CANDIDATES: Candidate[] = [
 
 async function run(c: Candidate): Promise<Record<string, number | string>> {
   const w = await MemWal.open(
-    { name: 'policy', schema, primaryKey: ['id'], storage: new MemoryStorage(), maxMemtableBytes: MEMTABLE_BYTES, logger: { warn: () => undefined } },
+    {
+      name: 'policy',
+      schema,
+      primaryKey: ['id'],
+      storage: new MemoryStorage(),
+      maxMemtableBytes: MEMTABLE_BYTES,
+      logger: { warn: () => undefined },
+    },
     { compactionPolicy: c.policy },
   );
   const t0 = performance.now();
@@ -70,7 +81,13 @@ async function run(c: Candidate): Promise<Record<string, number | string>> {
       await w.forceSealActive();
       await w.waitForFlushDrain();
       const t = await w.scan();
-      liveBytes = tableToIPC(new Table(t.schema, t.batches.map((b) => new RecordBatch(t.schema, b.data))), 'file').length;
+      liveBytes = tableToIPC(
+        new Table(
+          t.schema,
+          t.batches.map((b) => new RecordBatch(t.schema, b.data)),
+        ),
+        'file',
+      ).length;
     }
   }
   await w.forceSealActive();

@@ -129,7 +129,10 @@ export class BackgroundLoop {
         // 4. Compaction is behind (too many level-0 files or pending bytes): wait for it, so that
         //    reads stay bounded; puts feel it through the budget (cause 'compaction'). A close
         //    flushes anyway: the data must reach a table file.
-        if (!this.life.stopping && compactionBehind(this.log.manifest, this.pendingBytes(), this.o.maxPendingCompactionBytes, this.policy)) {
+        if (
+          !this.life.stopping &&
+          compactionBehind(this.log.manifest, this.pendingBytes(), this.o.maxPendingCompactionBytes, this.policy)
+        ) {
           if (!this.stalled) this.compactor.noteStall();
           this.stalled = true;
           this.kickCompaction();
