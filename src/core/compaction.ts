@@ -1,4 +1,4 @@
-// Compaction (SPEC §8, docs/impl.md §3b): the policy that picks table files to merge, and the job
+// Compaction (docs/impl.md §3, "Compaction"): the policy that picks table files to merge, and the job
 // that merges them into level 1 and swaps inputs for outputs in one manifest commit. Never on the
 // put path; never moves the replay cursor; outputs are orphans until the commit; inputs are
 // deleted only after the commit is known and no reader holds them.
@@ -23,7 +23,7 @@ export const L0_STOP_TRIGGER = 12;
 /**
  * Level-0 bytes, as a fraction of the level-1 bytes they overlap, that trigger a compaction: under
  * uniform overwrite level 0 holds stale versions of level-1 rows, so this bounds space
- * amplification near 1 + 0.3 (docs/impl.md §3b has the measurement behind it).
+ * amplification near 1 + 0.3 (docs/impl.md §3, "Compaction", has the measurement behind it).
  */
 export const SPACE_AMP_TRIGGER = 0.3;
 /** Level-1 files of keyed stores are cut at about this size (so compaction rewrites ranges, not everything). */
@@ -31,7 +31,7 @@ export const KEYED_OUTPUT_BYTES = 8 * MiB;
 /** Append-only compaction concatenates level-0 files into files of about this size. */
 export const APPEND_ONLY_OUTPUT_BYTES = 64 * MiB;
 
-/** The compaction policy's numbers (docs/impl.md §3b says how the defaults were chosen). */
+/** The compaction policy's numbers (docs/impl.md §3, "Compaction", says how the defaults were chosen). */
 export interface CompactionPolicy {
   level0Trigger: number;
   level0Stop: number;

@@ -107,7 +107,7 @@ export class MemtableTier implements Tier {
     return this.frozen.find((f) => f.state === 'frozen');
   }
 
-  /** A flush committed (sync, SPEC §4.4): out of the budget now, out of the read view after grace. */
+  /** A flush committed (sync, docs/impl.md §4): out of the budget now, out of the read view after grace. */
   committed(m: MemTable): void {
     this.committedGeneration = m.generation;
     m.state = 'committed';

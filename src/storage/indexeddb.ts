@@ -36,7 +36,7 @@ export const TABLE_CHUNK_BYTES = 1024 * 1024;
  * written in one transaction (a failed write leaves nothing); a ranged read fetches only the
  * records it overlaps. Manifest: `manifests`, key `store`. Every readwrite transaction is
  * `durability: 'strict'`, and every mutation reads the manifest's epoch in its own transaction
- * (fencing, SPEC §5.1). Any browser context with IndexedDB; the writer lock is a Web Lock
+ * (fencing, docs/impl.md). Any browser context with IndexedDB; the writer lock is a Web Lock
  * (`memwal:{store}`).
  */
 export class IndexedDbStorage implements StorageAdapter {

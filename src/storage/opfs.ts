@@ -153,7 +153,7 @@ async function listNames(dir: OpfsDirectory, context: string): Promise<string[]>
 }
 
 /**
- * The OPFS layout (SPEC §5). Files: `memwal/{store}/wal/{epoch}-{firstPosition}` (WAL segments)
+ * The OPFS layout (docs/format.md). Files: `memwal/{store}/wal/{epoch}-{firstPosition}` (WAL segments)
  * and `memwal/{store}/tables/{name}`; the manifest is the `manifests` record of the "memwal"
  * IndexedDB database. The writer holds the Web Lock `memwal:{store}` and a `readwrite` sync access
  * handle (exclusive across contexts) on every segment it lists or creates; it re-checks a
@@ -214,7 +214,7 @@ interface Segment {
 }
 
 /**
- * Fencing in this layout (SPEC §5.1). This handle's epoch is that of the newest manifest it
+ * Fencing in this layout (docs/impl.md, "Fencing"). This handle's epoch is that of the newest manifest it
  * committed. Why each check is enough:
  * - `manifestCommit` compares epochs inside the manifest's own IndexedDB transaction: atomic.
  * - WAL segments are held through `readwrite` sync handles, exclusive across contexts, and a newer
@@ -274,7 +274,7 @@ class OpfsStoreHandle implements StoreHandle {
   }
 
   /**
-   * Lists `wal/` now (SPEC §5: claim → list → open) and opens every segment found that this
+   * Lists `wal/` now (docs/format.md) and opens every segment found that this
    * handle does not hold yet, retrying one still open elsewhere (`Locked` after the retry time).
    * A segment removed meanwhile is left out.
    */
