@@ -1,6 +1,7 @@
 // The demo's own dedicated module worker: hosts memwal stores with memwal/worker over the
-// browser's default storage (OPFS, else IndexedDB) wrapped in FaultInjectingStorage, and answers
-// a small control channel (comlink) for the fault buttons and "reset store".
+// browser's default storage (OPFS, else IndexedDB) wrapped in FaultInjectingStorage and, around
+// that, TableWriteFaults (failures of flushes only or compactions only, slow compactions), and
+// answers a small control channel (comlink) for the fault buttons and "reset store".
 //
 // In an app these imports read `memwal/worker`, `memwal/testing` and `memwal`; the demo takes
 // them from ../src so it runs without a build.
@@ -9,47 +10,72 @@ import * as Comlink from 'comlink';
 import { MemWal, type StorageAdapter } from '../src/index.js';
 import { defaultBrowserStorage, hostMemWal, resolveBrowserStorage } from '../src/worker.js';
 import { FaultInjectingStorage, quotaExceededError, type FaultOp } from '../src/testing/index.js';
+import { TableWriteFaults } from './table-write-faults.js';
 import type { DemoControl, DemoStorage, FaultKind } from './protocol.js';
 
-/** One fault-injecting wrapper per layout, so a reopen in this worker keeps its pending faults. */
-const wrappers = new Map<string, FaultInjectingStorage>();
-/** The wrapper the last open used: the one the fault buttons act on. */
-let current: FaultInjectingStorage | undefined;
+/** The storage stack of one layout: TableWriteFaults around FaultInjectingStorage around the browser's adapter. */
+interface Wrapped {
+  faults: FaultInjectingStorage;
+  tables: TableWriteFaults;
+}
 
-function wrapperFor(storage: DemoStorage): FaultInjectingStorage {
+/** One stack per layout, so a reopen in this worker keeps its pending faults. */
+const wrappers = new Map<string, Wrapped>();
+/** The stack the last open used: the one the fault buttons act on. */
+let current: Wrapped | undefined;
+
+function wrapperFor(storage: DemoStorage): Wrapped {
   const inner: StorageAdapter = storage === 'auto' ? defaultBrowserStorage() : resolveBrowserStorage(storage);
-  let wrapper = wrappers.get(inner.layout);
-  if (!wrapper) {
-    wrapper = new FaultInjectingStorage(inner);
-    wrappers.set(inner.layout, wrapper);
+  let wrapped = wrappers.get(inner.layout);
+  if (!wrapped) {
+    const faults = new FaultInjectingStorage(inner);
+    wrapped = { faults, tables: new TableWriteFaults(faults) };
+    wrappers.set(inner.layout, wrapped);
   }
-  return wrapper;
+  return wrapped;
+}
+
+function opened(): Wrapped {
+  if (!current) throw new Error('no store has been opened in this worker yet');
+  return current;
 }
 
 hostMemWal(undefined, {
   // The page's `storage` option ('opfs' | 'indexeddb' | undefined = browser default) picks the
-  // inner adapter; every store of this worker goes through a FaultInjectingStorage.
+  // inner adapter; every store of this worker goes through TableWriteFaults and FaultInjectingStorage.
   resolveStorage: (storage) => {
     if (storage === 'memory') return undefined;
     current = wrapperFor(storage ?? 'auto');
-    return current;
+    return current.tables;
   },
 });
 
 const control: DemoControl = {
-  layout: () => current?.layout,
+  layout: () => current?.faults.layout,
   failNext(ops: FaultOp[], count: number, kind: FaultKind) {
-    const target = current;
-    if (!target) throw new Error('no store has been opened in this worker yet');
-    for (const op of ops) target.failNext(op, count, kind === 'quota' ? quotaExceededError() : undefined);
+    const { faults } = opened();
+    for (const op of ops) faults.failNext(op, count, kind === 'quota' ? quotaExceededError() : undefined);
+  },
+  failFlushes(count: number) {
+    opened().tables.failFlushes(count);
+  },
+  failCompactions(count: number) {
+    opened().tables.failCompactions(count);
+  },
+  slowCompactions(ms: number) {
+    opened().tables.slowCompactions(ms);
   },
   clearFaults() {
-    for (const w of wrappers.values()) w.clearFaults();
+    for (const w of wrappers.values()) {
+      w.faults.clearFaults();
+      w.tables.clear();
+    }
   },
   async destroy(name: string, storage: DemoStorage) {
-    const wrapper = wrapperFor(storage);
-    wrapper.clearFaults();
-    await MemWal.destroy(name, { storage: wrapper });
+    const wrapped = wrapperFor(storage);
+    wrapped.faults.clearFaults();
+    wrapped.tables.clear();
+    await MemWal.destroy(name, { storage: wrapped.tables });
   },
 };
 

@@ -15,7 +15,13 @@ export interface DemoControl {
   layout(): string | undefined;
   /** `FaultInjectingStorage.failNext(op, count, error)` for each op, on the current store's storage. */
   failNext(ops: FaultOp[], count: number, kind: FaultKind): void;
-  /** Drop every pending injected failure. */
+  /** Fail the next `count` flush attempts (table writes other than compaction outputs) with `IOError`. */
+  failFlushes(count: number): void;
+  /** Fail the next `count` compactions: their output writes (`c…` table files) throw `IOError`. */
+  failCompactions(count: number): void;
+  /** Make every compaction output write wait `ms` first; 0 turns it off. */
+  slowCompactions(ms: number): void;
+  /** Drop every pending injected failure and the compaction delay. */
   clearFaults(): void;
   /** `MemWal.destroy(name)` on that storage (pending faults cleared first). Rejects while open. */
   destroy(name: string, storage: DemoStorage): Promise<void>;
