@@ -15,6 +15,11 @@ export interface SeriesSpec {
   dash?: number[];
   /** Draw as steps (counts, gauges of discrete things). */
   stepped?: boolean;
+  /**
+   * A threshold line (a bound the data is measured against): the scale stretches up to it only
+   * when it is within 4× of the data, so a far-off bound does not flatten the data.
+   */
+  reference?: boolean;
   /** How the legend shows the latest value. */
   format: (v: number) => string;
 }
@@ -47,6 +52,9 @@ const zeroBased =
   (minTop = 1): uPlot.Scale.Range =>
   (_u, _min, max) => [0, Math.max(minTop, max > 0 ? max * 1.12 : 0)];
 
+/** How far above the data a reference line may be and still set the top of the scale. */
+const REFERENCE_REACH = 4;
+
 const AXIS_STYLE = {
   stroke: '#5b6472',
   font: '11px system-ui, -apple-system, "Segoe UI", sans-serif',
@@ -75,8 +83,8 @@ export class TimeChart {
       padding: [8, hasRight ? 4 : 28, 0, 0],
       scales: {
         x: { time: true },
-        y: { range: zeroBased(spec.leftMinTop) },
-        ...(hasRight ? { y2: { range: zeroBased(spec.rightMinTop) } } : {}),
+        y: { range: this.scaleRange('left', spec.leftMinTop) },
+        ...(hasRight ? { y2: { range: this.scaleRange('right', spec.rightMinTop) } } : {}),
       },
       axes: [
         { ...AXIS_STYLE, space: 64, values: (_u, ticks) => ticks.map(clock) },
@@ -116,6 +124,25 @@ export class TimeChart {
       const width = Math.max(200, Math.floor(spec.el.clientWidth));
       if (width !== this.plot.width) this.plot.setSize({ width, height: this.plot.height });
     }).observe(spec.el);
+  }
+
+  /** The range of the left or right scale: from 0 to its data (and reference lines within reach). */
+  private scaleRange(axis: Axis, minTop = 1): uPlot.Scale.Range {
+    const mine = this.spec.series.map((s, i) => ({ s, i })).filter(({ s }) => (s.axis ?? 'left') === axis);
+    if (!mine.some(({ s }) => s.reference)) return zeroBased(minTop);
+    return () => {
+      let data = 0;
+      let reference = 0;
+      for (const { s, i } of mine) {
+        for (const v of this.ys[i]!) {
+          if (v === null) continue;
+          if (s.reference) reference = Math.max(reference, v);
+          else data = Math.max(data, v);
+        }
+      }
+      const top = Math.max(minTop, data, reference <= REFERENCE_REACH * Math.max(data, minTop) ? reference : 0);
+      return [0, top * 1.12];
+    };
   }
 
   private buildLegend(): void {

@@ -1,7 +1,7 @@
-// The demo's dashboard: the five charts and the tiles, fed one stats sample per poll. Turns the
+// The demo's dashboard: the eight charts and the tiles, fed one stats sample per poll. Turns the
 // store's counters (which count from each open) into rates and page-lifetime totals. Page only.
 
-import type { BackpressureStats, MemTableStats, WalStats, WriteStats } from '../src/index.js';
+import type { BackpressureStats, MemTableStats, MemWalApi, WalStats, WriteStats } from '../src/index.js';
 import { TimeChart } from './charts.js';
 import { MiB, fmtBytes, fmtCount, fmtInt, fmtMiB, fmtSec } from './format.js';
 import type { LoadCounters } from './load.js';
@@ -13,6 +13,9 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   return el as T;
 }
 
+/** `compactionStats()`'s answer (memwal's entry point does not export the type by name). */
+export type CompactionStats = Awaited<ReturnType<MemWalApi['compactionStats']>>;
+
 /** One poll's answers from the store, stamped with the session (open) they came from. */
 export interface RawStats {
   session: number;
@@ -22,15 +25,25 @@ export interface RawStats {
   bp: BackpressureStats;
   ws: WriteStats;
   wal: WalStats;
+  cs: CompactionStats;
+}
+
+/** The bounds the store was opened with (`maxUnflushedMemtableBytes`, `maxPendingCompactionBytes`). */
+export interface Bounds {
+  budgetBytes: number;
+  debtBytes: number;
 }
 
 /** The latest sample: the raw stats and what the dashboard derived from them. */
-export interface Sample extends RawStats {
+export interface Sample extends RawStats, Bounds {
   unflushedBytes: number;
-  budgetBytes: number;
   rowsPerSec: number;
   walMiBPerSec: number;
   waitsPerSec: number;
+  /** Table files and bytes in level 0 (flushed, not yet compacted) and in the levels below. */
+  level0Files: number;
+  level0Bytes: number;
+  deeperFiles: number;
 }
 
 /** Long tasks seen by the page's PerformanceObserver. */
@@ -48,6 +61,10 @@ export interface Totals {
   aborted: number;
   flushes: number;
   flushFailures: number;
+  compactions: number;
+  compactionFailures: number;
+  /** Flushes that waited for compaction (`l0StallCount`). */
+  l0Stalls: number;
   /** Most active waiters seen in one sample. */
   activeWaitersPeak: number;
 }
@@ -69,7 +86,17 @@ const mib = (v: number): string => `${fmtMiB(v)} MiB`;
 const whole = (v: number): string => (Number.isInteger(v) ? fmtCount(v) : '');
 
 export class Dashboard {
-  readonly totals: Totals = { waits: 0, waitSeconds: 0, aborted: 0, flushes: 0, flushFailures: 0, activeWaitersPeak: 0 };
+  readonly totals: Totals = {
+    waits: 0,
+    waitSeconds: 0,
+    aborted: 0,
+    flushes: 0,
+    flushFailures: 0,
+    compactions: 0,
+    compactionFailures: 0,
+    l0Stalls: 0,
+    activeWaitersPeak: 0,
+  };
   latest: Sample | undefined;
   private prev: RawStats | undefined;
   private drawQueue: TimeChart[] = [];
@@ -80,11 +107,16 @@ export class Dashboard {
     waiters: tile('waiters'),
     throughput: tile('throughput'),
     flushes: tile('flushes'),
+    debt: tile('debt'),
+    compactions: tile('compactions'),
     replayed: tile('replayed'),
     puts: tile('puts'),
     longtasks: tile('longtasks'),
   };
-  private readonly charts: Record<'unflushed' | 'frozen' | 'backpressure' | 'throughput' | 'flushes', TimeChart>;
+  private readonly charts: Record<
+    'unflushed' | 'debt' | 'frozen' | 'tables' | 'backpressure' | 'throughput' | 'flushes' | 'compactions',
+    TimeChart
+  >;
 
   constructor(windowSec: number) {
     const chart = (id: string, spec: Omit<ConstructorParameters<typeof TimeChart>[0], 'el' | 'legend'>): TimeChart =>
@@ -98,6 +130,14 @@ export class Dashboard {
           { label: 'budget', color: '#dc2626', dash: [6, 4], format: mib },
         ],
       }),
+      debt: chart('debt', {
+        leftTicks: mib,
+        series: [
+          { label: 'pending (debt)', color: '#b45309', fill: true, format: mib },
+          { label: 'level-0 bytes', color: '#0d9488', format: mib },
+          { label: 'bound', color: '#dc2626', dash: [6, 4], reference: true, format: mib },
+        ],
+      }),
       frozen: chart('frozen', {
         leftTicks: mib,
         rightTicks: whole,
@@ -108,6 +148,16 @@ export class Dashboard {
           { label: 'frozenCount', color: '#0891b2', axis: 'right', stepped: true, format: String },
         ],
       }),
+      tables: chart('tables', {
+        leftTicks: whole,
+        rightTicks: fmtMiB,
+        leftMinTop: 4,
+        series: [
+          { label: 'level 0', color: '#0d9488', stepped: true, fill: true, format: String },
+          { label: 'level 1', color: '#4f46e5', stepped: true, format: String },
+          { label: 'table MiB', color: '#94a3b8', axis: 'right', format: fmtMiB },
+        ],
+      }),
       backpressure: chart('backpressure', {
         leftTicks: fmtCount,
         rightTicks: (v) => `${v >= 10 ? fmtCount(v) : +v.toFixed(2)} s`,
@@ -115,7 +165,9 @@ export class Dashboard {
         rightMinTop: 1,
         series: [
           { label: 'waits/s', color: '#d97706', format: fmtCount },
-          { label: 'active waiters', color: '#dc2626', stepped: true, fill: true, format: String },
+          // backpressureStats().cause says why the current waiters wait: one series per cause.
+          { label: 'waiting on memtable', color: '#dc2626', stepped: true, fill: true, format: String },
+          { label: 'waiting on compaction', color: '#0891b2', stepped: true, fill: true, format: String },
           { label: 'wait seconds', color: '#7c3aed', axis: 'right', format: fmtSec },
         ],
       }),
@@ -135,11 +187,20 @@ export class Dashboard {
           { label: 'flush failures', color: '#dc2626', stepped: true, format: fmtInt },
         ],
       }),
+      compactions: chart('compactions', {
+        leftTicks: whole,
+        leftMinTop: 5,
+        series: [
+          { label: 'compactions committed', color: '#4f46e5', stepped: true, format: fmtInt },
+          { label: 'compaction failures', color: '#dc2626', stepped: true, format: fmtInt },
+          { label: 'level-0 stalls', color: '#d97706', stepped: true, format: fmtInt },
+        ],
+      }),
     };
   }
 
   /** Add a poll's stats: rates from the deltas since the previous poll of the same open. */
-  record(raw: RawStats, budgetBytes: number): Sample {
+  record(raw: RawStats, bounds: Bounds): Sample {
     const prev = this.prev;
     const same = prev?.session === raw.session;
     const dt = prev ? Math.max(0.001, (raw.time - prev.time) / 1000) : 1;
@@ -152,43 +213,57 @@ export class Dashboard {
     t.aborted += d((r) => r.bp.abortedCount);
     t.flushes += d((r) => r.ws.flushCount);
     t.flushFailures += d((r) => r.ws.flushFailureCount);
+    t.compactions += d((r) => r.cs.completedCount);
+    t.compactionFailures += d((r) => r.cs.failureCount);
+    t.l0Stalls += d((r) => r.cs.l0StallCount);
     t.activeWaitersPeak = Math.max(t.activeWaitersPeak, raw.bp.activeCount);
+    const level0 = raw.cs.levels.find((l) => l.level === 0);
     const s: Sample = {
       ...raw,
+      ...bounds,
       unflushedBytes: raw.mt.estimatedBytes + raw.mt.frozenBytes,
-      budgetBytes,
       rowsPerSec: d((r) => r.ws.putRows) / dt,
       walMiBPerSec: d((r) => r.wal.bytesWritten) / MiB / dt,
       waitsPerSec: dWaits / dt,
+      level0Files: level0?.files ?? 0,
+      level0Bytes: level0?.bytes ?? 0,
+      deeperFiles: raw.cs.tableCount - (level0?.files ?? 0),
     };
     this.prev = raw;
     this.latest = s;
 
     const x = raw.time / 1000;
     const c = this.charts;
-    c.unflushed.push(x, [s.unflushedBytes / MiB, s.mt.estimatedBytes / MiB, budgetBytes / MiB]);
+    const waiting = (cause: BackpressureStats['cause']): number => (s.bp.cause === cause ? s.bp.activeCount : 0);
+    c.unflushed.push(x, [s.unflushedBytes / MiB, s.mt.estimatedBytes / MiB, s.budgetBytes / MiB]);
+    c.debt.push(x, [s.cs.pendingBytes / MiB, s.level0Bytes / MiB, s.debtBytes / MiB]);
     c.frozen.push(x, [s.mt.frozenBytes / MiB, s.mt.graceBytes / MiB, s.mt.frozenCount]);
-    c.backpressure.push(x, [s.waitsPerSec, s.bp.activeCount, t.waitSeconds + s.bp.activeWaitMs / 1000]);
+    c.tables.push(x, [s.level0Files, s.deeperFiles, s.cs.tableBytes / MiB]);
+    c.backpressure.push(x, [s.waitsPerSec, waiting('memtable'), waiting('compaction'), t.waitSeconds + s.bp.activeWaitMs / 1000]);
     c.throughput.push(x, [s.rowsPerSec, s.walMiBPerSec]);
     c.flushes.push(x, [t.flushes, t.flushFailures]);
+    c.compactions.push(x, [t.compactions, t.compactionFailures, t.l0Stalls]);
     this.renderTiles(s);
     return s;
   }
 
   /** A poll while no store is open: the gauges show a gap, the totals carry on. */
-  recordGap(time: number, budgetBytes: number): void {
+  recordGap(time: number, bounds: Bounds): void {
     const x = time / 1000;
-    const c = this.charts;
-    c.unflushed.push(x, [null, null, budgetBytes / MiB]);
+    const { charts: c, totals: t } = this;
+    c.unflushed.push(x, [null, null, bounds.budgetBytes / MiB]);
+    c.debt.push(x, [null, null, bounds.debtBytes / MiB]);
     c.frozen.push(x, [null, null, null]);
-    c.backpressure.push(x, [null, null, this.totals.waitSeconds]);
+    c.tables.push(x, [null, null, null]);
+    c.backpressure.push(x, [null, null, null, t.waitSeconds]);
     c.throughput.push(x, [0, 0]);
-    c.flushes.push(x, [this.totals.flushes, this.totals.flushFailures]);
+    c.flushes.push(x, [t.flushes, t.flushFailures]);
+    c.compactions.push(x, [t.compactions, t.compactionFailures, t.l0Stalls]);
   }
 
   /**
    * Redraw the charts one per animation frame: each uPlot redraw is a few ms of canvas work, and
-   * five in one task could be a long task on a slow machine. Hidden tabs draw nothing.
+   * eight in one task could be a long task on a slow machine. Hidden tabs draw nothing.
    */
   drawSoon(): void {
     const idle = this.drawQueue.length === 0;
@@ -238,7 +313,8 @@ export class Dashboard {
     setTile(
       tiles.waiters,
       `${s.bp.activeCount} waiting`,
-      `${fmtInt(totals.waits)} waits · ${fmtSec(totals.waitSeconds)} waited · peak ${totals.activeWaitersPeak}`,
+      `${s.bp.cause ? `on ${s.bp.cause} · ` : ''}${fmtInt(totals.waits)} waits · ${fmtSec(totals.waitSeconds)} waited · ` +
+        `peak ${totals.activeWaitersPeak}`,
       s.bp.activeCount > 0,
     );
     setTile(tiles.throughput, `${fmtCount(s.rowsPerSec)} rows/s`, `${fmtMiB(s.walMiBPerSec)} MiB/s appended to the WAL`);
@@ -247,6 +323,20 @@ export class Dashboard {
       `${fmtInt(totals.flushes)} ok · ${fmtInt(totals.flushFailures)} failed`,
       s.ws.lastFlushMs > 0 ? `last flush ${s.ws.lastFlushMs.toFixed(0)} ms · ${fmtBytes(s.ws.flushBytes)} this open` : 'no flush yet',
       totals.flushFailures > 0,
+    );
+    const debtPct = s.debtBytes > 0 ? (s.cs.pendingBytes / s.debtBytes) * 100 : 0;
+    setTile(
+      tiles.debt,
+      `${fmtBytes(s.cs.pendingBytes)} · ${debtPct.toFixed(0)}%`,
+      `of ${fmtBytes(s.debtBytes)} bound · ${fmtInt(totals.l0Stalls)} level-0 stalls`,
+      s.bp.cause === 'compaction',
+    );
+    setTile(
+      tiles.compactions,
+      `${fmtInt(totals.compactions)} ok · ${fmtInt(totals.compactionFailures)} failed`,
+      `${s.cs.running ? 'running · ' : ''}${s.level0Files} + ${s.deeperFiles} files · ${fmtBytes(s.cs.tableBytes)} · ` +
+        `space amp ${s.cs.spaceAmplification.toFixed(2)}`,
+      totals.compactionFailures > 0,
     );
   }
 }

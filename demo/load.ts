@@ -5,7 +5,7 @@
 
 import type { MemWalApi } from '../src/index.js';
 import type { MemWalError } from '../src/index.js';
-import { RowSource, type ShapeName } from './rows.js';
+import { RowSource, SHAPES, type ShapeName } from './rows.js';
 
 /** Longest slice of main-thread work one tick may take, ms. */
 const SLICE_MS = 4;
@@ -19,6 +19,12 @@ export interface LoadParams {
   batchRows: number;
   /** Most puts in flight at once. */
   inflight: number;
+}
+
+/** What the rows look like: their shape (schema) and key space (0: fresh ids). */
+export interface RowParams {
+  shape: ShapeName;
+  keySpace: number;
 }
 
 export interface LoadCounters {
@@ -55,14 +61,13 @@ export class LoadGenerator {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private credit = 0;
   private lastTick = 0;
+  private params: LoadParams;
   private source: RowSource;
   private target: MemWalApi | undefined;
 
-  constructor(
-    private params: LoadParams,
-    private shapeName: ShapeName,
-  ) {
-    this.source = new RowSource(shapeName);
+  constructor(params: LoadParams & RowParams) {
+    this.params = params;
+    this.source = new RowSource(params.shape, params.keySpace);
   }
 
   get running(): boolean {
@@ -74,12 +79,9 @@ export class LoadGenerator {
     this.params = p;
   }
 
-  /** Rows of `shape` from now on (a reopened store of another shape). */
-  setShape(shape: ShapeName): void {
-    if (shape !== this.shapeName) {
-      this.shapeName = shape;
-      this.source = new RowSource(shape);
-    }
+  /** Rows of this shape and key space from now on (a reopened store of another shape). */
+  setRows({ shape, keySpace }: RowParams): void {
+    if (SHAPES[shape] !== this.source.shape || keySpace !== this.source.keySpace) this.source = new RowSource(shape, keySpace);
     this.source.prepare();
   }
 

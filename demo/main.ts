@@ -1,17 +1,19 @@
 // The demo page: opens a store in the demo's own worker (memwal/worker + openMemWal), drives a
 // write load from this main thread, polls the stats accessors five times a second into the
-// dashboard, and wires the buttons to the store and the worker's FaultInjectingStorage.
+// dashboard, and wires the buttons to the store and the worker's fault injection; a named
+// scenario (scenarios.ts) sets all of that up with one click.
 //
 // In an app the import below reads `import { openMemWal } from 'memwal'`.
 
 import * as Comlink from 'comlink';
 import { openMemWal, type MemWalClient, type WriterState } from '../src/index.js';
-import { Dashboard, byId, type LongTasks, type Sample, type Totals } from './dashboard.js';
-import { MiB, fmtBytes, fmtInt } from './format.js';
+import { Dashboard, byId, type Bounds, type LongTasks, type Sample, type Totals } from './dashboard.js';
+import { MiB, fmtBytes, fmtInt, fmtSec } from './format.js';
 import { LoadGenerator, type LoadCounters } from './load.js';
 import type { DemoControl } from './protocol.js';
 import { SHAPES, type ShapeName } from './rows.js';
-import { settingsFromQuery, settingsToQuery, storeName, type Settings } from './settings.js';
+import { SCENARIOS, type ScenarioName } from './scenarios.js';
+import { settingsFromQuery, settingsToQuery, storeName, withScenario, type Settings } from './settings.js';
 
 /** How often the metrics() panel refreshes, ms. */
 const METRICS_EVERY_MS = 500;
@@ -20,7 +22,7 @@ const CLOSE_TIMEOUT_MS = 5000;
 
 const { settings: fromUrl, ignored } = settingsFromQuery(location.search);
 let settings: Settings = fromUrl;
-const load = new LoadGenerator(settings, settings.shape);
+const load = new LoadGenerator(settings);
 
 // ------------------------------------------------------------------ long tasks (first, so startup counts)
 
@@ -39,38 +41,58 @@ if (typeof PerformanceObserver === 'function' && PerformanceObserver.supportedEn
 // ------------------------------------------------------------------ form and URL
 
 const form = {
+  scenario: byId<HTMLSelectElement>('scenario'),
   rate: byId<HTMLInputElement>('rate'),
   batch: byId<HTMLInputElement>('batch'),
   inflight: byId<HTMLInputElement>('inflight'),
+  keys: byId<HTMLInputElement>('keys'),
   shape: byId<HTMLSelectElement>('shape'),
   memtable: byId<HTMLInputElement>('memtable'),
   budget: byId<HTMLInputElement>('budget'),
   grace: byId<HTMLInputElement>('grace'),
+  debt: byId<HTMLInputElement>('debt'),
   storage: byId<HTMLSelectElement>('storage'),
   durable: byId<HTMLInputElement>('durable'),
   faults: byId<HTMLInputElement>('faults'),
+  slow: byId<HTMLInputElement>('slow'),
   quota: byId<HTMLSelectElement>('quota'),
 };
-const buttons = Object.fromEntries(
-  (['load-toggle', 'apply', 'reset', 'fail-flush', 'fail-quota', 'clear-faults', 'crash'] as const).map((id) => [
-    id,
-    byId<HTMLButtonElement>(id),
-  ]),
-) as Record<'load-toggle' | 'apply' | 'reset' | 'fail-flush' | 'fail-quota' | 'clear-faults' | 'crash', HTMLButtonElement>;
+const BUTTONS = [
+  'scenario-start',
+  'load-toggle',
+  'apply',
+  'reset',
+  'fail-flush',
+  'fail-compaction',
+  'slow-compaction',
+  'fail-quota',
+  'clear-faults',
+  'crash',
+] as const;
+const buttons = Object.fromEntries(BUTTONS.map((id) => [id, byId<HTMLButtonElement>(id)])) as Record<
+  (typeof BUTTONS)[number],
+  HTMLButtonElement
+>;
 
 for (const [name, shape] of Object.entries(SHAPES)) form.shape.add(new Option(shape.label, name));
+for (const [name, scenario] of Object.entries(SCENARIOS)) form.scenario.add(new Option(scenario.label, name));
 
 function fillForm(s: Settings): void {
+  form.scenario.value = s.scenario || 'steady';
+  byId('scenario-watch').textContent = SCENARIOS[form.scenario.value as ScenarioName].watch;
   form.rate.value = String(s.rowsPerSec);
   form.batch.value = String(s.batchRows);
   form.inflight.value = String(s.inflight);
+  form.keys.value = String(s.keySpace);
   form.shape.value = s.shape;
   form.memtable.value = String(+(s.memtableBytes / MiB).toFixed(4));
   form.budget.value = String(+(s.budgetBytes / MiB).toFixed(4));
   form.grace.value = String(s.graceMs);
+  form.debt.value = String(+(s.debtBytes / MiB).toFixed(4));
   form.storage.value = s.storage;
   form.durable.checked = s.durable;
   form.faults.value = String(s.faultCount);
+  form.slow.value = String(s.slowMs);
   form.quota.value = s.quota;
 }
 
@@ -90,17 +112,22 @@ function readForm(): Settings {
     rowsPerSec: int(form.rate, 0, 10_000_000, s.rowsPerSec),
     batchRows: int(form.batch, 1, 65_536, s.batchRows),
     inflight: int(form.inflight, 1, 256, s.inflight),
+    keySpace: int(form.keys, 0, 1_000_000_000, s.keySpace),
     shape: form.shape.value as ShapeName,
     memtableBytes: bytes(form.memtable, s.memtableBytes),
     budgetBytes: bytes(form.budget, s.budgetBytes),
     graceMs: int(form.grace, 0, 600_000, s.graceMs),
+    debtBytes: bytes(form.debt, s.debtBytes),
     storage: form.storage.value as Settings['storage'],
     durable: form.durable.checked,
     faultCount: int(form.faults, 1, 1_000_000, s.faultCount),
+    slowMs: int(form.slow, 1, 600_000, s.slowMs),
     quota: form.quota.value as Settings['quota'],
   };
   history.replaceState(null, '', `${location.pathname}${settingsToQuery(settings)}`);
   load.setParams(settings);
+  // The key space applies at once; the shape waits for the reopen (it is the store's schema).
+  load.setRows({ shape: openedWith.shape, keySpace: settings.keySpace });
   return settings;
 }
 
@@ -164,6 +191,7 @@ async function openStore(): Promise<void> {
         primaryKey: ['id'],
         maxMemtableBytes: s.memtableBytes,
         maxUnflushedMemtableBytes: s.budgetBytes,
+        maxPendingCompactionBytes: s.debtBytes,
         frozenMemtableGraceMs: s.graceMs,
         durableWrite: s.durable,
         storage: s.storage === 'auto' ? undefined : s.storage,
@@ -192,7 +220,7 @@ async function openStore(): Promise<void> {
   dashboard.showReplay(ws);
   const took = (performance.now() - started).toFixed(0);
   logEvent(`opened ${name} in ${took} ms; replayed ${fmtInt(ws.replayedRows)} rows from ${fmtInt(ws.replayedEntries)} WAL entries`, 'good');
-  load.setShape(s.shape);
+  load.setRows(s);
   load.setTarget(client);
 }
 
@@ -236,6 +264,7 @@ async function exclusive(what: string, action: () => Promise<void>): Promise<voi
 // ------------------------------------------------------------------ polling
 
 const dashboard = new Dashboard(settings.windowSec);
+const boundsOf = (s: Settings): Bounds => ({ budgetBytes: s.budgetBytes, debtBytes: s.debtBytes });
 const metricsEl = byId('metrics');
 let metricsText = '';
 let lastMetricsAt = 0;
@@ -247,13 +276,19 @@ async function pollOnce(): Promise<void> {
   dashboard.showPuts(load.counters);
   dashboard.showLongTasks(longTasks);
   if (!c) {
-    dashboard.recordGap(time, settings.budgetBytes);
+    dashboard.recordGap(time, boundsOf(settings));
     return;
   }
   try {
-    const [mt, bp, ws, wal] = await Promise.all([c.memtableStats(), c.backpressureStats(), c.writeStats(), c.walStats()]);
+    const [mt, bp, ws, wal, cs] = await Promise.all([
+      c.memtableStats(),
+      c.backpressureStats(),
+      c.writeStats(),
+      c.walStats(),
+      c.compactionStats(),
+    ]);
     if (mine !== sessionId) return;
-    dashboard.record({ session: mine, time, mt, bp, ws, wal }, openedWith.budgetBytes);
+    noteScenarioProgress(dashboard.record({ session: mine, time, mt, bp, ws, wal, cs }, boundsOf(openedWith)));
     if (time - lastMetricsAt >= METRICS_EVERY_MS) {
       lastMetricsAt = time;
       metricsText = await c.metrics();
@@ -290,7 +325,9 @@ function setLoadRunning(run: boolean): void {
   buttons['load-toggle'].classList.toggle('running', run);
 }
 
-for (const el of [form.rate, form.batch, form.inflight, form.faults, form.quota]) el.addEventListener('change', () => readForm());
+for (const el of [form.rate, form.batch, form.inflight, form.keys, form.faults, form.slow, form.quota]) {
+  el.addEventListener('change', () => readForm());
+}
 
 buttons['load-toggle'].addEventListener('click', () => {
   readForm();
@@ -306,6 +343,7 @@ buttons.apply.addEventListener(
       await closeStore();
       // As after a crash (a new worker starts with none): a reopen drops the injected faults.
       await control.clearFaults();
+      showSlowCompactions(false);
       await openStore();
     }),
 );
@@ -316,7 +354,8 @@ buttons.reset.addEventListener(
     void exclusive('reset', async () => {
       const s = readForm();
       await closeStore();
-      await control.destroy(storeName(s), s.storage);
+      await control.destroy(storeName(s), s.storage); // drops the injected faults too
+      showSlowCompactions(false);
       logEvent(`MemWal.destroy('${storeName(s)}'): store deleted`, 'good');
       await openStore();
     }),
@@ -327,10 +366,37 @@ buttons['fail-flush'].addEventListener(
   () =>
     void exclusive('fail next flushes', async () => {
       const n = readForm().faultCount;
-      await control.failNext(['tableWrite'], n, 'io');
-      logEvent(`armed: the next ${n} table writes (flush attempts) fail with IOError`);
+      await control.failFlushes(n);
+      logEvent(`armed: the next ${n} flush attempts fail with IOError`);
     }),
 );
+
+buttons['fail-compaction'].addEventListener(
+  'click',
+  () =>
+    void exclusive('fail next compactions', async () => {
+      const n = readForm().faultCount;
+      await control.failCompactions(n);
+      logEvent(`armed: the next ${n} compactions fail with IOError (their output writes); flushes are not affected`);
+    }),
+);
+
+let slowCompactions = false;
+function showSlowCompactions(on: boolean): void {
+  slowCompactions = on;
+  buttons['slow-compaction'].textContent = on ? `Slow compactions: ${settings.slowMs} ms` : 'Slow compactions: off';
+  buttons['slow-compaction'].classList.toggle('on', on);
+}
+
+/** Turn the compaction delay on (each output file write waits `slowMs`) or off. */
+async function setSlowCompactions(on: boolean): Promise<void> {
+  const ms = readForm().slowMs;
+  await control.slowCompactions(on ? ms : 0);
+  showSlowCompactions(on);
+  logEvent(on ? `slow compactions: each compaction output write waits ${ms} ms` : 'slow compactions off');
+}
+
+buttons['slow-compaction'].addEventListener('click', () => void exclusive('slow compactions', () => setSlowCompactions(!slowCompactions)));
 
 buttons['fail-quota'].addEventListener(
   'click',
@@ -348,7 +414,8 @@ buttons['clear-faults'].addEventListener(
   () =>
     void exclusive('clear faults', async () => {
       await control.clearFaults();
-      logEvent('pending faults cleared');
+      showSlowCompactions(false);
+      logEvent('pending faults and the compaction delay cleared');
     }),
 );
 
@@ -362,9 +429,96 @@ buttons.crash.addEventListener(
       worker.terminate();
       showState('crashed');
       logEvent('worker terminated (crash): no close, no flush; acknowledged puts are in the WAL', 'bad');
-      startWorker();
+      startWorker(); // a new worker: no injected faults
+      showSlowCompactions(false);
       await openStore();
       if (replayed) logEvent(`recovered: replayed ${fmtInt(replayed.rows)} rows in ${replayed.ms.toFixed(0)} ms`, 'good');
+    }),
+);
+
+// ------------------------------------------------------------------ scenarios
+
+/** The scenario started last: when its load started, and how long after that its effects first showed. */
+interface ScenarioRun {
+  name: ScenarioName;
+  /** The open it runs against (a reopen or crash ends the measurement). */
+  session: number;
+  /** Date.now() when its load started. */
+  startedAt: number;
+  /** ms after the start: a put waited on backpressure (on compaction); compaction debt above zero; a flush waited for compaction. */
+  firstWaitMs?: number;
+  firstCompactionWaitMs?: number;
+  firstDebtMs?: number;
+  firstStallMs?: number;
+}
+let scenarioRun: ScenarioRun | undefined;
+const scenarioStatus = byId('scenario-status');
+
+/** Start the scenario in `settings.scenario`: fresh store with its settings, its faults armed, its load running. */
+async function runScenario(): Promise<void> {
+  const name = settings.scenario || 'steady';
+  const scenario = SCENARIOS[name];
+  if (load.running) setLoadRunning(false);
+  scenarioRun = undefined;
+  logEvent(`scenario "${scenario.label}": a fresh store, then the load`);
+  await closeStore();
+  await control.destroy(storeName(settings), settings.storage); // drops the injected faults too
+  showSlowCompactions(false);
+  await openStore();
+  const faults = scenario.faults ?? {};
+  if (faults.failFlushes) {
+    await control.failFlushes(faults.failFlushes);
+    logEvent(`armed: the next ${faults.failFlushes} flush attempts fail with IOError`);
+  }
+  if (faults.failCompactions) {
+    await control.failCompactions(faults.failCompactions);
+    logEvent(`armed: the next ${faults.failCompactions} compactions fail with IOError`);
+  }
+  if (faults.slowCompactions) await setSlowCompactions(true);
+  scenarioRun = { name, session: sessionId, startedAt: Date.now() };
+  setLoadRunning(true);
+}
+
+/** Record when the running scenario's effects first show, and say so in the panel and the log. */
+function noteScenarioProgress(s: Sample): void {
+  const run = scenarioRun;
+  if (!run || run.session !== s.session || s.time < run.startedAt) return;
+  const at = s.time - run.startedAt;
+  const label = SCENARIOS[run.name].label;
+  if (run.firstWaitMs === undefined && (s.bp.activeCount > 0 || s.bp.totalCount > 0)) {
+    run.firstWaitMs = at;
+    logEvent(`${label}: first backpressure wait ${fmtSec(at / 1000)} after Start (cause: ${s.bp.cause ?? 'memtable'})`, 'good');
+  }
+  if (run.firstCompactionWaitMs === undefined && s.bp.cause === 'compaction') {
+    run.firstCompactionWaitMs = at;
+    if (run.firstWaitMs !== at) logEvent(`${label}: first wait on compaction ${fmtSec(at / 1000)} after Start`, 'good');
+  }
+  if (run.firstDebtMs === undefined && s.cs.pendingBytes > 0) {
+    run.firstDebtMs = at;
+    logEvent(`${label}: compaction debt ${fmtSec(at / 1000)} after Start (${fmtBytes(s.cs.pendingBytes)})`, 'good');
+  }
+  if (run.firstStallMs === undefined && s.cs.l0StallCount > 0) {
+    run.firstStallMs = at;
+    logEvent(`${label}: first level-0 stall (a flush waited for compaction) ${fmtSec(at / 1000)} after Start`, 'good');
+  }
+  const seen = (ms: number | undefined): string => (ms === undefined ? '–' : fmtSec(ms / 1000));
+  scenarioStatus.textContent =
+    `${label}, ${fmtSec(at / 1000)} in. First seen: wait ${seen(run.firstWaitMs)} · ` +
+    `debt ${seen(run.firstDebtMs)} · level-0 stall ${seen(run.firstStallMs)} · wait on compaction ${seen(run.firstCompactionWaitMs)}`;
+}
+
+form.scenario.addEventListener('change', () => {
+  byId('scenario-watch').textContent = SCENARIOS[form.scenario.value as ScenarioName].watch;
+});
+
+buttons['scenario-start'].addEventListener(
+  'click',
+  () =>
+    void exclusive('start scenario', async () => {
+      settings = withScenario(readForm(), form.scenario.value as ScenarioName);
+      fillForm(settings);
+      readForm(); // the URL and the load follow
+      await runScenario();
     }),
 );
 
@@ -381,6 +535,8 @@ interface DemoState {
   readonly totals: Totals;
   readonly load: LoadCounters & { running: boolean };
   readonly replayed: typeof replayed;
+  readonly scenario: ScenarioRun | undefined;
+  readonly slowCompactions: boolean;
   readonly longTasks: LongTasks;
   readonly metrics: string;
   readonly events: string[];
@@ -419,6 +575,12 @@ window.memwalDemo = {
   get replayed() {
     return replayed;
   },
+  get scenario() {
+    return scenarioRun;
+  },
+  get slowCompactions() {
+    return slowCompactions;
+  },
   longTasks,
   get metrics() {
     return metricsText;
@@ -427,12 +589,15 @@ window.memwalDemo = {
 };
 
 fillForm(settings);
-load.setShape(settings.shape);
+load.setRows(settings);
 if (ignored.length) logEvent(`ignored URL parameters: ${ignored.join(', ')}`, 'bad');
 startWorker();
 void pollLoop();
 void exclusive('open', async () => {
-  await openStore();
+  // `?scenario=…` starts it as its button would (a fresh store); with autostart=0 the store opens
+  // with its settings and waits for Start.
+  if (settings.scenario && settings.autostart) await runScenario();
+  else await openStore();
   ready = true;
-  if (settings.autostart) setLoadRunning(true);
+  if (settings.autostart && !load.running) setLoadRunning(true);
 });

@@ -88,8 +88,12 @@ export const SHAPES = {
 export type ShapeName = keyof typeof SHAPES;
 
 /**
- * Batches of one shape with increasing ids (`id` is the primary key, so ids start at a value
- * derived from the clock and a reopened store gets new rows, not upserts of old ones).
+ * Batches of one shape. With no key space, ids increase (`id` is the primary key; they start at
+ * a value derived from the clock, so a reopened store gets new rows, not upserts of old ones).
+ * With a key space of `n`, each batch takes a run of consecutive ids from a random start in
+ * `[0, n)` (wrapping around): every id is rewritten about as often as every other, which is what
+ * makes compaction merge (newest version wins). A key space smaller than a batch is taken as the
+ * batch's size, so no batch holds an id twice.
  */
 export class RowSource {
   readonly shape: Shape;
@@ -97,7 +101,10 @@ export class RowSource {
   private poolAt = 0;
   private nextId: number;
 
-  constructor(name: ShapeName) {
+  constructor(
+    name: ShapeName,
+    readonly keySpace = 0,
+  ) {
     this.shape = SHAPES[name];
     this.nextId = Date.now() * 1000;
   }
@@ -127,13 +134,16 @@ export class RowSource {
     const halves = new Uint32Array(ids.buffer);
     const now = Date.now();
     const ts = new Float64Array(rows);
+    // A batch never holds an id twice: the key space is at least the batch.
+    const space = this.keySpace > 0 ? Math.max(this.keySpace, rows) : 0;
+    const first = space > 0 ? Math.floor(Math.random() * space) : this.nextId;
     for (let i = 0; i < rows; i++) {
-      const id = this.nextId + i;
+      const id = space > 0 ? (first + i) % space : first + i;
       halves[2 * i] = id >>> 0;
       halves[2 * i + 1] = Math.floor(id / 4294967296);
       ts[i] = now;
     }
-    this.nextId += rows;
+    if (space === 0) this.nextId += rows;
 
     const children: Data[] = [
       makeData({ type: new Int64(), length: rows, nullCount: 0, data: ids }),
