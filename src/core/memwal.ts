@@ -406,6 +406,12 @@ export class MemWal implements MemWalApi {
     return this.life.subscribe(listener);
   }
 
+  /** Checks the parts' invariants (docs/impl.md §1; cheap, for tests). Throws an Error naming a broken one. */
+  checkInvariants(): void {
+    this.wal.checkInvariants();
+    this.memtables?.checkInvariants();
+  }
+
   /** The writer's current state. */
   get writerState(): WriterState {
     return this.life.state;
