@@ -282,10 +282,12 @@ export class WalWriter {
    * it throws. Each attempt is limited to walRetry.timeoutMs.
    */
   private async append(e: PendingEntry): Promise<void> {
-    const payload = tableToIPC(new Table(this.schema, e.batches), 'stream');
+    const encode = (): Uint8Array => tableToIPC(new Table(this.schema, e.batches), 'stream');
+    let payload = encode();
     const handle = this.handle;
     // Where the adapter frames entries itself (its I/O runs elsewhere), the frame copy and its CRC
-    // leave this thread too.
+    // leave this thread too. Such an adapter may take the payload over (transfer its buffer): a
+    // retry encodes it again.
     const frameLength = FRAME_HEADER_BYTES + payload.length;
     const frame = handle.walAppendEntry ? undefined : encodeFrame(this.epoch, e.position, payload);
     let seg = this.current;
@@ -320,6 +322,7 @@ export class WalWriter {
         this.o.logger.warn(`memwal: ${err.message}; retry ${attempt}`);
         await sleep(backoffMs(attempt, this.o.walRetry.baseMs, this.o.walRetry.maxMs));
         if (this.life.dead) throw err;
+        if (!frame) payload = encode();
         try {
           await settleWithin(this.handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
         } catch (t) {
