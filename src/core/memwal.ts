@@ -30,6 +30,7 @@ import type {
   WriterState,
 } from './stats.js';
 import { Signal, backoffMs, nowMs, sleep, yieldToEventLoop } from './util.js';
+import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 
 /** A segment grows to about this size before the writer starts the next one (retention unit). */
 export const WAL_SEGMENT_TARGET_BYTES = 8 * 1024 * 1024;
@@ -108,7 +109,7 @@ function zeroWriteStats(): WriteStats {
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
  * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
  */
-export class MemWal implements MemWalApi {
+export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   private readonly o: ResolvedOptions;
   private readonly ss: StoreSchema;
   private readonly adapter: StorageAdapter;
@@ -182,6 +183,10 @@ export class MemWal implements MemWalApi {
    * before anything is claimed), `NotSupported` (recorded layout unusable here), `Locked`,
    * `Corruption`, or the storage error.
    */
+  static open<S extends Schema, K extends SchemaColumn<S> = never>(
+    options: Omit<MemWalOptions, 'schema' | 'primaryKey'> & { schema: S; primaryKey?: K[] },
+    hooks?: OpenHooks,
+  ): Promise<MemWal<RowsOf<S, K>>>;
   static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {
     const o = resolveOptions(options);
     const ss = makeStoreSchema(o.schema, o.primaryKey);
@@ -410,6 +415,11 @@ export class MemWal implements MemWalApi {
     return () => this.listeners.delete(listener);
   }
 
+  /** Always `'in-process'`: this writer runs here. */
+  role(): 'in-process' {
+    return 'in-process';
+  }
+
   /** The writer's current state. */
   get writerState(): WriterState {
     return this.state;
@@ -477,7 +487,7 @@ export class MemWal implements MemWalApi {
    * was fenced after the rows were admitted), `Closed` from `abort()` after admission.
    * `signal` governs only the backpressure wait.
    */
-  async put(data: RecordBatch | Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.throwIfUnusable();
     const batches = toBatches(data, this.ss);
     return this.write(batches, opts.signal);
@@ -487,7 +497,7 @@ export class MemWal implements MemWalApi {
    * Delete rows by primary key: writes tombstones that hide older versions in every tier.
    * `NotSupported` without a primary key or in WAL-only mode; otherwise as `put`.
    */
-  async delete(keys: Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.throwIfUnusable();
     this.requireMemtable('delete');
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
@@ -1097,6 +1107,7 @@ export class MemWal implements MemWalApi {
    * The newest version of the row with this primary key, or undefined (absent or deleted).
    * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
    */
+  get(key: R['key']): Promise<R['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.throwIfUnusable();
     this.requireMemtable('get');
@@ -1170,7 +1181,7 @@ export class MemWal implements MemWalApi {
    * Every live row across all tiers (newest version per key; deleted keys absent), oldest tier
    * first. `columns` projects. `NotSupported` in WAL-only mode.
    */
-  async scan(opts: { columns?: string[] } = {}): Promise<Table> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
     const batches: RecordBatch[] = [];
     for await (const b of this.scanSources(opts.columns, Infinity, true)) batches.push(b);
     const schema = projectBatch(new RecordBatch(this.ss.internal, undefined as never), opts.columns, true).schema;
@@ -1182,7 +1193,9 @@ export class MemWal implements MemWalApi {
    * time (plus the set of keys already seen). With a primary key, batches come newest tier
    * first. `limit` caps the total rows yielded.
    */
-  scanBatches(opts: { columns?: string[]; limit?: number } = {}): AsyncIterable<RecordBatch> {
+  scanBatches<C extends ColumnName<R> = ColumnName<R>>(
+    opts: { columns?: C[]; limit?: number } = {},
+  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
     const limit = opts.limit ?? Infinity;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     return this.scanSources(opts.columns, limit, false);

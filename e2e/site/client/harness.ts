@@ -3,7 +3,17 @@
 
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
 import { openMemWal, type MemWalClient, type OpenMemWalOptions } from '../../../src/rpc/client.js';
-import type { ClientHarness, FaultControl, OpenRequest, Outcome, ScanReport, StormOptions, StormReport } from './protocol.js';
+import type {
+  ClientHarness,
+  FaultControl,
+  OpenRequest,
+  Outcome,
+  ProbeAck,
+  ProbeReport,
+  ScanReport,
+  StormOptions,
+  StormReport,
+} from './protocol.js';
 
 const schema = new Schema([new Field('id', new Int32(), false), new Field('payload', new Utf8(), true)]);
 
@@ -13,6 +23,7 @@ interface Entry {
   states: string[];
   warnings: string[];
   storm?: { stop: boolean; acked: number[]; errors: Record<string, number>; puts: number; done: Promise<void> };
+  probe?: { stop: boolean; acks: ProbeAck[]; errors: Record<string, number>; done: Promise<void> };
 }
 
 const clients = new Map<number, Entry>();
@@ -165,6 +176,38 @@ const mw: ClientHarness = {
   },
 
   acked: (id) => [...(entry(id).storm?.acked ?? [])],
+
+  probe(id, firstId) {
+    const e = entry(id);
+    const state = { stop: false, acks: [] as ProbeAck[], errors: {} as Record<string, number>, done: Promise.resolve() };
+    state.done = (async () => {
+      for (let next = firstId; !state.stop; next++) {
+        const r = await outcome(e.client.put([{ id: next, payload: 'probe' }]));
+        if (r.ok) {
+          state.acks.push({ id: next, position: r.value.position, atMs: Date.now() });
+          reportAck([next]);
+        } else {
+          state.errors[r.code] = (state.errors[r.code] ?? 0) + 1;
+        }
+      }
+    })();
+    e.probe = state;
+  },
+
+  async stopProbe(id): Promise<ProbeReport> {
+    const p = entry(id).probe;
+    if (!p) throw new Error(`client ${id} has no probe`);
+    p.stop = true;
+    await p.done;
+    return { acks: p.acks, errors: p.errors };
+  },
+
+  epochs: (id) =>
+    outcome(async () => {
+      const out: [number, number][] = [];
+      for await (const e of entry(id).client.tail(1)) out.push([e.position, e.epoch]);
+      return out;
+    }),
 
   fault(id, control: FaultControl) {
     const w = entry(id).worker;

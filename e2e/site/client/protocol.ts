@@ -48,6 +48,18 @@ export interface StormReport {
   puts: number;
 }
 
+/** One acknowledged probe put: its row id, WAL position, and when it was acknowledged (Date.now()). */
+export interface ProbeAck {
+  id: number;
+  position: number;
+  atMs: number;
+}
+
+export interface ProbeReport {
+  acks: ProbeAck[];
+  errors: Record<string, number>;
+}
+
 export interface ScanReport {
   rows: number;
   /** How often each id occurs, for ids occurring other than once. */
@@ -75,6 +87,11 @@ export interface ClientHarness {
   stopStorm(client: number): Promise<StormReport>;
   /** Acked ids of the running storm so far. */
   acked(client: number): number[];
+  /** Start one-row puts back to back (ids from `firstId`), each ack timed; also reported through `window.__ack`. */
+  probe(client: number, firstId: number): void;
+  stopProbe(client: number): Promise<ProbeReport>;
+  /** `[position, epoch]` of every WAL entry still retained (tail from 1 to the end). */
+  epochs(client: number): Promise<Outcome<[number, number][]>>;
   fault(client: number, control: FaultControl): void;
   /** Terminate the worker the page started for this client ('own' or 'fault'). */
   terminate(client: number): void;
