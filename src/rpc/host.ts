@@ -176,8 +176,9 @@ function checkJoin(o: WireOpenOptions, opened: WireOpenOptions): void {
  * The API one client connection calls (comlink-exposed on `port`). Events (state changes,
  * warnings) are posted on `port` too, so they keep their order with the replies. `HostApi` in
  * protocol.ts is this function's return type. With `shared`, the connection is a sharing tab's
- * (tab-host.ts): its `open` joins the store another connection opened, and its `close`,
- * `abort` and `detach` let go of its own iterators only.
+ * (tab-host.ts): it serves the store another connection opened, its `open` only checks that the
+ * tab agrees on what the data is, and its `close`, `abort` and `detach` let go of its own
+ * iterators only.
  */
 export function makeHostApi(
   port: { postMessage(message: unknown): void },
@@ -185,7 +186,9 @@ export function makeHostApi(
   lifetime: Lifetime = NO_LIFETIME,
   shared?: SharedStore,
 ) {
-  let store: MemWal | undefined;
+  // A tab's connection serves the shared store from the start: after a leader change the tabs'
+  // calls are re-sent to the new leader's worker before (or without) a new join.
+  let store: MemWal | undefined = shared?.store;
   let opened: WireOpenOptions | undefined;
   let tabs: TabServer | undefined;
   let lastState: WriterState | undefined;
@@ -296,13 +299,12 @@ export function makeHostApi(
      * the first one, `'open'` included, before this resolves.
      */
     open: wire(async (o: WireOpenOptions): Promise<void> => {
-      if (store) throw new MemWalError('InvalidArgument', 'this connection already has an open store');
       if (shared) {
         checkJoin(o, shared.opened);
-        store = shared.store;
-        emitState(store.writerState);
+        emitState(shared.store.writerState);
         return;
       }
+      if (store) throw new MemWalError('InvalidArgument', 'this connection already has an open store');
       const { schemaIpc, storage, ...rest } = o;
       const adapter = await options.resolveStorage?.(storage);
       const warn = (message: string, ...details: unknown[]): void => {

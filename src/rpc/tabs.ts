@@ -433,6 +433,14 @@ export class TabsLink implements ClientLink {
       if (this.local !== me) return; // died meanwhile
       me.ready = true;
       this.adopt(term);
+      // Calls no leader took yet are ours to serve now (no other term accepts calls any more:
+      // the previous leader stopped accepting, or died, before its election lock was freed).
+      for (const call of [...this.calls.values()]) {
+        if (call.acceptedBy !== undefined || call.pin !== undefined) continue;
+        this.calls.delete(call.id);
+        if (call.method === 'open') call.resolve({ value: undefined, term });
+        else this.callLocal(me, call.method, call.args).then(call.resolve, call.reject);
+      }
       this.settleOpen?.();
     } catch (e) {
       const err = fromWire(e, `open ${this.name}`);

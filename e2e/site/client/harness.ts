@@ -148,6 +148,7 @@ const mw: ClientHarness = {
     const text = payload(o.payloadBytes);
     const lane = async (): Promise<void> => {
       while (!state.stop) {
+        if (o.pauseMs) await new Promise((resolve) => setTimeout(resolve, o.pauseMs));
         const first = next;
         next += o.batch;
         state.puts++;
@@ -205,7 +206,8 @@ const mw: ClientHarness = {
   epochs: (id) =>
     outcome(async () => {
       const out: [number, number][] = [];
-      for await (const e of entry(id).client.tail(1)) out.push([e.position, e.epoch]);
+      const client = entry(id).client;
+      for await (const e of client.tail((await client.walStats()).oldestPosition)) out.push([e.position, e.epoch]);
       return out;
     }),
 

@@ -39,6 +39,8 @@ export interface StormOptions {
   concurrency: number;
   /** Also report each ack through `window.__ack(ids)` (a test binding), before the page can close. */
   reportAcks?: boolean;
+  /** Wait this long before each put (a steady load instead of a flat-out one). */
+  pauseMs?: number;
 }
 
 export interface StormReport {
@@ -90,7 +92,7 @@ export interface ClientHarness {
   /** Start one-row puts back to back (ids from `firstId`), each ack timed; also reported through `window.__ack`. */
   probe(client: number, firstId: number): void;
   stopProbe(client: number): Promise<ProbeReport>;
-  /** `[position, epoch]` of every WAL entry still retained (tail from 1 to the end). */
+  /** `[position, epoch]` of every WAL entry still retained (tail from the oldest retained to the end). */
   epochs(client: number): Promise<Outcome<[number, number][]>>;
   fault(client: number, control: FaultControl): void;
   /** Terminate the worker the page started for this client ('own' or 'fault'). */
