@@ -102,6 +102,11 @@ export class TabsLink implements ClientLink {
   private leader: string | undefined;
   /** Set while this tab leads (or is opening the store to lead). */
   private local: Term | undefined;
+  /**
+   * A follower's worker, started and connected ahead of need, so that taking over does not wait
+   * for a worker to load (a few hundred ms; see the README's failover figures).
+   */
+  private standby: Promise<WorkerLink> | undefined;
   private readonly calls = new Map<number, Forwarded>();
   private nextCallId = 1;
   private readonly iterators = new Map<number, { term: string; hostId: number }>();
@@ -417,7 +422,9 @@ export class TabsLink implements ClientLink {
     const term = uuid();
     let local: Term | undefined;
     try {
-      const link = await openWorkerLink(this.options, this.logger);
+      const standby = this.standby;
+      this.standby = undefined;
+      const link = (await standby?.catch(() => undefined)) ?? (await openWorkerLink(this.options, this.logger));
       local = { term, link, ready: false, pending: new Set() };
       const me = local;
       this.local = me;
@@ -475,6 +482,17 @@ export class TabsLink implements ClientLink {
     void local.link.end(false);
     this.endTerm?.();
     this.endTerm = undefined;
+    this.prepareStandby();
+  }
+
+  /** As a follower, keep a worker ready to take over with. */
+  private prepareStandby(): void {
+    if (this.standby || this.local || this.ended || this.suspended) return;
+    const standby = openWorkerLink(this.options, this.logger);
+    this.standby = standby;
+    standby.catch(() => {
+      if (this.standby === standby) this.standby = undefined; // taking over starts a worker itself
+    });
   }
 
   /** The first open: as leader, or by joining the leader (re-sent across leader changes). */
@@ -489,7 +507,10 @@ export class TabsLink implements ClientLink {
       const expired = (): MemWalError => new MemWalError('Locked', `no tab could open store ${this.name} within ${timeoutMs} ms`);
       const join = (): void => {
         this.forward('open', [{ ...this.wire }], undefined, timeoutMs, expired).then(
-          () => this.settleOpen?.(),
+          () => {
+            this.settleOpen?.();
+            this.prepareStandby();
+          },
           (e: MemWalError) => {
             if (!this.settleOpen) return; // we opened as leader meanwhile
             if (e.code === 'LeaderChanged')
@@ -531,6 +552,9 @@ export class TabsLink implements ClientLink {
     }
     this.campaign?.abort();
     this.endTerm?.();
+    const standby = this.standby;
+    this.standby = undefined;
+    void standby?.then((link) => link.end(true)).catch(() => undefined); // it never served anything
     for (const watch of this.watched.values()) watch.abort();
     this.watched.clear();
     this.releaseTabLock();
@@ -552,6 +576,9 @@ export class TabsLink implements ClientLink {
     }
     this.campaign?.abort();
     this.campaign = undefined;
+    const standby = this.standby;
+    this.standby = undefined;
+    void standby?.then((link) => link.end(true)).catch(() => undefined);
   }
 
   private onPageShow(ev: PageTransitionEvent): void {
@@ -559,5 +586,6 @@ export class TabsLink implements ClientLink {
     this.suspended = false;
     this.hello();
     this.runForElection();
+    this.prepareStandby();
   }
 }
