@@ -278,3 +278,58 @@ test('the added latency of a forwarded call: puts and stats from a follower agai
   ok(await mw(follower, 'call', cf, 'close'));
   ok(await mw(leader, 'call', cl, 'close'));
 });
+
+test("a frozen leader tab (Page lifecycle 'frozen') keeps serving the other tabs: its worker answers", async ({ context }) => {
+  const name = 'share-frozen';
+  const leader = await clientPage(await context.newPage());
+  const follower = await clientPage(await context.newPage());
+  const cl = await open(leader, share(name));
+  const cf = await open(follower, share(name));
+  const cdp = await context.newCDPSession(leader);
+  await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
+  expect(ok(await mw(follower, 'put', cf, 1, 10))).toMatchObject({ rows: 10, durable: true });
+  expect(ok(await mw(follower, 'scan', cf)).rows).toBe(10);
+  await cdp.send('Page.setWebLifecycleState', { state: 'active' });
+  expect(ok(await mw(leader, 'call', cl, 'role'))).toBe('leader');
+  ok(await mw(follower, 'call', cf, 'close'));
+  ok(await mw(leader, 'call', cl, 'close'));
+});
+
+test('a writer that steals the store fences the sharing tabs; they wait and get it back when it closes', async ({ context }) => {
+  const name = 'share-stolen';
+  const a = await clientPage(await context.newPage());
+  const b = await clientPage(await context.newPage());
+  const thiefPage = await clientPage(await context.newPage());
+  const ca = await open(a, share(name));
+  const cb = await open(b, share(name));
+  ok(await mw(b, 'put', cb, 1, 10));
+  const thief = await open(thiefPage, { name, keyed: true, options: { steal: true } });
+  for (const [page, id] of [
+    [a, ca],
+    [b, cb],
+  ] as const) {
+    await until(
+      () => mw(page, 'states', id),
+      (s) => s.includes('fenced'),
+      5000,
+      "'fenced' in a sharing tab",
+    );
+  }
+  ok(await mw(thiefPage, 'put', thief, 100, 10));
+  ok(await mw(thiefPage, 'call', thief, 'close'));
+  const tabs: [Page, number][] = [
+    [a, ca],
+    [b, cb],
+  ];
+  await leaderOf(tabs);
+  await until(
+    () => mw(b, 'put', cb, 200, 10),
+    (r) => r.ok,
+    10_000,
+    'a put from the follower after the thief closed',
+  );
+  expect(ok(await mw(a, 'scan', ca)).rows).toBe(30);
+  expect((await mw(b, 'states', cb)).at(-1)).toBe('open');
+  ok(await mw(b, 'call', cb, 'close'));
+  ok(await mw(a, 'call', ca, 'close'));
+});

@@ -430,7 +430,11 @@ export class TabsLink implements ClientLink {
       this.local = me;
       link.start({
         event: (e) => {
-          if (this.local === me) this.deliver(e);
+          if (this.local !== me) return;
+          this.deliver(e);
+          // A writer that stole the store (steal: true) fenced ours: step down and stand again,
+          // so the tabs get the store back (after 'waiting-for-lock') once the thief lets go.
+          if (e.memwalEvent === 'state' && e.state === 'fenced') this.resign(me, 'another writer stole the store');
         },
         dead: (reason) => this.resign(me, `its worker died (${reason})`),
       });
