@@ -101,9 +101,12 @@ declare const ROW_TYPES: unique symbol;
  * An Arrow `Schema` that carries its row types (a type-level mark only: at run time it is a
  * plain `Schema`). Made by `defineSchema`.
  */
-export type TypedSchema<C extends Columns> = Schema<{ [K in keyof C & string]: C[K]['type'] }> & {
-  readonly [ROW_TYPES]?: { input: InputRow<C>; output: OutputRow<C> };
+export type TypedSchema<C extends Columns> = Schema<ColumnTypes<C>> & {
+  readonly [ROW_TYPES]?: { input: InputRow<C>; output: OutputRow<C>; columns: ColumnTypes<C> };
 };
+
+/** The Arrow type of each column (an apache-arrow `TypeMap`, as `Table<T>` takes it). */
+export type ColumnTypes<C extends Columns> = { [K in keyof C & string]: C[K]['type'] };
 
 /**
  * The Arrow schema of `columns`, in their order, typed so that a store opened with it
@@ -155,8 +158,12 @@ export type ColumnName<R extends RowTypes> = keyof R['output'] & string;
  * `defineSchema`, `UntypedRows` for any other Schema.
  */
 export type RowsOf<S extends Schema, K extends string = never> = S extends { readonly [ROW_TYPES]?: infer T }
-  ? NonNullable<T> extends { input: infer In extends Record<string, unknown>; output: infer Out extends Record<string, unknown> }
-    ? { input: In; output: Out; key: Simplify<Pick<In, K & keyof In>>; columns: S extends Schema<infer M> ? M : never }
+  ? NonNullable<T> extends {
+      input: infer In extends Record<string, unknown>;
+      output: infer Out extends Record<string, unknown>;
+      columns: infer M extends TypeMap;
+    }
+    ? { input: In; output: Out; key: Simplify<Pick<In, K & keyof In>>; columns: M }
     : UntypedRows
   : UntypedRows;
 
