@@ -20,6 +20,12 @@ export interface WorkerLike {
  * is repeated meanwhile, and a host answers within milliseconds once its module has run.
  */
 export const WORKER_HANDSHAKE_TIMEOUT_MS = 30_000;
+/**
+ * A `workerUrl` script has this long after it arrived (its Resource Timing entry) to call
+ * `hostMemWal()`, which a host does while its module is evaluated: a script that is not a host
+ * fails after seconds, not after WORKER_HANDSHAKE_TIMEOUT_MS.
+ */
+export const HOST_START_GRACE_MS = 5000;
 /** A host that announces itself after our connect message gets a second one after this long. */
 const RECONNECT_DELAY_MS = 250;
 /** How long `abort()` (and detaching from your worker) waits for the worker before going on. */
@@ -94,6 +100,8 @@ export interface StartedWorker {
   owned: boolean;
   /** The script's URL, or a description of a worker given as an object. */
   script: string;
+  /** The absolute URL of a `workerUrl` script, whose arrival starts HOST_START_GRACE_MS. */
+  hostCheckUrl?: string;
 }
 
 /** The worker of `options`: yours, one started from `workerUrl`, or memwal's default worker. */
@@ -103,8 +111,10 @@ export function startWorker(options: { worker?: WorkerLike; workerUrl?: string |
     throw new MemWalError('NotSupported', 'openMemWal needs a context with module workers (a browser page); in-process, use MemWal.open');
   }
   const url = options.workerUrl ?? new URL('./default-worker.js', import.meta.url);
+  const base = (globalThis as { location?: { href: string } }).location?.href;
+  const hostCheckUrl = options.workerUrl !== undefined && base ? new URL(String(url), base).href : undefined;
   try {
-    return { worker: new Worker(url, { type: 'module' }), owned: true, script: String(url) };
+    return { worker: new Worker(url, { type: 'module' }), owned: true, script: String(url), hostCheckUrl };
   } catch (e) {
     throw toMemWalError(e, `starting the memwal worker ${String(url)}`, 'NotSupported');
   }
@@ -127,6 +137,7 @@ export function connect(started: StartedWorker, timeoutMs = WORKER_HANDSHAKE_TIM
       settled = true;
       clearTimeout(timer);
       clearTimeout(retry);
+      stopWatching();
       worker.removeEventListener('message', onMessage);
       worker.removeEventListener('error', onError);
       for (const a of attempts) {
@@ -159,7 +170,7 @@ export function connect(started: StartedWorker, timeoutMs = WORKER_HANDSHAKE_TIM
     };
     const onError = (ev: Event): void =>
       finish(undefined, new MemWalError('NotSupported', `the memwal worker failed to start: ${describeErrorEvent(ev, script)}`));
-    const timer = setTimeout(
+    let timer = setTimeout(
       () =>
         finish(
           undefined,
@@ -170,10 +181,48 @@ export function connect(started: StartedWorker, timeoutMs = WORKER_HANDSHAKE_TIM
         ),
       timeoutMs,
     );
+    const stopWatching = started.hostCheckUrl
+      ? whenLoaded(started.hostCheckUrl, (loadedAtMs) => {
+          const left = Math.max(0, loadedAtMs + HOST_START_GRACE_MS - performance.now());
+          clearTimeout(timer);
+          timer = setTimeout(
+            () =>
+              finish(
+                undefined,
+                new MemWalError(
+                  'NotSupported',
+                  `the worker script ${script} loaded but did not call hostMemWal() (from memwal/worker) within ${HOST_START_GRACE_MS} ms`,
+                ),
+              ),
+            left,
+          );
+        })
+      : () => undefined;
     worker.addEventListener('message', onMessage);
     worker.addEventListener('error', onError);
     attempt();
   });
+}
+
+/**
+ * Call `onLoaded(responseEnd)` once the page's Resource Timing shows `url` arrived (Chromium
+ * lists a worker's script there). Returns a function that stops watching. Where Resource Timing
+ * does not list it, nothing is called and the handshake's own timeout applies.
+ */
+function whenLoaded(url: string, onLoaded: (responseEndMs: number) => void): () => void {
+  if (typeof PerformanceObserver !== 'function') return () => undefined;
+  const observer = new PerformanceObserver((list) => {
+    const entry = list.getEntriesByName(url)[0];
+    if (!entry) return;
+    observer.disconnect();
+    onLoaded((entry as PerformanceResourceTiming).responseEnd);
+  });
+  try {
+    observer.observe({ type: 'resource', buffered: true });
+  } catch {
+    return () => undefined; // no Resource Timing here
+  }
+  return () => observer.disconnect();
 }
 
 /**

@@ -2,7 +2,9 @@
 // own, or the fault worker) and exposes `window.mw` (protocol.ts) to Playwright.
 
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
+import { MemWal } from '../../../src/core/memwal.js';
 import { openMemWal, type MemWalClient, type OpenMemWalOptions } from '../../../src/rpc/client.js';
+import { destroyMemWal } from '../../../src/rpc/destroy.js';
 import type {
   ClientHarness,
   FaultControl,
@@ -77,7 +79,7 @@ const mw: ClientHarness = {
   async open(req: OpenRequest, states: string[] = []) {
     const kind = req.worker ?? 'default';
     const worker = kind === 'default' || kind === 'url' ? undefined : newWorker(kind);
-    const workerUrl = kind === 'url' ? new URL('./fault.worker.ts', import.meta.url) : undefined;
+    const workerUrl = req.workerUrl ?? (kind === 'url' ? new URL('./fault.worker.ts', import.meta.url) : undefined);
     const warnings: string[] = [];
     const options = {
       name: req.name,
@@ -224,6 +226,10 @@ const mw: ClientHarness = {
   },
 
   persisted: (id) => entry(id).client.persisted,
+
+  destroy: (name, storage) => outcome(destroyMemWal(name, { storage })),
+
+  destroyHere: (name, storage) => outcome(MemWal.destroy(name, { storage })),
 
   warnings: (id) => [...entry(id).warnings],
 

@@ -17,6 +17,8 @@ export interface OpenRequest {
   keyed?: boolean;
   /** Any further MemWalOptions (numbers, booleans, retry objects). */
   options?: Record<string, unknown>;
+  /** A worker script for openMemWal's `workerUrl` (relative to the page). */
+  workerUrl?: string;
 }
 
 /** A call's outcome with the MemWalError code kept (page.evaluate loses error fields). */
@@ -98,6 +100,10 @@ export interface ClientHarness {
   /** Terminate the worker the page started for this client ('own' or 'fault'). */
   terminate(client: number): void;
   persisted(client: number): boolean | undefined;
+  /** destroyMemWal(name, { storage }) from the page. */
+  destroy(name: string, storage?: Layout): Promise<Outcome<void>>;
+  /** MemWal.destroy(name, { storage }) on the page's own thread (no worker). */
+  destroyHere(name: string, storage?: Layout): Promise<Outcome<void>>;
   /** Warnings the client's logger received (the worker's warnings come back to the page). */
   warnings(client: number): string[];
   /** Fire the page-lifecycle event the client listens to (`visibilitychange` with the page shown as hidden). */
