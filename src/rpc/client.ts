@@ -20,12 +20,14 @@ import type {
 import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 import { MemWalError, isMemWalError } from '../errors.js';
 import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
-import { decodeArrow, decodeTable, encodeData, encodeSchema, transfersOf } from './arrow-wire.js';
-import type { HostEvent, Page, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
+import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
+import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs.js';
 import { type ClientLink, type Remote, type WorkerLike, GOODBYE_TIMEOUT_MS, fromWire, openWorkerLink, withTimeout } from './worker-link.js';
 
 export type { WorkerLike } from './worker-link.js';
+
+type ArrowCodec = Awaited<ReturnType<typeof arrowCodec>>;
 
 /** A tail that meets this many leader changes in a row without an entry gives up (rejects `LeaderChanged`). */
 const MAX_TAIL_RESUMES = 3;
@@ -87,7 +89,7 @@ function toWire(options: OpenMemWalOptions): { wire: WireOpenOptions; logger: Lo
   }
   const resolved = resolveOptions(rest as MemWalOptions);
   const { schema, logger: _logger, ...plain } = rest;
-  return { wire: { ...plain, schemaIpc: encodeSchema(schema) }, logger: resolved.logger, tabs };
+  return { wire: { ...plain, schema: schemaToWire(schema) }, logger: resolved.logger, tabs };
 }
 
 /**
@@ -146,6 +148,8 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
   private closing: Promise<void> | undefined;
   private aborting: Promise<void> | undefined;
   private nextSignalId = 1;
+  /** Settles once every put/delete called so far is posted (set while Arrow input waits for the codec). */
+  private encoding: Promise<void> | undefined;
   private readonly cleanups: (() => void)[] = [];
   private persistResult: boolean | undefined;
 
@@ -172,7 +176,7 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
 
   /** @internal Open the store in the worker (state events arrive before the reply). */
   callOpen(wire: WireOpenOptions): Promise<void> {
-    return this.call('open', (r) => r.open(Comlink.transfer(wire, [wire.schemaIpc.buffer as ArrayBuffer])));
+    return this.call('open', (r) => r.open(wire));
   }
 
   /** @internal Request persistent storage on the main thread (it does not exist in workers). */
@@ -298,22 +302,26 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
     }
   }
 
-  /** A worker-side iterator pulled page by page; `return()` releases it in the worker. */
+  /**
+   * A worker-side iterator pulled page by page; `return()` releases it in the worker. Items are
+   * decoded with the Arrow codec (loaded here on first use).
+   */
   private async *pull<W, T>(
     start: (r: Remote, signal: WireSignal | undefined) => Promise<number>,
     next: (r: Remote, id: number) => Promise<Page<W>>,
-    decode: (w: W) => T,
+    decode: (w: W, codec: ArrowCodec) => T,
     signal?: AbortSignal,
   ): AsyncGenerator<T> {
     const crossed = this.crossSignal(signal);
     let id: number | undefined;
     let done = false;
     try {
+      const codec = arrowCodec();
       id = await this.call('iterator', (r) => start(r, crossed.wire));
       while (!done) {
         const page = await this.call('next page', (r) => next(r, id!));
         done = page.done;
-        for (const item of page.items) yield decode(item);
+        for (const item of page.items) yield decode(item, await codec);
       }
     } finally {
       crossed.dispose();
@@ -325,20 +333,42 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
 
   // ------------------------------------------------------------------ MemWalApi
 
-  /** As `MemWal.put`; Arrow data crosses as IPC bytes (transferred), rows are structured-cloned. */
+  /**
+   * As `MemWal.put`. Plain rows are structured-cloned and converted in the worker; Arrow data
+   * crosses as IPC bytes (transferred), encoded by Arrow's IPC writer, which loads on first use.
+   */
   put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => {
-      const wire = encodeData(data);
-      return this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w));
-    });
+    return this.withSignal(opts.signal, (w) =>
+      this.inOrder(data, (wire) => this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w))),
+    );
   }
 
   /** As `MemWal.delete`. */
   delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => {
-      const wire = encodeData(keys);
-      return this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w));
+    return this.withSignal(opts.signal, (w) =>
+      this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w))),
+    );
+  }
+
+  /**
+   * Post `data` with `post` in call order (newest wins by arrival): plain rows at once when
+   * nothing waits for the Arrow codec, else after what was called before them.
+   */
+  private inOrder<T>(data: unknown, post: (wire: WireData) => Promise<T>): Promise<T> {
+    const arrow = isArrowTable(data) || isArrowBatch(data);
+    if (!arrow && !this.encoding) return post(data as WireData);
+    const before = this.encoding ?? Promise.resolve();
+    // `post` posts synchronously, so `sent` settles once this call is on the wire.
+    const sent = before.then(async () => ({ reply: post(arrow ? (await arrowCodec()).encodeArrow(data) : (data as WireData)) }));
+    const queue = sent.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.encoding = queue;
+    void queue.then(() => {
+      if (this.encoding === queue) this.encoding = undefined;
     });
+    return sent.then(({ reply }) => reply);
   }
 
   /** As `MemWal.get`. */
@@ -346,9 +376,10 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
     return this.call('get', (r) => r.get(key) as Promise<R['output'] | undefined>);
   }
 
-  /** As `MemWal.scan`; the table crosses as IPC bytes. */
+  /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */
   async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
-    return decodeTable(await this.call('scan', (r) => r.scan(opts)));
+    const [codec, w] = await Promise.all([arrowCodec(), this.call('scan', (r) => r.scan(opts))]);
+    return codec.decodeTable(w);
   }
 
   /**
@@ -364,7 +395,7 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
     return this.pull(
       (r) => r.scanBatches(opts),
       (r, id) => r.nextBatches(id),
-      (w) => decodeArrow(w) as RecordBatch,
+      (w, codec) => codec.decodeArrow(w) as RecordBatch,
     );
   }
 
@@ -381,7 +412,7 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
         for await (const entry of this.pull(
           (r, w) => r.tail(from, { follow: opts.follow, signal: w }),
           (r, id) => r.nextEntries(id),
-          (e) => ({ position: e.position, epoch: e.epoch, data: decodeTable(e.data) }),
+          (e, codec) => ({ position: e.position, epoch: e.epoch, data: codec.decodeTable(e.data) }),
           opts.signal,
         )) {
           next = entry.position + 1;

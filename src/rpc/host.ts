@@ -10,7 +10,7 @@ import { MemWalError, toMemWalError } from '../errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
 import { setBrowserStorageResolver } from '../storage/resolve.js';
-import { decodeData, decodeSchema, encodeArrow, transfersOf } from './arrow-wire.js';
+import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
 import { type AttachedApi, TabServer } from './tab-host.js';
 import type {
   ConnectMessage,
@@ -161,7 +161,7 @@ function checkJoin(o: WireOpenOptions, opened: WireOpenOptions): void {
     );
   };
   if (o.name !== opened.name) refuse(`name "${o.name}" is not "${opened.name}"`);
-  const difference = describeSchemaDifference(decodeSchema(opened.schemaIpc), decodeSchema(o.schemaIpc));
+  const difference = describeSchemaDifference(schemaFromWire(opened.schema), schemaFromWire(o.schema));
   if (difference) refuse(difference.replace('the stored schema', "the leader tab's schema"));
   const key = (k: string[] | undefined): string => JSON.stringify(k ?? []);
   if (key(o.primaryKey) !== key(opened.primaryKey))
@@ -305,7 +305,7 @@ export function makeHostApi(
         return;
       }
       if (store) throw new MemWalError('InvalidArgument', 'this connection already has an open store');
-      const { schemaIpc, storage, ...rest } = o;
+      const { schema, storage, ...rest } = o;
       const adapter = await options.resolveStorage?.(storage);
       const warn = (message: string, ...details: unknown[]): void => {
         const event: HostEvent = { memwalEvent: 'warn', message, details: cloneable(details) };
@@ -313,7 +313,7 @@ export function makeHostApi(
         tabs?.broadcast(event);
       };
       store = await MemWal.open(
-        { ...rest, schema: decodeSchema(schemaIpc), storage: adapter ?? storage, logger: { warn } },
+        { ...rest, schema: schemaFromWire(schema), storage: adapter ?? storage, logger: { warn } },
         { onStateChange: emitState },
       );
       opened = o;

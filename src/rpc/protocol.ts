@@ -13,14 +13,38 @@ export type HostApi = ReturnType<typeof makeHostApi>;
 export type WireStorage = 'opfs' | 'indexeddb' | 'memory';
 
 /**
- * Open options as posted: everything but the schema (sent as Arrow IPC bytes), the logger
- * (warnings come back as events) and the storage adapter object.
+ * Open options as posted: everything but the schema (sent as plain data), the logger (warnings
+ * come back as events) and the storage adapter object.
  */
 export type WireOpenOptions = Omit<MemWalOptions, 'schema' | 'storage' | 'logger'> & {
-  /** The schema as an Arrow IPC stream with no record batch. */
-  schemaIpc: Uint8Array;
+  schema: WireSchema;
   storage?: WireStorage;
 };
+
+/**
+ * An Arrow type as plain data: apache-arrow's `Type` id and the type's own parameters
+ * (`bitWidth`, `isSigned`, `precision`, `unit`, `timezone`, `byteWidth`, `listSize`, `mode`,
+ * `typeIds`, `keysSorted`, `scale`, `id`, `isOrdered`; `dictionary`/`indices` as types, `children`
+ * as fields). The main thread writes it without Arrow's IPC code; the worker rebuilds the type.
+ */
+export interface WireType {
+  typeId: number;
+  children?: WireField[];
+  [parameter: string]: unknown;
+}
+
+export interface WireField {
+  name: string;
+  nullable: boolean;
+  type: WireType;
+  metadata: [string, string][];
+}
+
+/** An Arrow schema as plain data (see WireType). */
+export interface WireSchema {
+  fields: WireField[];
+  metadata: [string, string][];
+}
 
 /**
  * Arrow data as an Arrow IPC stream. Its `ArrayBuffer` is in the message's transfer list, so it

@@ -91,7 +91,6 @@ export class TabsLink implements ClientLink {
   readonly remote: Remote;
   private readonly name: string;
   private readonly tab = uuid();
-  /** Our own copy: the client transfers (detaches) the buffers of the options it posts. */
   private readonly wire: WireOpenOptions;
   private sink: LinkSink | undefined;
   private readonly lockManager: LockManager;
@@ -139,7 +138,7 @@ export class TabsLink implements ClientLink {
     }
     this.lockManager = lm;
     this.name = wire.name;
-    this.wire = { ...wire, schemaIpc: wire.schemaIpc.slice() };
+    this.wire = wire;
     this.channel = new BroadcastChannel(tabChannelName(this.name, this.tab));
     this.control = new BroadcastChannel(controlChannelName(this.name));
     this.tabLockHeld = new Promise<void>((granted) => {

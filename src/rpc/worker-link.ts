@@ -110,13 +110,19 @@ export function startWorker(options: { worker?: WorkerLike; workerUrl?: string |
   if (typeof Worker !== 'function') {
     throw new MemWalError('NotSupported', 'openMemWal needs a context with module workers (a browser page); in-process, use MemWal.open');
   }
-  const url = options.workerUrl ?? new URL('./default-worker.js', import.meta.url);
+  const { workerUrl } = options;
+  const script = workerUrl === undefined ? "memwal's default worker" : String(workerUrl);
   const base = (globalThis as { location?: { href: string } }).location?.href;
-  const hostCheckUrl = options.workerUrl !== undefined && base ? new URL(String(url), base).href : undefined;
   try {
-    return { worker: new Worker(url, { type: 'module' }), owned: true, script: String(url), hostCheckUrl };
+    // The literal `new Worker(new URL('…', import.meta.url))` is what bundlers (Vite, webpack,
+    // esbuild) recognise to bundle the default worker with the app: keep it literal.
+    const worker =
+      workerUrl !== undefined
+        ? new Worker(workerUrl, { type: 'module' })
+        : new Worker(new URL('./default-worker.js', import.meta.url), { type: 'module' });
+    return { worker, owned: true, script, hostCheckUrl: workerUrl !== undefined && base ? new URL(script, base).href : undefined };
   } catch (e) {
-    throw toMemWalError(e, `starting the memwal worker ${String(url)}`, 'NotSupported');
+    throw toMemWalError(e, `starting the memwal worker ${script}`, 'NotSupported');
   }
 }
 
