@@ -57,3 +57,22 @@ test('MemWal.destroy on the page says to use destroyMemWal', async ({ page }) =>
   expect(code(unnamed)).toBe('InvalidArgument');
   expect((unnamed as { message: string }).message).toContain('destroyMemWal');
 });
+
+test('backpressure shows under a plain write storm once the budget is small (the README says which options)', async ({ page }) => {
+  await clientPage(page);
+  const MiB = 1024 * 1024;
+  const id = await open(page, {
+    name: 'visible-backpressure',
+    keyed: true,
+    options: { maxMemtableBytes: 1 * MiB, maxUnflushedMemtableBytes: 2 * MiB },
+  });
+  await mw(page, 'storm', id, { firstId: 0, batch: 2000, payloadBytes: 512, concurrency: 4 });
+  await new Promise((resolve) => setTimeout(resolve, 4000));
+  const storm = await mw(page, 'stopStorm', id);
+  const bp = ok(await mw(page, 'call', id, 'backpressureStats')) as { totalCount: number; totalWaitMs: number };
+  console.log(
+    `small budget: ${storm.acked.length} rows in 4 s, ${bp.totalCount} backpressure waits, ${Math.round(bp.totalWaitMs)} ms waited`,
+  );
+  expect(bp.totalCount).toBeGreaterThan(0);
+  ok(await mw(page, 'call', id, 'close'));
+});

@@ -1,7 +1,8 @@
-// `npm test`: format and lint check (Biome), typecheck, unit tests (vitest), browser e2e (Playwright), then one closing line
-// `memwal: N passed, N failed` that counts both runners. Exits non-zero on any failure.
+// `npm test`: format and lint check (Biome), typecheck, `npm pack`, unit tests (vitest, the pack's contents included),
+// browser e2e (Playwright), the example app on the packed tarball (scripts/example.mjs), then one closing line
+// `memwal: N passed, N failed` that counts every runner. Exits non-zero on any failure.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,9 +20,32 @@ if (run('npx', ['biome', 'check', '.']) !== 0) failed += 1;
 console.log('== typecheck');
 if (run('npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failed += 1;
 
+console.log('== package (npm pack)');
+const packDir = join(out, 'pack');
+mkdirSync(packDir);
+let tarball;
+if (run('npm', ['pack', '--pack-destination', packDir, '--silent']) === 0) {
+  tarball = join(
+    packDir,
+    readdirSync(packDir).find((f) => f.endsWith('.tgz')),
+  );
+} else failed += 1;
+const packed = tarball ? { MEMWAL_TARBALL: tarball } : {};
+
+/** Add a Playwright JSON report's counts; a run that failed without failed tests counts one failure. */
+function countPlaywright(status, json) {
+  if (existsSync(json)) {
+    const s = JSON.parse(readFileSync(json, 'utf8')).stats;
+    passed += s.expected + s.flaky; // flaky: passed on retry; counted and visible in the list above
+    failed += s.unexpected;
+    skipped += s.skipped;
+    if (status !== 0 && s.unexpected === 0) failed += 1;
+  } else if (status !== 0) failed += 1;
+}
+
 console.log('== unit tests (vitest)');
 const vitestJson = join(out, 'vitest.json');
-const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`]);
+const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`], packed);
 if (existsSync(vitestJson)) {
   const r = JSON.parse(readFileSync(vitestJson, 'utf8'));
   passed += r.numPassedTests;
@@ -34,14 +58,14 @@ if (process.env.MEMWAL_SKIP_E2E !== '1') {
   console.log('== browser e2e (Playwright, Chromium)');
   const pwJson = join(out, 'playwright.json');
   const pwStatus = run('npx', ['playwright', 'test', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
-  if (existsSync(pwJson)) {
-    const s = JSON.parse(readFileSync(pwJson, 'utf8')).stats;
-    passed += s.expected;
-    failed += s.unexpected;
-    skipped += s.skipped;
-    passed += s.flaky; // passed on retry; counted and visible in the list above
-    if (pwStatus !== 0 && s.unexpected === 0) failed += 1;
-  } else if (pwStatus !== 0) failed += 1;
+  countPlaywright(pwStatus, pwJson);
+
+  console.log('== example app (examples/todo on the packed tarball)');
+  const exampleJson = join(out, 'example.json');
+  const exampleStatus = tarball
+    ? run('node', ['scripts/example.mjs', '--reporter=list,json'], { ...packed, PLAYWRIGHT_JSON_OUTPUT_NAME: exampleJson, CI: '1' })
+    : 1;
+  countPlaywright(exampleStatus, exampleJson);
 }
 
 console.log(`memwal: ${passed} passed, ${failed} failed, ${skipped} skipped`);
