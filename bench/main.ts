@@ -3,7 +3,7 @@
 // client figure and case 5's stats latency under load) run here. Browser main thread.
 
 import * as Comlink from 'comlink';
-import { openMemWal, type MemWalClient } from '../src/rpc/client.js';
+import { type MemWalClient, openMemWal } from '../src/index.js';
 import type { BenchWorkerApi } from './bench.worker.js';
 import { BENCH_SCHEMA, arrowBatches, batchBytes, dropCachedData, rowChunks } from './data.js';
 import { now, pause, uniqueName } from './measure.js';

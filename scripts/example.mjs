@@ -3,7 +3,7 @@
 // `file:` dependency, typechecks and builds the app, and runs its Playwright suite against the
 // production build. Extra arguments go to Playwright (e.g. --reporter=list,json).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,12 +21,15 @@ const run = (cmd, args, cwd) => {
 
 let tarball = process.env.MEMWAL_TARBALL;
 if (!tarball) {
+  // Built and packed as test/examples/pack.ts does (a staging copy; cached by the sources' hash).
   const dir = mkdtempSync(join(tmpdir(), 'memwal-pack-'));
-  run('npm', ['pack', '--pack-destination', dir, '--silent'], root);
-  tarball = join(
-    dir,
-    readdirSync(dir).find((f) => f.endsWith('.tgz')),
-  );
+  const script = `import { packMemwal } from './test/examples/pack.ts'; console.log(await packMemwal(${JSON.stringify(dir)}));`;
+  const packed = spawnSync('npx', ['tsx', '--eval', script], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  tarball = packed.stdout.trim().split('\n').at(-1);
+  if (packed.status !== 0 || !tarball) {
+    console.error('example: packing memwal failed');
+    process.exit(1);
+  }
 }
 copyFileSync(tarball, join(app, 'memwal.tgz'));
 // A fresh install of the tarball every time (npm keeps a `file:` package of the same version otherwise).

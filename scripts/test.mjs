@@ -1,8 +1,8 @@
-// `npm test`: format and lint check (Biome), typecheck, `npm pack`, unit tests (vitest, the pack's contents included),
+// `npm test`: format and lint check (Biome), typecheck, unit tests (vitest, the packed tarball's contents included),
 // browser e2e (Playwright), the example app on the packed tarball (scripts/example.mjs), then one closing line
 // `memwal: N passed, N failed` that counts every runner. Exits non-zero on any failure.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -20,18 +20,6 @@ if (run('npx', ['biome', 'check', '.']) !== 0) failed += 1;
 console.log('== typecheck');
 if (run('npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failed += 1;
 
-console.log('== package (npm pack)');
-const packDir = join(out, 'pack');
-mkdirSync(packDir);
-let tarball;
-if (run('npm', ['pack', '--pack-destination', packDir, '--silent']) === 0) {
-  tarball = join(
-    packDir,
-    readdirSync(packDir).find((f) => f.endsWith('.tgz')),
-  );
-} else failed += 1;
-const packed = tarball ? { MEMWAL_TARBALL: tarball } : {};
-
 /** Add a Playwright JSON report's counts; a run that failed without failed tests counts one failure. */
 function countPlaywright(status, json) {
   if (existsSync(json)) {
@@ -45,7 +33,7 @@ function countPlaywright(status, json) {
 
 console.log('== unit tests (vitest)');
 const vitestJson = join(out, 'vitest.json');
-const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`], packed);
+const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`]);
 if (existsSync(vitestJson)) {
   const r = JSON.parse(readFileSync(vitestJson, 'utf8'));
   passed += r.numPassedTests;
@@ -62,9 +50,8 @@ if (process.env.MEMWAL_SKIP_E2E !== '1') {
 
   console.log('== example app (examples/todo on the packed tarball)');
   const exampleJson = join(out, 'example.json');
-  const exampleStatus = tarball
-    ? run('node', ['scripts/example.mjs', '--reporter=list,json'], { ...packed, PLAYWRIGHT_JSON_OUTPUT_NAME: exampleJson, CI: '1' })
-    : 1;
+  // The tarball test/pack.test.ts and test/examples.test.ts packed (cached by content) is reused.
+  const exampleStatus = run('node', ['scripts/example.mjs', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: exampleJson, CI: '1' });
   countPlaywright(exampleStatus, exampleJson);
 }
 

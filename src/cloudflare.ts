@@ -20,10 +20,11 @@ export {
  * reads whole WAL segments (up to 8 MiB). Measured under a sustained load of 64 KiB puts (Node,
  * in-memory storage, forced GC): about 60 MiB live at peak with these values, about 130 MiB with
  * the general defaults (16 MiB memtables, 64 MiB budget). So: 4 MiB memtables, a 16 MiB unflushed
- * budget, WAL entries capped at 2 MiB.
+ * budget, WAL entries capped at 2 MiB, puts of at most 4 MiB.
  */
 export const DURABLE_OBJECT_DEFAULTS = {
   maxMemtableBytes: 4 * 1024 * 1024,
   maxUnflushedMemtableBytes: 16 * 1024 * 1024,
   maxWalBufferBytes: 2 * 1024 * 1024,
+  maxPutBytes: 4 * 1024 * 1024,
 } as const satisfies Partial<MemWalOptions>;

@@ -64,6 +64,14 @@ export interface MemWalOptions {
   maxWalFlushIntervalMs?: number;
   /** Freeze the active memtable at this many estimated bytes. Default 16 MiB: a tab-sized tier. */
   maxMemtableBytes?: number;
+  /**
+   * The largest put (or delete) accepted, in estimated bytes (as memtables count them); a larger
+   * one rejects `InvalidArgument` before anything is written (split it). One put is one WAL entry
+   * and sits in memory whole, so this bounds the memory a single call can take. Default 32 MiB
+   * (half the default budget) in a browser or on Node; `DURABLE_OBJECT_DEFAULTS` of
+   * `memwal/cloudflare` set 4 MiB for a 128 MB isolate.
+   */
+  maxPutBytes?: number;
   /** Freeze at this many rows. Default 500,000 (bounds the key index of one memtable). */
   maxMemtableRows?: number;
   /** Freeze at this many record batches. Default 4,096 (one per put at least). */
@@ -73,6 +81,18 @@ export interface MemWalOptions {
    * browser tab and a 128 MB edge isolate alike (Lance: 1 GiB on servers).
    */
   maxUnflushedMemtableBytes?: number;
+  /**
+   * Bytes of decoded table-file blocks kept for reads (point reads and scans of the same keys hit
+   * it instead of storage). Block indexes and Bloom filters of live files are kept besides.
+   * Default 8 MiB.
+   */
+  blockCacheBytes?: number;
+  /**
+   * Compaction debt at which flushes wait for compaction (bytes the pending compaction would
+   * read); flushes also wait at 12 level-0 files. Puts feel it through the unflushed budget, and
+   * `backpressureStats().cause` says `'compaction'`. Default 1 GiB.
+   */
+  maxPendingCompactionBytes?: number;
   /** How long a flushed memtable stays readable in memory. Default 0 (evicted on commit). */
   frozenMemtableGraceMs?: number;
   /** How often a blocked writer warns through `logger`. Default 10 s. */
@@ -104,9 +124,12 @@ export interface ResolvedOptions {
   maxWalBufferBytes: number;
   maxWalFlushIntervalMs: number;
   maxMemtableBytes: number;
+  maxPutBytes: number;
   maxMemtableRows: number;
   maxMemtableBatches: number;
   maxUnflushedMemtableBytes: number;
+  blockCacheBytes: number;
+  maxPendingCompactionBytes: number;
   frozenMemtableGraceMs: number;
   backpressureLogIntervalMs: number;
   backpressureTimeoutMs: number | undefined;
@@ -121,6 +144,9 @@ export interface ResolvedOptions {
 export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
 export const DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS = 100;
 export const DEFAULT_MAX_MEMTABLE_BYTES = 16 * MiB;
+export const DEFAULT_MAX_PUT_BYTES = 32 * MiB;
+export const DEFAULT_BLOCK_CACHE_BYTES = 8 * MiB;
+export const DEFAULT_MAX_PENDING_COMPACTION_BYTES = 1024 * MiB;
 export const DEFAULT_MAX_MEMTABLE_ROWS = 500_000;
 export const DEFAULT_MAX_MEMTABLE_BATCHES = 4096;
 export const DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES = 64 * MiB;
@@ -161,6 +187,9 @@ const KNOWN = new Set<string>([
   'maxWalBufferBytes',
   'maxWalFlushIntervalMs',
   'maxMemtableBytes',
+  'maxPutBytes',
+  'blockCacheBytes',
+  'maxPendingCompactionBytes',
   'maxMemtableRows',
   'maxMemtableBatches',
   'maxUnflushedMemtableBytes',
@@ -239,12 +268,20 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     maxWalBufferBytes: nonNegativeInt('maxWalBufferBytes', o.maxWalBufferBytes, DEFAULT_MAX_WAL_BUFFER_BYTES, 1),
     maxWalFlushIntervalMs,
     maxMemtableBytes,
+    maxPutBytes: nonNegativeInt('maxPutBytes', o.maxPutBytes, DEFAULT_MAX_PUT_BYTES, 1),
     maxMemtableRows: nonNegativeInt('maxMemtableRows', o.maxMemtableRows, DEFAULT_MAX_MEMTABLE_ROWS, 1),
     maxMemtableBatches: nonNegativeInt('maxMemtableBatches', o.maxMemtableBatches, DEFAULT_MAX_MEMTABLE_BATCHES, 1),
     maxUnflushedMemtableBytes: nonNegativeInt(
       'maxUnflushedMemtableBytes',
       o.maxUnflushedMemtableBytes,
       DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
+      1,
+    ),
+    blockCacheBytes: nonNegativeInt('blockCacheBytes', o.blockCacheBytes, DEFAULT_BLOCK_CACHE_BYTES),
+    maxPendingCompactionBytes: nonNegativeInt(
+      'maxPendingCompactionBytes',
+      o.maxPendingCompactionBytes,
+      DEFAULT_MAX_PENDING_COMPACTION_BYTES,
       1,
     ),
     frozenMemtableGraceMs: nonNegativeInt('frozenMemtableGraceMs', o.frozenMemtableGraceMs, 0),

@@ -1,15 +1,15 @@
 // What `npm pack` ships (issue 12, item 4): LICENSE, README and the built entry points; no
 // screenshot; and every relative link of the packed README (and docs) points at a file in the
-// tarball, so nothing is dead on npm. Uses MEMWAL_TARBALL when npm test already packed.
+// tarball, so nothing is dead on npm. Packs as test/examples/pack.ts does (cached by content),
+// or takes MEMWAL_TARBALL.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { packMemwal } from './examples/pack.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 let tarball: string;
 let files: string[];
 
@@ -26,13 +26,8 @@ function relativeLinks(text: string): string[] {
   return out;
 }
 
-beforeAll(() => {
-  tarball = process.env.MEMWAL_TARBALL ?? '';
-  if (!tarball) {
-    const dir = mkdtempSync(join(tmpdir(), 'memwal-pack-test-'));
-    execFileSync('npm', ['pack', '--pack-destination', dir, '--silent'], { cwd: root, stdio: 'ignore' });
-    tarball = join(dir, readdirSync(dir).find((f) => f.endsWith('.tgz'))!);
-  }
+beforeAll(async () => {
+  tarball = process.env.MEMWAL_TARBALL || (await packMemwal(mkdtempSync(join(tmpdir(), 'memwal-pack-test-'))));
   files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
     .split('\n')
     .filter(Boolean)

@@ -1,9 +1,8 @@
 // memwal in real workerd (Cloudflare's runtime, from npm): the adapter conformance cases inside a
-// SQLite-backed Durable Object, then the example Worker killed with SIGKILL in the middle of a
-// write load and restarted, keeping every acknowledged put. Each test starts and kills workerd.
+// SQLite-backed Durable Object. The example Worker (SIGKILL, metrics, memory) is in
+// test/examples.test.ts. Each test starts and kills workerd.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -51,108 +50,4 @@ describe('DurableObjectStorageAdapter conformance inside workerd', () => {
       expect(results.filter((r) => !r.ok).map((r) => `${r.name}: ${r.error}`)).toEqual([]);
     });
   }
-});
-
-describe('the example Durable Object in workerd', () => {
-  let worker: BuiltWorker;
-  let disk: string;
-  beforeAll(async () => {
-    worker = await build('../examples/cloudflare/worker.ts', '../examples/cloudflare/config.capnp', 'dist/worker.js');
-    disk = await mkdtemp(join(tmpdir(), 'memwal-do-disk-'));
-    temporary.push(disk);
-  });
-
-  it('keeps every acknowledged put across a SIGKILL in the middle of a write load', async () => {
-    const ROWS_PER_PUT = 8;
-    const note = 'n'.repeat(8 * 1024); // 64 KiB per put: 4 MiB memtables freeze and flush under load
-    const rowsOf = (put: number) => Array.from({ length: ROWS_PER_PUT }, (_, i) => ({ id: `p${put}-r${i}`, value: put * 100 + i, note }));
-
-    const first = await start(worker, disk);
-    const acknowledged: number[] = [];
-    let nextPut = 0;
-    let killed = false;
-    let writerError: unknown;
-    const writer = async (): Promise<void> => {
-      while (!killed && writerError === undefined) {
-        const put = nextPut++;
-        try {
-          const res = await fetch(`${first.url}/put`, { method: 'POST', body: JSON.stringify(rowsOf(put)) });
-          const body = (await res.json()) as { rows?: number; durable?: boolean };
-          if (res.status === 200 && body.durable === true && body.rows === ROWS_PER_PUT) acknowledged.push(put);
-          else if (!killed) throw new Error(`put ${put}: ${res.status} ${JSON.stringify(body)}`);
-        } catch (e) {
-          if (!killed) writerError ??= e; // after the kill a failed request is expected: its outcome is unknown
-        }
-      }
-    };
-    const writing = Promise.all(Array.from({ length: 4 }, writer));
-
-    // Kill once a flush has committed (table files exist) and the load is still running.
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      if (writerError !== undefined) throw writerError;
-      const stats = (await (await fetch(`${first.url}/stats`)).json()) as { write: { flushCount: number } };
-      if (stats.write.flushCount >= 1 && acknowledged.length >= 100) break;
-      if (Date.now() > deadline) throw new Error(`no flush within 15 s (${acknowledged.length} puts acknowledged)\n${first.log()}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    killed = true;
-    await first.kill();
-    await writing;
-    const attempted = nextPut;
-
-    const second = await start(worker, disk);
-    const scan = await fetch(`${second.url}/scan`);
-    expect(scan.status, second.log()).toBe(200);
-    const rows = (await scan.json()) as { id: string; value: number; note: string }[];
-    const byPut = new Map<number, number>();
-    for (const row of rows) {
-      const put = Number(/^p(\d+)-r\d+$/.exec(row.id)![1]);
-      const i = Number(row.id.split('-r')[1]);
-      expect(row.value).toBe(put * 100 + i);
-      expect(row.note).toBe(note);
-      byPut.set(put, (byPut.get(put) ?? 0) + 1);
-    }
-    const lost = acknowledged.filter((put) => byPut.get(put) !== ROWS_PER_PUT);
-    expect(lost, `acknowledged puts missing after the restart (of ${acknowledged.length})`).toEqual([]);
-    // A put is all or nothing, acknowledged or not.
-    expect([...byPut].filter(([, n]) => n !== ROWS_PER_PUT)).toEqual([]);
-    expect(Math.max(...byPut.keys())).toBeLessThan(attempted);
-
-    const stats = (await (await fetch(`${second.url}/stats`)).json()) as {
-      storage: { tableFileCount: number };
-      wal: { nextPosition: number };
-    };
-    expect(stats.storage.tableFileCount).toBeGreaterThanOrEqual(1);
-    expect(stats.wal.nextPosition).toBeGreaterThan(acknowledged.length / 4);
-
-    // The restarted writer takes new puts.
-    const after = await fetch(`${second.url}/put`, { method: 'POST', body: JSON.stringify([{ id: 'after-restart', value: 1 }]) });
-    expect(await after.json()).toMatchObject({ rows: 1, durable: true });
-    await second.kill();
-  });
-
-  it('serves /metrics as Prometheus text with the store label and the SPEC §4.6 families', async () => {
-    const w = await start(worker, disk);
-    const put = await fetch(`${w.url}/put?store=metrics`, { method: 'POST', body: JSON.stringify([{ id: 'm', value: 1 }]) });
-    expect(put.status).toBe(200);
-    const res = await fetch(`${w.url}/metrics?store=metrics`);
-    expect(res.headers.get('content-type')).toContain('text/plain; version=0.0.4');
-    const text = await res.text();
-    for (const [family, type] of [
-      ['wal_unflushed_bytes', 'gauge'],
-      ['wal_sealed_memtables', 'gauge'],
-      ['wal_backpressure_waits_total', 'counter'],
-      ['wal_backpressure_wait_seconds_total', 'counter'],
-      ['wal_backpressure_active_waiters', 'gauge'],
-      ['wal_backpressure_aborted_total', 'counter'],
-    ]) {
-      expect(text).toContain(`# TYPE ${family} ${type}\n`);
-      expect(text).toMatch(new RegExp(`^${family}\\{store="events"\\} \\d`, 'm'));
-    }
-    const bad = await fetch(`${w.url}/put?store=metrics`, { method: 'POST', body: JSON.stringify([{ nope: 1 }]) });
-    expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ code: 'InvalidArgument' });
-    await w.kill();
-  });
 });

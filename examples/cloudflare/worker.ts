@@ -1,14 +1,16 @@
-// Example: a Cloudflare Worker that routes each store to its own SQLite-backed Durable Object,
-// which hosts one memwal store: POST /put (JSON rows), GET /scan, GET /stats, GET /metrics
-// (Prometheus text). `?store=NAME` picks the Durable Object (default "default").
+// A Cloudflare Worker that routes each store (`?store=NAME`, default "default") to its own
+// SQLite-backed Durable Object, which hosts that one memwal store and answers the HTTP API of
+// api.ts (the same API as the Node example).
 
-import { Field, Float64, Schema, Utf8 } from 'apache-arrow';
 import { MemWal, MemWalError } from 'memwal';
 import { DURABLE_OBJECT_DEFAULTS, DurableObjectStorageAdapter } from 'memwal/cloudflare';
 import type { DurableObjectStorageLike } from 'memwal/cloudflare';
+import { errorResponse, handle, schema } from './api.js';
 
 /** The part of `DurableObjectState` used here (`@cloudflare/workers-types` has the full type). */
 interface DurableObjectStateLike {
+  /** `name`: what `idFromName` was given (Cloudflare since 2026-03; workerd 1.20260315+). */
+  id: { name?: string };
   storage: DurableObjectStorageLike;
   blockConcurrencyWhile<T>(callback: () => Promise<T>): Promise<T>;
 }
@@ -22,82 +24,54 @@ interface Env {
   MEMWAL: DurableObjectNamespaceLike;
 }
 
-/** Rows are `{ id, value?, note? }`; `id` is the primary key, so a put of a known id replaces it. */
-const schema = new Schema([
-  new Field('id', new Utf8(), false),
-  new Field('value', new Float64(), true),
-  new Field('note', new Utf8(), true),
-]);
+/** Store names memwal accepts; checked by the Worker before it routes. */
+const STORE_NAME = /^[A-Za-z0-9._-]{1,200}$/;
 
-/** JSON that tolerates the BigInts Arrow returns for 64-bit integer columns. */
-function json(body: unknown, status = 200): Response {
-  const text = JSON.stringify(body, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-  return new Response(text, { status, headers: { 'content-type': 'application/json' } });
-}
-
-/** HTTP status for a failed call: the caller's fault, try later, or outcome unknown. */
-function errorResponse(e: unknown): Response {
-  if (!(e instanceof MemWalError)) return json({ code: 'Internal', message: String(e) }, 500);
-  const status =
-    e.code === 'InvalidArgument' || e.code === 'NotSupported' ? 400 : e.code === 'BackpressureTimeout' || e.code === 'Locked' ? 503 : 500;
-  return json({ code: e.code, message: e.message }, status);
-}
-
-/** One memwal store per Durable Object; opened (WAL replayed) before the first request. */
+/**
+ * One memwal store per Durable Object, named after the object (`ctx.id.name`), so its metrics
+ * carry `store="<name>"`. Opened (WAL replayed) before the first request.
+ */
 export class MemWalObject {
   private db!: MemWal;
+  private openError: unknown;
 
   constructor(ctx: DurableObjectStateLike) {
     void ctx.blockConcurrencyWhile(async () => {
-      this.db = await MemWal.open({
-        name: 'events',
-        schema,
-        primaryKey: ['id'],
-        storage: new DurableObjectStorageAdapter(ctx.storage),
-        ...DURABLE_OBJECT_DEFAULTS,
-        // A request should not wait for ever behind a slow flush: shed load with 503 instead.
-        backpressureTimeoutMs: 10_000,
-      });
+      try {
+        const name = ctx.id.name;
+        if (name === undefined) {
+          throw new MemWalError(
+            'NotSupported',
+            'ctx.id.name is missing: reach this object through idFromName (and a runtime from 2026-03 on)',
+          );
+        }
+        this.db = await MemWal.open({
+          name,
+          schema,
+          primaryKey: ['id'],
+          storage: new DurableObjectStorageAdapter(ctx.storage),
+          ...DURABLE_OBJECT_DEFAULTS,
+          // A request should not wait for ever behind a slow flush: shed load with 503 instead.
+          backpressureTimeoutMs: 10_000,
+        });
+      } catch (e) {
+        this.openError = e; // answered to every request; the next instance tries again
+      }
     });
   }
 
-  async fetch(request: Request): Promise<Response> {
-    const { pathname } = new URL(request.url);
-    try {
-      if (request.method === 'POST' && pathname === '/put') {
-        const body: unknown = await request.json().catch(() => undefined);
-        if (typeof body !== 'object' || body === null) return json({ code: 'InvalidArgument', message: 'body: expected JSON rows' }, 400);
-        const rows = Array.isArray(body) ? body : [body];
-        return json(await this.db.put(rows as Record<string, unknown>[]));
-      }
-      if (request.method === 'GET' && pathname === '/scan') {
-        const table = await this.db.scan();
-        return json(table.toArray().map((row) => (row as { toJSON(): unknown }).toJSON()));
-      }
-      if (request.method === 'GET' && pathname === '/stats') {
-        const db = this.db;
-        const [memtable, backpressure, wal, write, storage] = await Promise.all([
-          db.memtableStats(),
-          db.backpressureStats(),
-          db.walStats(),
-          db.writeStats(),
-          db.storageStats(),
-        ]);
-        return json({ memtable, backpressure, wal, write, storage });
-      }
-      if (request.method === 'GET' && pathname === '/metrics') {
-        return new Response(await this.db.metrics(), { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' } });
-      }
-      return json({ code: 'NotFound', message: `${request.method} ${pathname}` }, 404);
-    } catch (e) {
-      return errorResponse(e);
-    }
+  fetch(request: Request): Promise<Response> {
+    if (this.openError !== undefined) return Promise.resolve(errorResponse(this.openError));
+    return handle(this.db, request);
   }
 }
 
 export default {
   fetch(request: Request, env: Env): Promise<Response> {
     const store = new URL(request.url).searchParams.get('store') ?? 'default';
+    if (!STORE_NAME.test(store)) {
+      return Promise.resolve(errorResponse(new MemWalError('InvalidArgument', 'store: 1-200 characters of A-Z a-z 0-9 . _ -')));
+    }
     return env.MEMWAL.get(env.MEMWAL.idFromName(store)).fetch(request);
   },
 };

@@ -1,52 +1,87 @@
-// A small Node service over memwal: POST /put (JSON rows), GET /scan, GET /stats, GET /metrics
-// (Prometheus text). Run: node --import tsx examples/node/server.ts [dataDir] [port]
+// A small Node service over memwal: one store in local files, served over HTTP by the fetch
+// handler in api.ts (the same API as the Cloudflare example). Run: npm start -- [dataDir] [port]
+// (Node 20+: `node --import tsx server.ts`). SIGINT/SIGTERM close the store cleanly.
 
 import { createServer } from 'node:http';
-import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
-import { MemWal, MemWalError } from '../../src/index.js';
-import { NodeFileStorage } from '../../src/node.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { MemWal } from 'memwal';
+import { NodeFileStorage } from 'memwal/node';
+import { errorResponse, handle, schema } from './api.js';
 
 const dir = process.argv[2] ?? './memwal-data';
 const port = Number(process.argv[3] ?? 8790);
-const schema = new Schema([
-  new Field('id', new Int64(), false),
-  new Field('value', new Float64(), true),
-  new Field('name', new Utf8(), true),
-]);
 
 const wal = await MemWal.open({ name: 'events', schema, primaryKey: ['id'], storage: new NodeFileStorage(dir) });
 
-const json = (v: unknown): string => JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? Number(x) : x));
+/**
+ * The body of a Node request as a web stream, read as the handler pulls. Once `ignored.rest` is
+ * set, what the handler did not read is thrown away as it arrives.
+ */
+function bodyOf(req: IncomingMessage, ignored: { rest: boolean }): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.pause();
+      req.on('data', (chunk: Buffer) => {
+        if (ignored.rest) return;
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      });
+      req.on('end', () => ignored.rest || controller.close());
+      req.on('error', (e) => ignored.rest || controller.error(e));
+    },
+    pull() {
+      req.resume();
+    },
+    cancel() {
+      ignored.rest = true;
+      req.resume();
+    },
+  });
+}
 
-const server = createServer(async (req, res) => {
-  try {
-    if (req.method === 'POST' && req.url === '/put') {
-      let body = '';
-      for await (const chunk of req) body += chunk;
-      const result = await wal.put(JSON.parse(body));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(json(result));
-    } else if (req.url === '/scan') {
-      const t = await wal.scan();
-      res.writeHead(200, { 'content-type': 'application/json' }).end(json(t.toArray().map((r) => r.toJSON())));
-    } else if (req.url === '/stats') {
-      const stats = {
-        memtable: await wal.memtableStats(),
-        backpressure: await wal.backpressureStats(),
-        wal: await wal.walStats(),
-        write: await wal.writeStats(),
-        storage: await wal.storageStats(),
-      };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(json(stats));
-    } else if (req.url === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(await wal.metrics());
-    } else {
-      res.writeHead(404).end('not found\n');
-    }
-  } catch (e) {
-    const code = e instanceof MemWalError ? e.code : 'IOError';
-    res.writeHead(code === 'InvalidArgument' ? 400 : 500, { 'content-type': 'application/json' });
-    res.end(json({ code, message: (e as Error).message }));
+/** The fetch Request for a Node request (its body streamed, not buffered). */
+function toRequest(req: IncomingMessage, ignored: { rest: boolean }): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
   }
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? bodyOf(req, ignored) : undefined,
+    duplex: 'half', // Node's fetch needs it for a streamed body
+  } as RequestInit);
+}
+
+/** Writes `response` to `res`, its body streamed with backpressure. */
+async function send(response: Response, res: ServerResponse): Promise<void> {
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), res);
+}
+
+const server = createServer((req, res) => {
+  void (async () => {
+    const ignored = { rest: false };
+    let response: Response;
+    try {
+      response = await handle(wal, toRequest(req, ignored));
+    } catch (e) {
+      response = errorResponse(e);
+    }
+    await send(response, res).catch(() => res.destroy()); // the client went away, or the body failed mid-way
+    // A body the handler did not read to its end (a 413) is read and thrown away, so the client
+    // gets its answer and the connection stays usable.
+    ignored.rest = true;
+    req.resume();
+  })();
 });
 
 server.listen(port, '127.0.0.1', () => console.log(`memwal example on http://127.0.0.1:${port} (data in ${dir})`));

@@ -4,7 +4,7 @@
 import { MemWalError } from '../errors.js';
 import type { Logger } from '../options.js';
 import type { BackpressureStats } from './stats.js';
-import { nowMs } from './util.js';
+import { nowMs } from '../util/schedule.js';
 
 /** What the ladder needs from the writer, read afresh on every step. */
 export interface AdmissionContext {
@@ -46,8 +46,11 @@ export class Backpressure {
     for (const w of wakers) w();
   }
 
-  /** A snapshot; `activeWaitMs` sums the elapsed time of the waits in progress. */
-  stats(): BackpressureStats {
+  /**
+   * A snapshot; `activeWaitMs` sums the elapsed time of the waits in progress. `compactionBehind`:
+   * flushes are held back by compaction debt right now (then waiters wait for compaction).
+   */
+  stats(compactionBehind = false): BackpressureStats {
     const now = nowMs();
     let activeWaitMs = 0;
     for (const w of this.active) activeWaitMs += now - w.startMs;
@@ -58,6 +61,7 @@ export class Backpressure {
       activeWaitMs,
       abortedCount: this.abortedCount,
       abortedWaitMs: this.abortedWaitMs,
+      cause: this.active.size === 0 ? null : compactionBehind ? 'compaction' : 'memtable',
     };
   }
 

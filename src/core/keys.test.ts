@@ -220,7 +220,7 @@ describe('encodeKey', () => {
     const t = tombstoneBatch(
       rows.map(({ v: _v, ...key }) => key),
       ss,
-    );
+    )!;
     expect(makeKeyEncoder(ss)(t)).toEqual(keys);
   });
 

@@ -342,3 +342,28 @@ export function keyFromHex(hex: string): string {
   for (let i = 0; i < codes.length; i++) codes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
   return bytesToKey(codes, codes.length);
 }
+
+/**
+ * Key order (the order of their encodings): negative, zero or positive like `a - b`. Numbers
+ * compare as numbers (their encodings sort the same way), strings as strings (char codes are
+ * bytes), and the rare mix (an Int64 key beyond 2^53 next to a safe one) through `keyString`.
+ * Any runtime.
+ */
+export function compareKeys(a: Key, b: Key, ss: StoreSchema): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  const x = typeof a === 'string' ? a : keyString(a, ss);
+  const y = typeof b === 'string' ? b : keyString(b, ss);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** The bytes of a key string (one byte per char), e.g. to store it. */
+export function keyBytes(key: string): Uint8Array {
+  const out = new Uint8Array(key.length);
+  for (let i = 0; i < key.length; i++) out[i] = key.charCodeAt(i);
+  return out;
+}
+
+/** A key string from its bytes (the inverse of {@link keyBytes}). */
+export function keyFromBytes(bytes: Uint8Array): string {
+  return bytesToKey(bytes, bytes.length);
+}

@@ -2,6 +2,7 @@
 // visible prefix, and a slice-aware byte estimate (SPEC §2, §4.2).
 
 import type { RecordBatch } from 'apache-arrow';
+import type { TableFileEntry } from '../manifest/manifest.js';
 import { KeyIndex } from './keyindex.js';
 import type { Key } from './keys.js';
 import { estimateBatchBytes } from './size.js';
@@ -80,12 +81,19 @@ export class MemTable {
   visibleBatches = 0;
   /** Batches [0, durableBatches) are in durable WAL entries. */
   durableBatches = 0;
+  /** Position of the WAL entry holding this memtable's first batch (0: none yet). */
+  firstPosition = 0;
   /** Position of the WAL entry holding this memtable's last batch (0: none yet). */
   lastPosition = 0;
   state: MemTableState = 'active';
   /** Monotonic time its flush committed (grace bookkeeping). */
   committedAtMs: number | undefined;
   flushAttempts = 0;
+  /**
+   * The table file of a flush attempt whose commit was issued but whose outcome is not known yet:
+   * it must not be deleted until the manifest says whether it landed.
+   */
+  pendingTable: TableFileEntry | undefined;
   graceTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(generation: number, keyed: boolean) {

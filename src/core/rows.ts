@@ -44,7 +44,7 @@ const encoder = new TextEncoder();
  *
  * Throws `MemWalError('InvalidArgument')` naming the column (and row) and the reason: unknown
  * column, missing non-nullable column, type mismatch, null in a non-nullable column, a value
- * of the wrong kind or out of range, or no rows at all ("put has no rows").
+ * of the wrong kind or out of range. Input without rows gives no batches (`[]`): a no-op put.
  */
 export function toBatches(data: RecordBatch | Table | Row[], ss: StoreSchema): RecordBatch[] {
   return convertInput(data, ss, 'put');
@@ -67,7 +67,6 @@ function convertInput(data: RecordBatch | Table | Row[], ss: StoreSchema, what: 
   } else {
     throw invalid(`${what} expects an apache-arrow RecordBatch, a Table or an array of row objects`);
   }
-  if (out.length === 0) throw invalid(what === 'put' ? 'put has no rows' : 'delete has no keys');
   return out;
 }
 
@@ -479,10 +478,11 @@ const keySchemas = new WeakMap<StoreSchema, StoreSchema>();
  * every other column null (non-nullable ones get the type's default: 0, '', false, empty bytes,
  * epoch 0). Only key columns may be given, in any order; values follow {@link toBatches}'s
  * rules. Throws `NotSupported` when the store has no primary key, `InvalidArgument` for a
- * non-key column, a missing key column, a bad value, or no keys (`NotSupported` too for a
- * store with a Union column, which has no null or default to fill). Any runtime.
+ * non-key column, a missing key column or a bad value (`NotSupported` too for a store with a
+ * Union column, which has no null or default to fill). Undefined when there are no keys (a
+ * no-op delete). Any runtime.
  */
-export function tombstoneBatch(keys: Table | RecordBatch | Row[], ss: StoreSchema): RecordBatch {
+export function tombstoneBatch(keys: Table | RecordBatch | Row[], ss: StoreSchema): RecordBatch | undefined {
   if (!ss.hasTombstone) throw new MemWalError('NotSupported', 'delete needs a primary key; this store has none');
   let kss = keySchemas.get(ss);
   if (!kss) {
@@ -491,6 +491,7 @@ export function tombstoneBatch(keys: Table | RecordBatch | Row[], ss: StoreSchem
     keySchemas.set(ss, kss);
   }
   const parts = convertInput(keys, kss, 'delete');
+  if (parts.length === 0) return undefined;
   const n = parts.reduce((s, b) => s + b.numRows, 0);
   const keyData = parts.length === 1 ? parts[0]!.data.children : gatherBatch(kss.base, parts.map(allRows), n).data.children;
   const children = ss.internal.fields.map((f, j) => {

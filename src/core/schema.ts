@@ -5,6 +5,7 @@
 import { Bool, Field, Schema, Table, Type, tableFromIPC, tableToIPC } from 'apache-arrow';
 import type { DataType } from 'apache-arrow';
 import { MemWalError } from '../errors.js';
+import { fromBase64, toBase64 } from '../util/bytes.js';
 
 /** Name of the internal delete-marker column appended to keyed stores' batches. Never renamed. */
 export const TOMBSTONE_COLUMN = '_tombstone';
@@ -191,23 +192,14 @@ export function describeSchemaDifference(a: Schema, b: Schema): string | undefin
  * given). Uses `btoa`, present in Node ≥ 16, browsers, Deno and workerd.
  */
 export function encodeSchema(s: Schema): string {
-  const bytes = tableToIPC(new Table(s), 'stream');
-  let bin = '';
-  const CHUNK = 0x8000;
-  for (let i = 0; i < bytes.length; i += CHUNK) {
-    bin += String.fromCharCode.apply(null, bytes.subarray(i, i + CHUNK) as unknown as number[]);
-  }
-  return btoa(bin);
+  return toBase64(tableToIPC(new Table(s), 'stream'));
 }
 
 /** Inverse of {@link encodeSchema}. Throws `MemWalError('Corruption')` on anything else. */
 export function decodeSchema(b64: string): Schema {
   let schema: Schema;
   try {
-    const bin = atob(b64);
-    const bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    schema = (tableFromIPC(bytes) as Table).schema;
+    schema = (tableFromIPC(fromBase64(b64)) as Table).schema;
   } catch (e) {
     throw new MemWalError('Corruption', `stored schema is not a base64 Arrow IPC stream: ${String(e)}`, { cause: e });
   }

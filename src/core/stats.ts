@@ -53,6 +53,75 @@ export interface BackpressureStats {
   abortedCount: number;
   /** Summed duration of those waits, ms. */
   abortedWaitMs: number;
+  /**
+   * Why the puts waiting right now wait: `'memtable'` (unflushed bytes are at the budget while
+   * flushes run), `'compaction'` (flushes are held back because compaction is behind, docs/impl.md
+   * §5), `null` when nobody waits.
+   */
+  cause: 'memtable' | 'compaction' | null;
+}
+
+/** Point reads and table-file reads since this open (MemTable mode). */
+export interface ReadStats {
+  /** `get` calls. */
+  gets: number;
+  /** Table files whose key range and Bloom filter admitted a `get` (each costs at most one block read). */
+  tableFilesConsulted: number;
+  /** Table files a `get` skipped because their Bloom filter ruled the key out. */
+  bloomNegatives: number;
+  /** Bloom filters that admitted the key. */
+  bloomPositives: number;
+  /** Of those, how many did not hold the key after all. */
+  bloomFalsePositives: number;
+  /** Blocks read from storage (point reads, scans, compaction inputs). */
+  blockReads: number;
+  /** Blocks served from the block cache. */
+  blockCacheHits: number;
+  /** Bytes held by the block cache now (bounded by `blockCacheBytes`). */
+  blockCacheBytes: number;
+}
+
+/** Table files per LSM level. */
+export interface LevelStats {
+  level: number;
+  files: number;
+  bytes: number;
+}
+
+/** Compaction since this open, and the table files now (MemTable mode). */
+export interface CompactionStats {
+  /** Live table files and their bytes. */
+  tableCount: number;
+  tableBytes: number;
+  levels: LevelStats[];
+  /** Bytes the next compaction would read (0 when none is due): the compaction debt. */
+  pendingBytes: number;
+  /** True while a compaction runs. */
+  running: boolean;
+  completedCount: number;
+  failureCount: number;
+  bytesRead: number;
+  bytesWritten: number;
+  /**
+   * Live table bytes ÷ the bytes their newest versions would take (an estimate from the
+   * compaction that last rewrote everything; 1 means nothing is stale).
+   */
+  spaceAmplification: number;
+  /**
+   * Flushes that had to wait because compaction was behind (level-0 file count or pending bytes
+   * at their bound): a leading indicator, it rises before puts block.
+   */
+  l0StallCount: number;
+}
+
+/** What `compact()` did. */
+export interface CompactionResult {
+  /** Compactions run by this call. */
+  compactions: number;
+  bytesRead: number;
+  bytesWritten: number;
+  tablesBefore: number;
+  tablesAfter: number;
 }
 
 export interface WalStats {
@@ -91,8 +160,11 @@ export interface WriteStats {
   replayTimeMs: number;
 }
 
+/** The adapter's `StorageEstimate` of this store (each figure defined there), plus table-file totals. */
 export interface StorageStats {
+  /** Bytes of this store in storage (the browser adapters: the whole origin's); see StorageEstimate. */
   usageBytes?: number;
+  /** Room to grow, where the runtime tells; see StorageEstimate. */
   quotaBytes?: number;
   persisted?: boolean;
   /** Table files in the manifest and their total bytes. */
@@ -160,6 +232,9 @@ export interface MemWalApi<R extends RowTypes = UntypedRows> {
   memtableStats(): Promise<MemTableStats>;
   /** Backpressure waits. Always answers. */
   backpressureStats(): Promise<BackpressureStats>;
+  compactionStats(): Promise<CompactionStats>;
+  readStats(): Promise<ReadStats>;
+  compact(opts?: { signal?: AbortSignal }): Promise<CompactionResult>;
   walStats(): Promise<WalStats>;
   writeStats(): Promise<WriteStats>;
   storageStats(): Promise<StorageStats>;

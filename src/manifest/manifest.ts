@@ -3,8 +3,14 @@
 
 import { MemWalError } from '../errors.js';
 
-/** Written to disk: never renumber. Readers reject versions they do not know. */
-export const MANIFEST_FORMAT_VERSION = 1;
+/**
+ * Written to disk: never renumber. Version 2 adds `commitId`, schema versions and the table
+ * fields of format v2; this build writes 2 and reads 1 and 2 (docs/format.md §11). Readers reject
+ * versions they do not know.
+ */
+export const MANIFEST_FORMAT_VERSION = 2;
+/** Manifest format versions this build reads. */
+export const READABLE_MANIFEST_VERSIONS: readonly number[] = [1, 2];
 
 /** A flushed memtable: one Arrow IPC file. */
 export interface TableFileEntry {
@@ -18,16 +24,37 @@ export interface TableFileEntry {
   /** Smallest and largest encoded primary key, hex of the key bytes; absent without a key. */
   minKey?: string;
   maxKey?: string;
+  /** Table file format: 1 (one record batch per put, unsorted) or 2 (sorted blocks, index, Bloom filter). Absent: 1. */
+  format?: number;
+  /** LSM level: 0 for flushed memtables (may overlap), 1 for the compacted sorted run. Absent: 0. */
+  level?: number;
+  /** The generations whose rows the file holds (a flush: one; a compaction output: a range). Absent: `generation` only. */
+  minGeneration?: number;
+  /** See `minGeneration`; `generation` equals it. */
+  maxGeneration?: number;
+  /** The schema version the file was written with (`Manifest.schemas`). Absent: 1. */
+  schemaVersion?: number;
 }
 
 export type StoreMode = 'memtable' | 'wal-only';
+
+/** One schema version of a store (§9 schema evolution). */
+export interface SchemaVersion {
+  version: number;
+  /** base64 of an Arrow IPC stream with the schema and no batches. */
+  schema: string;
+}
 
 export interface Manifest {
   formatVersion: number;
   layout: string;
   mode: StoreMode;
-  /** The Arrow schema: base64 of an Arrow IPC stream with the schema and no batches. */
+  /** The current Arrow schema: base64 of an Arrow IPC stream with the schema and no batches. */
   schema: string;
+  /** The current schema's version (format 2; absent: 1). */
+  schemaVersion?: number;
+  /** Every schema version the store's data may carry, oldest first (format 2; absent: just `schema` as version 1). */
+  schemas?: SchemaVersion[];
   primaryKey: string[];
   writerEpoch: number;
   /** Bumped by every commit; commits are compare-and-set on it. */
@@ -40,6 +67,11 @@ export interface Manifest {
   consumerCursor: number | null;
   /** The highest durable WAL position any writer reached; positions of durable entries are never reused. */
   positionHint: number;
+  /**
+   * A random id of the commit that wrote this version (format 2). A writer whose commit had an
+   * unknown outcome (the reply was lost) re-reads the manifest and finds out by this id.
+   */
+  commitId?: string;
   tables: TableFileEntry[];
 }
 
@@ -50,10 +82,10 @@ export function checkManifest(value: unknown): Manifest {
     throw new MemWalError('Corruption', `manifest is invalid: ${why}`);
   };
   if (typeof m !== 'object' || m === null) return bad('not an object');
-  if (m.formatVersion !== MANIFEST_FORMAT_VERSION) {
+  if (!READABLE_MANIFEST_VERSIONS.includes(m.formatVersion as number)) {
     throw new MemWalError(
       'NotSupported',
-      `manifest format version ${String(m.formatVersion)} is not supported (this build reads ${MANIFEST_FORMAT_VERSION})`,
+      `manifest format version ${String(m.formatVersion)} is not supported (this build reads ${READABLE_MANIFEST_VERSIONS.join(', ')})`,
     );
   }
   const ints: (keyof Manifest)[] = ['writerEpoch', 'version', 'nextGeneration', 'replayCursor', 'positionHint'];
@@ -67,5 +99,10 @@ export function checkManifest(value: unknown): Manifest {
 
 /** A deep copy, so a handed-out manifest never aliases the writer's. */
 export function cloneManifest(m: Manifest): Manifest {
-  return { ...m, primaryKey: [...m.primaryKey], tables: m.tables.map((t) => ({ ...t })) };
+  return {
+    ...m,
+    primaryKey: [...m.primaryKey],
+    tables: m.tables.map((t) => ({ ...t })),
+    ...(m.schemas ? { schemas: m.schemas.map((v) => ({ ...v })) } : {}),
+  };
 }

@@ -21,7 +21,15 @@ function snapshot(overrides: Partial<MetricsSnapshot> = {}): MetricsSnapshot {
       pendingWalBytes: 256,
     },
     walUnappendedBytes: 0,
-    backpressure: { totalCount: 5, totalWaitMs: 1250, activeCount: 1, activeWaitMs: 30, abortedCount: 2, abortedWaitMs: 500 },
+    backpressure: {
+      totalCount: 5,
+      totalWaitMs: 1250,
+      activeCount: 1,
+      activeWaitMs: 30,
+      abortedCount: 2,
+      abortedWaitMs: 500,
+      cause: 'memtable',
+    },
     wal: { nextPosition: 41, oldestPosition: 12, retainedBytes: 65536, bytesWritten: 90000, entriesWritten: 40, tornTailBytes: 0 },
     write: {
       putCount: 40,
@@ -104,7 +112,10 @@ describe('renderMetrics', () => {
       'wal_storage_quota_bytes{store="orders"} 2000000000',
       'wal_storage_persisted{store="orders"} 1',
       'wal_table_files{store="orders"} 3',
+      'wal_table_bytes{store="orders"} 300000',
       'wal_table_file_bytes{store="orders"} 300000',
+      'wal_backpressure_cause{store="orders",cause="memtable"} 1',
+      'wal_backpressure_cause{store="orders",cause="compaction"} 0',
       'wal_writer_state{store="orders",state="waiting-for-lock"} 0',
       'wal_writer_state{store="orders",state="open"} 1',
       'wal_writer_state{store="orders",state="fenced"} 0',
@@ -134,7 +145,7 @@ describe('renderMetrics', () => {
     expect(escapeLabelValue('a\\b"c\nd')).toBe('a\\\\b\\"c\\nd');
     const text = renderMetrics(snapshot({ store: 'we"ird\\na\nme' }));
     expect(samples(text)[0]).toBe('wal_unflushed_bytes{store="we\\"ird\\\\na\\nme"} 5120');
-    expect(samples(text)).toHaveLength(49); // the raw newline did not split a sample
+    expect(samples(text)).toHaveLength(52); // the raw newline did not split a sample
   });
 
   it('renders a WAL-only snapshot with unappended bytes as unflushed and no memtable families', () => {
@@ -215,7 +226,15 @@ describe('promtool check metrics', () => {
       snapshot({
         store: 'a"b\\c\nd',
         state: 'closing',
-        backpressure: { totalCount: 0, totalWaitMs: 1e-7, activeCount: 0, activeWaitMs: 0.1 + 0.2, abortedCount: 0, abortedWaitMs: -0 },
+        backpressure: {
+          totalCount: 0,
+          totalWaitMs: 1e-7,
+          activeCount: 0,
+          activeWaitMs: 0.1 + 0.2,
+          abortedCount: 0,
+          abortedWaitMs: -0,
+          cause: null,
+        },
         storage: { usageBytes: Number.MAX_SAFE_INTEGER, quotaBytes: 1e21, tableFileCount: 0, tableFileBytes: 0 },
       }),
     ],

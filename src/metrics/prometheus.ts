@@ -1,7 +1,16 @@
 // Renders one stats snapshot as Prometheus text exposition format 0.0.4 (SPEC §4.6).
 // Pure string building; runs in every runtime.
 
-import type { BackpressureStats, MemTableStats, StorageStats, WalStats, WriteStats, WriterState } from '../core/stats.js';
+import type {
+  BackpressureStats,
+  CompactionStats,
+  MemTableStats,
+  ReadStats,
+  StorageStats,
+  WalStats,
+  WriteStats,
+  WriterState,
+} from '../core/stats.js';
 
 /** One consistent snapshot of a writer's stats, taken under the read lock, ready to render. */
 export interface MetricsSnapshot {
@@ -10,6 +19,10 @@ export interface MetricsSnapshot {
   mode: 'memtable' | 'wal-only';
   /** Absent in WAL-only mode: the memtable families are then omitted. */
   memtable?: MemTableStats;
+  /** Absent in WAL-only mode (no table files). */
+  compaction?: CompactionStats;
+  /** Absent in WAL-only mode (no table files). */
+  reads?: ReadStats;
   /** WAL-only mode: bytes accepted but not yet appended (the unflushed figure there). */
   walUnappendedBytes: number;
   backpressure: BackpressureStats;
@@ -115,16 +128,69 @@ const FAMILIES: readonly Family[] = [
   gauge('wal_oldest_position', (s) => s.wal.oldestPosition, 'Oldest WAL position still retained in storage.'),
   gauge('wal_torn_tail_bytes', (s) => s.wal.tornTailBytes, 'Bytes cut from torn WAL tails at this open.'),
   // Storage, where the runtime says.
-  gauge('wal_storage_usage_bytes', (s) => s.storage.usageBytes, 'Storage used by this origin, as reported by the runtime.'),
-  gauge('wal_storage_quota_bytes', (s) => s.storage.quotaBytes, 'Storage quota of this origin, as reported by the runtime.'),
+  gauge(
+    'wal_storage_usage_bytes',
+    (s) => s.storage.usageBytes,
+    "Bytes this store keeps in storage (WAL, table files, manifest); in a browser, the whole origin's usage.",
+  ),
+  gauge(
+    'wal_storage_quota_bytes',
+    (s) => s.storage.quotaBytes,
+    "This store's bytes plus the space still available to it (files), or the origin's quota (browser).",
+  ),
   gauge(
     'wal_storage_persisted',
     (s) => (s.storage.persisted === undefined ? undefined : Number(s.storage.persisted)),
     '1 when storage is persistent (not evictable), 0 when best-effort.',
   ),
   gauge('wal_table_files', (s) => s.storage.tableFileCount, 'Table files in the manifest.'),
-  gauge('wal_table_file_bytes', (s) => s.storage.tableFileBytes, 'Total bytes of the table files in the manifest.'),
+  gauge('wal_table_bytes', (s) => s.storage.tableFileBytes, 'Total bytes of the table files in the manifest.'),
+  gauge(
+    'wal_table_file_bytes',
+    (s) => s.storage.tableFileBytes,
+    'Total bytes of the table files in the manifest (the name of wal_table_bytes before 0.2).',
+  ),
+  // Compaction (the LSM's shape and debt).
+  gauge(
+    'wal_compaction_pending_bytes',
+    (s) => s.compaction?.pendingBytes,
+    'Bytes the next compaction would read (0 when none is due): the compaction debt.',
+  ),
+  gauge('wal_compaction_running', (s) => (s.compaction ? Number(s.compaction.running) : undefined), '1 while a compaction runs.'),
+  counter('wal_compactions_total', (s) => s.compaction?.completedCount, 'Compactions committed.'),
+  counter('wal_compaction_failures_total', (s) => s.compaction?.failureCount, 'Compactions that failed (retried later).'),
+  counter('wal_compaction_bytes_read_total', (s) => s.compaction?.bytesRead, 'Table bytes read by committed compactions.'),
+  counter('wal_compaction_bytes_written_total', (s) => s.compaction?.bytesWritten, 'Table bytes written by committed compactions.'),
+  counter(
+    'wal_l0_stalls_total',
+    (s) => s.compaction?.l0StallCount,
+    'Times flushes had to wait for compaction (level-0 files or pending bytes at their bound): rises before puts block.',
+  ),
+  gauge(
+    'wal_space_amplification',
+    (s) => s.compaction?.spaceAmplification,
+    'Live table bytes over the bytes of the newest versions of every row (an estimate).',
+  ),
+  // Reads.
+  counter('wal_gets_total', (s) => s.reads?.gets, 'get calls.'),
+  counter(
+    'wal_get_table_files_consulted_total',
+    (s) => s.reads?.tableFilesConsulted,
+    'Table files a get read a block of (its key range and Bloom filter admitted the key).',
+  ),
+  counter('wal_bloom_negatives_total', (s) => s.reads?.bloomNegatives, 'Table files a get skipped on their Bloom filter.'),
+  counter('wal_bloom_positives_total', (s) => s.reads?.bloomPositives, 'Bloom filters that admitted a key.'),
+  counter(
+    'wal_bloom_false_positives_total',
+    (s) => s.reads?.bloomFalsePositives,
+    'Bloom filters that admitted a key the file did not hold.',
+  ),
+  counter('wal_block_reads_total', (s) => s.reads?.blockReads, 'Table-file blocks read from storage.'),
+  counter('wal_block_cache_hits_total', (s) => s.reads?.blockCacheHits, 'Table-file blocks served from the block cache.'),
+  gauge('wal_block_cache_bytes', (s) => s.reads?.blockCacheBytes, 'Bytes held by the block cache.'),
 ];
+
+const CAUSES = ['memtable', 'compaction'] as const;
 
 const WRITER_STATES: readonly string[] = ['waiting-for-lock', 'open', 'fenced', 'poisoned', 'closed'] satisfies WriterState[];
 
@@ -157,6 +223,15 @@ export function renderMetrics(s: MetricsSnapshot): string {
     header(name, type, help);
     lines.push(`${name}{${store}} ${v}`);
   }
+
+  if (s.compaction && s.compaction.levels.length > 0) {
+    header('wal_level_files', 'gauge', 'Table files per LSM level (0: flushed memtables, 1: the compacted run).');
+    for (const l of s.compaction.levels) lines.push(`wal_level_files{${store},level="${l.level}"} ${l.files}`);
+    header('wal_level_bytes', 'gauge', 'Table bytes per LSM level.');
+    for (const l of s.compaction.levels) lines.push(`wal_level_bytes{${store},level="${l.level}"} ${l.bytes}`);
+  }
+  header('wal_backpressure_cause', 'gauge', 'Why puts wait right now: 1 for the cause of the current waits, 0 otherwise.');
+  for (const cause of CAUSES) lines.push(`wal_backpressure_cause{${store},cause="${cause}"} ${s.backpressure.cause === cause ? 1 : 0}`);
 
   header('wal_writer_state', 'gauge', 'Writer state: 1 for the current state, 0 for the others.');
   const states = WRITER_STATES.includes(s.state) ? WRITER_STATES : [...WRITER_STATES, s.state];

@@ -7,6 +7,9 @@ import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { OpenHooks } from '../core/memwal.js';
 import type {
   BackpressureStats,
+  CompactionResult,
+  CompactionStats,
+  ReadStats,
   MemTableStats,
   MemWalApi,
   PutResult,
@@ -451,6 +454,21 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
 
   walStats(): Promise<WalStats> {
     return this.call('walStats', (r) => r.walStats());
+  }
+
+  /** As `MemWal.compactionStats`. */
+  compactionStats(): Promise<CompactionStats> {
+    return this.call('compactionStats', (r) => r.compactionStats());
+  }
+
+  /** As `MemWal.readStats`. */
+  readStats(): Promise<ReadStats> {
+    return this.call('readStats', (r) => r.readStats());
+  }
+
+  /** As `MemWal.compact`; `signal` aborts it in the worker. */
+  compact(opts: { signal?: AbortSignal } = {}): Promise<CompactionResult> {
+    return this.withSignal(opts.signal, (w) => this.call('compact', (r) => r.compact(w)));
   }
 
   writeStats(): Promise<WriteStats> {

@@ -2,7 +2,11 @@
 // One interface, one reference implementation (MemoryStorage), one conformance suite
 // (memwal/testing conformanceCases) that every backend passes.
 
+import { MemWalError } from '../errors.js';
+import type { BackgroundJobs } from '../core/jobs.js';
+import type { StoreSchema } from '../core/schema.js';
 import type { Manifest } from '../manifest/manifest.js';
+import type { Logger } from '../options.js';
 
 /**
  * Options for claiming a store's writer lock.
@@ -14,6 +18,11 @@ export interface LockOptions {
   steal?: boolean;
   /** Called once if the open has to wait for another holder. */
   onWaiting?: () => void;
+  /**
+   * Where a waiting open warns, every few seconds (`LOCK_WAIT_WARN_MS`), that it still waits and
+   * what the adapter knows about the holder. Absent: the wait is silent.
+   */
+  logger?: Logger;
   /**
    * Called at most once when this holder loses the lock without releasing it (stolen, or the
    * platform revoked it). The writer treats it as being fenced.
@@ -33,10 +42,23 @@ export interface WalSegmentInfo {
   bytes: number;
 }
 
-/** Usage figures where the runtime knows them (`navigator.storage.estimate()`, statfs, ...). */
+/** Usage figures of one store, where the adapter can tell. */
 export interface StorageEstimate {
+  /**
+   * Bytes the store keeps in storage: its WAL segments, table files and manifest, as the adapter
+   * counts them (file sizes, stored byte lengths; not the file system's or database's own
+   * overhead), never another store's. Memory, file and Durable Object adapters. The browser
+   * adapters (`'opfs'`, `'indexeddb'`) report the whole origin's usage instead
+   * (`navigator.storage.estimate()`: every store and everything else the origin keeps).
+   */
   usageBytes?: number;
+  /**
+   * Files: `usageBytes` plus the bytes still available to this process on the file system (shared
+   * with everything else there). Browser: the origin's quota. Absent where the runtime does not
+   * tell (memory, Durable Objects, Deno).
+   */
   quotaBytes?: number;
+  /** True when the runtime will not evict the data (files; a persisted origin). */
   persisted?: boolean;
 }
 
@@ -57,8 +79,18 @@ export interface StorageAdapter {
   openStore(name: string, options: LockOptions): Promise<StoreHandle>;
   /** Remove every file and record of store `name`. Rejects `Locked` while a writer holds it. */
   destroyStore(name: string): Promise<void>;
-  /** Usage and quota where the runtime knows them. */
-  estimate?(): Promise<StorageEstimate>;
+  /**
+   * Usage figures of store `name` (see StorageEstimate), whether it is open or not; a store that
+   * does not exist uses 0 bytes. Rejects with the adapter's I/O error.
+   */
+  estimate?(name: string): Promise<StorageEstimate>;
+  /**
+   * Optional: where this store's background jobs (building flushed and compacted table files)
+   * run, when the adapter offers a better place than the engine's thread (the browser's I/O
+   * worker, `storage/remote.ts`). `handle` is the store's open handle from this adapter (or a
+   * wrapper's), `schema` the store's schemas. Absent: the jobs run inline.
+   */
+  backgroundJobs?(handle: StoreHandle, schema: StoreSchema): BackgroundJobs | undefined;
 }
 
 /**
@@ -98,6 +130,12 @@ export interface StoreHandle {
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void>;
   /** The whole table file. Rejects `IOError` when it is missing. */
   tableRead(name: string): Promise<Uint8Array>;
+  /**
+   * `length` bytes of table file `name` from byte `offset` (a block or a footer), read without
+   * reading the rest of the file. Rejects `IOError` when the file is missing or the range is not
+   * inside it, `InvalidArgument` for a negative or non-integer offset or length.
+   */
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array>;
   /** Every table file name of the store, committed or orphaned. */
   tableList(): Promise<string[]>;
   /** Delete table file `name`. Missing files are not an error. */
@@ -105,6 +143,20 @@ export interface StoreHandle {
 
   /** Close every handle and release the writer lock. Idempotent; never throws. */
   release(): Promise<void>;
+}
+
+/** `InvalidArgument` unless `offset` and `length` are non-negative integers (a ranged table read). */
+export function checkRange(name: string, offset: number, length: number): void {
+  if (!(Number.isSafeInteger(offset) && offset >= 0 && Number.isSafeInteger(length) && length >= 0)) {
+    throw new MemWalError('InvalidArgument', `table file ${name}: bad range offset ${offset} length ${length}`);
+  }
+}
+
+/** `IOError` unless `[offset, offset + length)` lies inside a file of `size` bytes. */
+export function checkInside(name: string, offset: number, length: number, size: number): void {
+  if (offset + length > size) {
+    throw new MemWalError('IOError', `table file ${name}: range ${offset}+${length} is outside its ${size} bytes`);
+  }
 }
 
 /** Segment names: `{epoch}-{firstPosition}`; parse returns undefined for foreign names. */

@@ -5,8 +5,9 @@
 import { MemWalError, toMemWalError } from '../errors.js';
 import { checkManifest } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
+import { warnWhileWaiting } from './lock-wait.js';
 
 /** A value SQLite hands back: BLOBs come back as `ArrayBuffer`. */
 export type SqlValue = ArrayBuffer | string | number | null;
@@ -14,8 +15,6 @@ export type SqlValue = ArrayBuffer | string | number | null;
 /** The part of a Durable Object's `SqlStorage` (`ctx.storage.sql`) this adapter uses. */
 export interface SqlStorageLike {
   exec(query: string, ...bindings: unknown[]): { toArray(): Record<string, SqlValue>[] };
-  /** Bytes of the object's SQLite database (Cloudflare: `sql.databaseSize`). */
-  readonly databaseSize?: number;
 }
 
 /**
@@ -155,7 +154,7 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
    * Claim the writer lock of store `name` in this isolate. A free lock is taken at once. A held
    * one: `steal` takes it (the old handle's later operations reject `Fenced`, its `onLost` gets
    * `'stolen'` on a microtask); `timeoutMs: 0` rejects `Locked` at once; otherwise calls
-   * `onWaiting` once and waits, rejecting `Locked` after `timeoutMs` (undefined: never) or
+   * `onWaiting` once and waits (warning through `logger` while it does), rejecting `Locked` after `timeoutMs` (undefined: never) or
    * `Aborted` when `signal` aborts. Rejects `InvalidArgument` for a negative `timeoutMs`, or the
    * storage error creating the tables.
    */
@@ -185,7 +184,9 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
     }
     return new Promise<StoreHandle>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      const stopWarning = warnWhileWaiting(name, options, () => 'another open in this Durable Object holds it');
       const leave = (): void => {
+        stopWarning();
         if (timer !== undefined) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         const i = lock.waiters.indexOf(waiter);
@@ -227,16 +228,25 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
   }
 
   /**
-   * `usageBytes`: the size of this Durable Object's whole SQLite database (every store, plus
-   * anything else the object keeps there). No quota: Cloudflare's per-object limit depends on
-   * the plan.
+   * `usageBytes`: the bytes store `name` keeps in this object's SQLite database — its WAL and
+   * table-file chunks plus its manifest (0 when it does not exist); not SQLite's page overhead
+   * nor other stores' rows (the whole database is `ctx.storage.sql.databaseSize`). No quota:
+   * Cloudflare's per-object limit depends on the plan. Rejects with the storage error.
    */
-  estimate(): Promise<StorageEstimate> {
+  estimate(name: string): Promise<StorageEstimate> {
     try {
-      const size = this.storage.sql.databaseSize;
-      return Promise.resolve(typeof size === 'number' ? { usageBytes: size } : {});
+      this.ensureSchema();
+      const [row] = this.storage.sql
+        .exec(
+          `SELECT (SELECT coalesce(sum(length(data)), 0) FROM memwal_wal_chunk WHERE store = ?1)
+                + (SELECT coalesce(sum(length(data)), 0) FROM memwal_table_chunk WHERE store = ?1)
+                + (SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) FROM memwal_manifest WHERE store = ?1) AS bytes`,
+          name,
+        )
+        .toArray();
+      return Promise.resolve({ usageBytes: Number(row?.bytes ?? 0) });
     } catch (e) {
-      return Promise.reject(storageError(e, 'storage estimate'));
+      return Promise.reject(storageError(e, `storage estimate of store "${name}"`));
     }
   }
 
@@ -276,6 +286,8 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
 /** One holder of a store's writer lock; every operation first checks it is still the holder. */
 class DurableObjectStoreHandle implements StoreHandle {
   private state: 'open' | 'released' | 'stolen' = 'open';
+  /** The writer epoch of the newest manifest this handle committed (0: none yet); fences mutations. */
+  private epoch = 0;
   private readonly sql: SqlStorageLike;
 
   constructor(
@@ -312,10 +324,10 @@ class DurableObjectStoreHandle implements StoreHandle {
     return this.write('manifest commit', () => {
       const [stored] = this.rows('SELECT version, writer_epoch FROM memwal_manifest WHERE store = ?', this.store);
       const storedVersion = Number(stored?.version ?? 0);
+      if (stored && Number(stored.writer_epoch) > next.writerEpoch) {
+        throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${Number(stored.writer_epoch)}`);
+      }
       if (storedVersion !== expectedVersion) {
-        if (stored && Number(stored.writer_epoch) > next.writerEpoch) {
-          throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${Number(stored.writer_epoch)}`);
-        }
         throw new MemWalError('IOError', `manifest commit conflict: expected version ${expectedVersion}, stored ${storedVersion}`);
       }
       this.sql.exec(
@@ -325,6 +337,7 @@ class DurableObjectStoreHandle implements StoreHandle {
         next.writerEpoch,
         body,
       );
+      this.epoch = next.writerEpoch;
     });
   }
 
@@ -402,6 +415,7 @@ class DurableObjectStoreHandle implements StoreHandle {
 
   walTruncate(name: string, length: number): Promise<void> {
     return this.write(`WAL truncate of ${name}`, () => {
+      this.fence(`WAL truncate of ${name}`);
       const current = this.segmentLength(name);
       if (current === undefined) throw new MemWalError('IOError', `WAL segment ${name} does not exist`);
       if (!(Number.isSafeInteger(length) && length >= 0 && length <= current)) {
@@ -422,6 +436,7 @@ class DurableObjectStoreHandle implements StoreHandle {
 
   walRemove(name: string): Promise<void> {
     return this.write(`WAL remove of ${name}`, () => {
+      this.fence(`WAL remove of ${name}`);
       this.sql.exec('DELETE FROM memwal_wal_chunk WHERE store = ? AND segment = ?', this.store, name);
       this.sql.exec('DELETE FROM memwal_wal_segment WHERE store = ? AND name = ?', this.store, name);
     });
@@ -437,6 +452,7 @@ class DurableObjectStoreHandle implements StoreHandle {
     await this.write(
       context,
       () => {
+        this.fence(context);
         const [existing] = this.rows('SELECT complete FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
         if (existing) throw new MemWalError('IOError', `table file ${name} already exists`);
         this.sql.exec('INSERT INTO memwal_table_file (store, name, bytes, complete) VALUES (?, ?, 0, 0)', this.store, name);
@@ -447,6 +463,7 @@ class DurableObjectStoreHandle implements StoreHandle {
     let bytes = 0;
     const put = (chunk: Uint8Array): void => {
       this.transaction(context, () => {
+        this.fence(context);
         for (const piece of rechunk([chunk], this.chunkBytes)) {
           this.sql.exec('INSERT INTO memwal_table_chunk (store, name, seq, data) VALUES (?, ?, ?, ?)', this.store, name, seq++, piece);
           bytes += piece.length;
@@ -460,6 +477,7 @@ class DurableObjectStoreHandle implements StoreHandle {
       throw storageError(e, context);
     }
     await this.write(context, () => {
+      this.fence(context);
       this.sql.exec('UPDATE memwal_table_file SET bytes = ?, complete = 1 WHERE store = ? AND name = ?', bytes, this.store, name);
     });
   }
@@ -478,6 +496,37 @@ class DurableObjectStoreHandle implements StoreHandle {
     });
   }
 
+  /** Reads only the chunks that overlap the range (chunk lengths come from SQLite, not the data). */
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.read(`table read of ${name} at ${offset}`, () => {
+      checkRange(name, offset, length);
+      const [file] = this.rows('SELECT bytes, complete FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
+      if (!file) throw new MemWalError('IOError', `table file ${name} does not exist`);
+      if (Number(file.complete) !== 1) throw new MemWalError('IOError', `table file ${name} is incomplete (its write did not finish)`);
+      checkInside(name, offset, length, Number(file.bytes));
+      const out = new Uint8Array(length);
+      let start = 0;
+      for (const c of this.rows(
+        'SELECT seq, length(data) AS n FROM memwal_table_chunk WHERE store = ? AND name = ? ORDER BY seq',
+        this.store,
+        name,
+      )) {
+        const n = Number(c.n);
+        const end = start + n;
+        if (end > offset && start < offset + length) {
+          const [row] = this.rows('SELECT data FROM memwal_table_chunk WHERE store = ? AND name = ? AND seq = ?', this.store, name, c.seq);
+          const data = new Uint8Array(row!.data as ArrayBuffer);
+          const from = Math.max(offset, start);
+          const to = Math.min(offset + length, end);
+          out.set(data.subarray(from - start, to - start), from - offset);
+        }
+        if (end >= offset + length) break;
+        start = end;
+      }
+      return out;
+    });
+  }
+
   tableList(): Promise<string[]> {
     return this.read('table list', () =>
       this.rows('SELECT name FROM memwal_table_file WHERE store = ?', this.store).map((r) => String(r.name)),
@@ -486,6 +535,7 @@ class DurableObjectStoreHandle implements StoreHandle {
 
   tableRemove(name: string): Promise<void> {
     return this.write(`table remove of ${name}`, () => {
+      this.fence(`table remove of ${name}`);
       this.sql.exec('DELETE FROM memwal_table_chunk WHERE store = ? AND name = ?', this.store, name);
       this.sql.exec('DELETE FROM memwal_table_file WHERE store = ? AND name = ?', this.store, name);
     });
@@ -505,6 +555,13 @@ class DurableObjectStoreHandle implements StoreHandle {
     this.state = 'stolen';
     const onLost = this.onLost;
     if (onLost) queueMicrotask(() => onLost('stolen'));
+  }
+
+  /** `Fenced` if the stored manifest's epoch is newer than this handle's; call inside the mutation's transaction. */
+  private fence(what: string): void {
+    const [m] = this.rows('SELECT writer_epoch FROM memwal_manifest WHERE store = ?', this.store);
+    const stored = Number(m?.writer_epoch ?? 0);
+    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
   }
 
   private segmentLength(name: string): number | undefined {

@@ -11,8 +11,14 @@ interface DenoFsFile {
   syncData(): Promise<void>;
   sync(): Promise<void>;
   truncate(length: number): Promise<void>;
-  stat(): Promise<{ size: number }>;
+  stat(): Promise<DenoFileInfo>;
+  utime(atime: Date, mtime: Date): Promise<void>;
+  tryLock(exclusive: boolean): Promise<boolean>;
   close(): void;
+}
+interface DenoFileInfo {
+  size: number;
+  mtime: Date | null;
 }
 declare const Deno: {
   readonly pid: number;
@@ -25,7 +31,7 @@ declare const Deno: {
   remove(path: string, options?: { recursive: boolean }): Promise<void>;
   link(existingPath: string, newPath: string): Promise<void>;
   rename(oldPath: string, newPath: string): Promise<void>;
-  stat(path: string): Promise<{ size: number }>;
+  stat(path: string): Promise<DenoFileInfo>;
   statSync(path: string): unknown;
 };
 
@@ -67,6 +73,20 @@ class DenoFile implements ShimFile {
     return this.serial(async () => (await this.file.stat()).size);
   }
 
+  modifiedMs(): Promise<number> {
+    return this.serial(async () => mtimeMs(await this.file.stat()));
+  }
+
+  touch(): Promise<void> {
+    const now = new Date();
+    return this.serial(() => this.file.utime(now, now));
+  }
+
+  /** `flock(LOCK_EX | LOCK_NB)`: needs no permission beyond the open file. */
+  tryLock(): Promise<boolean> {
+    return this.serial(() => this.file.tryLock(true));
+  }
+
   close(): Promise<void> {
     return this.serial(async () => this.file.close());
   }
@@ -84,31 +104,40 @@ const OPEN_OPTIONS: Record<OpenFlags, { read?: boolean; write?: boolean; createN
   wx: { read: true, write: true, createNew: true },
 };
 
+function mtimeMs(info: DenoFileInfo): number {
+  return info.mtime ? info.mtime.getTime() : Number.NaN;
+}
+
 function errorName(e: unknown): string {
   return typeof e === 'object' && e !== null ? String((e as { name?: unknown }).name) : '';
 }
 
+const denied = (e: unknown): boolean => errorName(e) === 'NotCapable' || errorName(e) === 'PermissionDenied';
+
 /**
- * Deno's file system for FileStorage. Needs `--allow-read` and `--allow-write` on the root, and
- * `--allow-run` (or read access to `/proc`) to see that a lock holder's process is dead; without
- * either a dead holder's lock is not taken over (steal it). No statfs: `estimate()` reports
- * `persisted` only. Directory fsync is skipped on Windows.
+ * Deno's file system for FileStorage. Needs only `--allow-read` and `--allow-write` on the root:
+ * a Deno holder's death shows at once through its `flock` on the LOCK file (`FsFile.tryLock`,
+ * which needs no other permission). A Node holder's pid can be checked only with `--allow-run`
+ * (or all access to `/proc`); without it, its lock is taken over once its heartbeat is
+ * `lockLeaseMs` old. No statfs: `estimate()` reports the store's bytes and `persisted`, no quota.
+ * Directory fsync is skipped on Windows.
  */
 export const denoFileSystem: FileSystemShim = {
   pid: Deno.pid,
-  isProcessAlive(pid: number): boolean {
+  isProcessAlive(pid: number): boolean | undefined {
     try {
       Deno.kill(pid, 0);
       return true;
     } catch (e) {
       if (errorName(e) === 'NotFound') return false; // ESRCH
-      if (errorName(e) !== 'NotCapable' && errorName(e) !== 'PermissionDenied') return true;
+      if (!denied(e)) return true;
     }
     try {
       Deno.statSync(`/proc/${pid}`);
       return true;
     } catch (e) {
-      return errorName(e) !== 'NotFound';
+      if (errorName(e) === 'NotFound') return false;
+      return denied(e) ? undefined : true;
     }
   },
   unrefTimer(timer: unknown): void {
@@ -133,8 +162,9 @@ export const denoFileSystem: FileSystemShim = {
       if (errorName(e) !== 'NotFound') throw e;
     }
   },
-  async stat(path: string): Promise<{ size: number }> {
-    return { size: (await Deno.stat(path)).size };
+  async stat(path: string): Promise<{ size: number; mtimeMs: number }> {
+    const info = await Deno.stat(path);
+    return { size: info.size, mtimeMs: mtimeMs(info) };
   },
   async syncDir(path: string): Promise<void> {
     if (Deno.build.os === 'windows') return;

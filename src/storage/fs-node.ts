@@ -35,6 +35,15 @@ class NodeFile implements ShimFile {
     return (await this.handle.stat()).size;
   }
 
+  async modifiedMs(): Promise<number> {
+    return (await this.handle.stat()).mtimeMs;
+  }
+
+  touch(): Promise<void> {
+    const now = new Date();
+    return this.handle.utimes(now, now);
+  }
+
   close(): Promise<void> {
     return this.handle.close();
   }
@@ -43,6 +52,7 @@ class NodeFile implements ShimFile {
 /**
  * Node's file system for FileStorage (Node 18.15+, for `statfs`). Directory fsync is skipped on
  * Windows, where directories cannot be opened for it; process liveness is `process.kill(pid, 0)`.
+ * No `tryLock`: Node has no `flock`.
  */
 export const nodeFileSystem: FileSystemShim = {
   pid: process.pid,
@@ -69,8 +79,9 @@ export const nodeFileSystem: FileSystemShim = {
   link: (existingPath, newPath) => link(existingPath, newPath),
   rename: (oldPath, newPath) => rename(oldPath, newPath),
   rm: (path) => rm(path, { recursive: true, force: true }),
-  async stat(path: string): Promise<{ size: number }> {
-    return { size: (await stat(path)).size };
+  async stat(path: string): Promise<{ size: number; mtimeMs: number }> {
+    const s = await stat(path);
+    return { size: s.size, mtimeMs: s.mtimeMs };
   },
   async syncDir(path: string): Promise<void> {
     if (process.platform === 'win32') return;

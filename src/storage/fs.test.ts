@@ -63,6 +63,9 @@ function shim(
         sync: o.sync ?? (() => file.sync()),
         truncate: o.truncate ?? ((length) => file.truncate(length)),
         size: o.size ?? (() => file.size()),
+        modifiedMs: o.modifiedMs ?? (() => file.modifiedMs()),
+        touch: o.touch ?? (() => file.touch()),
+        ...(o.tryLock ? { tryLock: o.tryLock } : {}),
         close: o.close ?? (() => file.close()),
       };
     },
@@ -119,11 +122,58 @@ describe('FileStorage on disk', () => {
     expect(await codeOf(h.walRead('..'))).toBe('InvalidArgument');
   });
 
-  it('estimate reports the file system figures and persisted', async () => {
-    const e = await new NodeFileStorage(await tempRoot()).estimate();
-    expect(e.persisted).toBe(true);
-    expect(e.usageBytes).toBeGreaterThan(0);
+  it("estimate reports the store's own bytes, its room on the file system, and persisted", async () => {
+    const root = await tempRoot();
+    const storage = new NodeFileStorage(root);
+    expect(await storage.estimate('s')).toMatchObject({ usageBytes: 0, persisted: true });
+    const h = await storage.openStore('s', { timeoutMs: 0 });
+    await h.manifestCommit(0, manifest(1, 1));
+    await h.walAppend('1-1', 0, new Uint8Array(1000));
+    await h.tableWrite('1-1-0.arrow', [new Uint8Array(3000)]);
+    const other = await storage.openStore('other', { timeoutMs: 0 });
+    await other.walAppend('1-1', 0, new Uint8Array(50_000));
+    const files = ['s/LOCK', 's/manifest/1.json', 's/wal/1-1', 's/tables/1-1-0.arrow'];
+    const expected = (await Promise.all(files.map((f) => readFile(join(root, f))))).reduce((n, b) => n + b.length, 0);
+    const e = await storage.estimate('s');
+    expect(e.usageBytes).toBe(expected);
+    expect(e.usageBytes).toBeLessThan(5000); // not the other store's 50 kB, nor the disk's usage
     expect(e.quotaBytes).toBeGreaterThan(e.usageBytes!);
+    expect(e.persisted).toBe(true);
+    expect((await storage.estimate('other')).usageBytes).toBeGreaterThanOrEqual(50_000);
+  });
+});
+
+describe('MemWal storage figures on files', () => {
+  it("storageStats().usageBytes and wal_storage_usage_bytes are the store's bytes on disk", async () => {
+    const root = await tempRoot();
+    const storage = new NodeFileStorage(root);
+    const schema = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]);
+    const w = await MemWal.open({ name: 's', schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } });
+    await w.put(Array.from({ length: 500 }, (_, id) => ({ id, name: 'x'.repeat(100) })));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    const bytesOnDisk = async (): Promise<number> => {
+      let n = 0;
+      for (const dir of ['s', 's/wal', 's/tables', 's/manifest']) {
+        for (const entry of await readdir(join(root, dir), { withFileTypes: true })) {
+          if (entry.isFile()) n += (await readFile(join(root, dir, entry.name))).length;
+        }
+      }
+      return n;
+    };
+    // WAL retention may still be removing segments behind the flush: compare once the files settle.
+    let onDisk = await bytesOnDisk();
+    let stats = await w.storageStats();
+    for (let i = 0; i < 20 && stats.usageBytes !== onDisk; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      onDisk = await bytesOnDisk();
+      stats = await w.storageStats();
+    }
+    expect(stats.usageBytes).toBe(onDisk);
+    expect(stats.usageBytes).toBeGreaterThan(50_000); // the rows, in the WAL and a table file
+    expect(stats.quotaBytes).toBeGreaterThan(stats.usageBytes!);
+    expect(await w.metrics()).toContain(`wal_storage_usage_bytes{store="s"} ${onDisk}\n`);
+    await w.close();
   });
 });
 
@@ -246,10 +296,14 @@ describe('FileStorage failures', () => {
 /** How test/fixtures run in each runtime: Node through tsx, Deno from npm (the `deno` dev dependency). */
 /** The deno executable itself: node_modules/.bin/deno may be a Node wrapper, and killing that would leave deno running. */
 const DENO = (createRequire(import.meta.url)('deno/install_api.cjs') as { runInstall(): string }).runInstall();
-const DENO_FLAGS = ['-A', '--no-check', '--unstable-sloppy-imports'];
+/** For running this repository's TypeScript sources as they are (not permissions). */
+const DENO_SOURCE_FLAGS = ['--no-check', '--unstable-sloppy-imports'];
+const DENO_FLAGS = ['-A', ...DENO_SOURCE_FLAGS];
+/** The permissions the README asks for, and nothing more. */
+const DENO_DOCUMENTED_FLAGS = ['--allow-read', '--allow-write'];
 const RUNTIMES = {
   node: [process.execPath, '--import', 'tsx'],
-  deno: [DENO, 'run', ...DENO_FLAGS],
+  deno: [DENO, 'run', ...DENO_DOCUMENTED_FLAGS, ...DENO_SOURCE_FLAGS],
 };
 const DENO_ENV = { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' };
 
@@ -285,10 +339,17 @@ describe('FileStorage writer lock', () => {
   });
 
   /** Starts test/fixtures/hold-lock.ts on `root`/`store`; resolves once it holds the lock. */
-  async function holder(root: string, store: string): Promise<{ child: ChildProcess; lines: string[]; exited: Promise<void> }> {
+  async function holder(
+    root: string,
+    store: string,
+    runtime: keyof typeof RUNTIMES = 'node',
+  ): Promise<{ child: ChildProcess; lines: string[]; exited: Promise<void> }> {
     // `node --import tsx` runs the TypeScript in this very process (the tsx CLI would add a parent).
-    const [node, ...flags] = RUNTIMES.node;
-    const child = spawn(node!, [...flags, 'test/fixtures/hold-lock.ts', root, store], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [command, ...flags] = RUNTIMES[runtime];
+    const child = spawn(command!, [...flags, 'test/fixtures/hold-lock.ts', root, store], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: DENO_ENV,
+    });
     const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
     const lines: string[] = [];
     const reader = createInterface({ input: child.stdout! });
@@ -325,6 +386,48 @@ describe('FileStorage writer lock', () => {
     }
   });
 
+  /** Opens `root`/`store` with test/fixtures/file-store.ts in `runtime`: its `opened {ms}` or `error {code}` line. */
+  async function openIn(runtime: keyof typeof RUNTIMES, root: string, store: string, lockTimeoutMs: number, lockLeaseMs?: number) {
+    const args = ['test/fixtures/file-store.ts', 'read', root, store, String(lockTimeoutMs), ...(lockLeaseMs ? [String(lockLeaseMs)] : [])];
+    let result = 'no result';
+    await runFixture(runtime, args, (line) => {
+      if (/^(opened|error) /.test(line)) result = line;
+    });
+    return result;
+  }
+
+  it('deno with --allow-read --allow-write: a live Deno holder keeps the lock, and once it is SIGKILLed a waiter takes it at once', async () => {
+    const root = await tempRoot();
+    const { child, exited } = await holder(root, 's', 'deno');
+    try {
+      expect(await openIn('deno', root, 's', 1000)).toBe('error Locked');
+      child.kill('SIGKILL');
+      await exited;
+      // The holder's flock went with it: no pid check (denied) and no lease wait (10 s) needed.
+      const opened = await openIn('deno', root, 's', 5000);
+      expect(opened).toMatch(/^opened \d+$/);
+      expect(Number(opened.split(' ')[1])).toBeLessThan(2000);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('deno with --allow-read --allow-write waiting on a Node holder: kept while its heartbeat is fresh, taken over once it is lockLeaseMs old', async () => {
+    const root = await tempRoot();
+    const { child, exited } = await holder(root, 's', 'node');
+    try {
+      // Deno may not check the Node holder's pid; its heartbeat (every 20 ms) keeps the lease.
+      expect(await openIn('deno', root, 's', 3000, 2000)).toBe('error Locked');
+      child.kill('SIGKILL');
+      await exited;
+      const killedAt = Date.now();
+      expect(await openIn('deno', root, 's', 10_000, 2000)).toMatch(/^opened \d+$/);
+      expect(Date.now() - killedAt).toBeGreaterThanOrEqual(1900);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   it('stealing from another process makes it report onLost', async () => {
     const root = await tempRoot();
     const { child, lines, exited } = await holder(root, 's');
@@ -341,7 +444,8 @@ describe('FileStorage writer lock', () => {
 
 describe('MemWal on the file adapter, killed mid-write', () => {
   for (const runtime of ['node', 'deno'] as const) {
-    it(`${runtime}: every put acknowledged before the writer process is killed is there after reopen`, async () => {
+    const how = runtime === 'deno' ? 'deno with --allow-read --allow-write' : runtime;
+    it(`${how}: every put acknowledged before the writer process is killed is there after a prompt reopen`, async () => {
       const root = await tempRoot();
       let maxAcked = -1;
       await runFixture(runtime, ['test/fixtures/file-store.ts', 'write', root, 's'], (line, child) => {
@@ -354,9 +458,13 @@ describe('MemWal on the file adapter, killed mid-write', () => {
       });
       expect(maxAcked).toBeGreaterThanOrEqual(50);
       let ids: number[] | undefined;
+      let openMs = Number.NaN;
       await runFixture(runtime, ['test/fixtures/file-store.ts', 'read', root, 's'], (line) => {
         if (line.startsWith('ids ')) ids = JSON.parse(line.slice(4)) as number[];
+        if (line.startsWith('opened ')) openMs = Number(line.slice(7));
       });
+      // The dead writer's lock was seen stale at once, not after the 10 s lease.
+      expect(openMs).toBeLessThan(5000);
       // A prefix of the puts: every acknowledged one, plus at most the one in flight.
       expect(ids!.length === maxAcked + 1 || ids!.length === maxAcked + 2).toBe(true);
       expect(ids).toEqual(Array.from({ length: ids!.length }, (_, i) => i));

@@ -195,4 +195,4 @@ export function ownBuffer(bytes: Uint8Array): Uint8Array {
     : bytes.slice();
 }
 
-export { concatBytes } from '../core/util.js';
+export { concatBytes } from '../util/bytes.js';

@@ -4,7 +4,7 @@
 
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import {
   browserStorageEstimate,
@@ -210,6 +210,14 @@ class IndexedDbStoreHandle implements StoreHandle {
     );
     if (records.length === 0) throw new MemWalError('IOError', `table file ${name} does not exist`);
     return concatBytes(records);
+  }
+
+  /** A ranged read (for now the whole file is read and sliced). */
+  async tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    checkRange(name, offset, length);
+    const whole = await this.tableRead(name);
+    checkInside(name, offset, length, whole.length);
+    return whole.slice(offset, offset + length);
   }
 
   async tableList(): Promise<string[]> {

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { MemWalError } from '../errors.js';
-import { conformanceCases } from '../testing/conformance.js';
+import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage, sharedMemoryStorage } from './memory.js';
 
@@ -32,13 +32,16 @@ describe('MemoryStorage', () => {
     await sharedMemoryStorage().destroyStore(name);
   });
 
-  it('a stolen handle rejects Fenced and its release does not free the new holder', async () => {
+  it('a stolen handle is fenced by the newer epoch, and its release does not free the new holder', async () => {
     const storage = new MemoryStorage();
     const old = await storage.openStore('s', {});
+    await old.manifestCommit(0, testManifest(storage, 1, 1));
     const thief = await storage.openStore('s', { steal: true });
-    await expect(old.walList()).rejects.toMatchObject({ code: 'Fenced' });
+    await expect(old.walList()).resolves.toEqual([]); // reads still work: only the epoch fences
+    await thief.manifestCommit(1, testManifest(storage, 2, 2));
+    await expect(old.tableWrite('x.arrow', [new Uint8Array(4)])).rejects.toMatchObject({ code: 'Fenced' });
     await old.release();
-    await expect(old.tableList()).rejects.toMatchObject({ code: 'Fenced' });
+    await expect(old.tableList()).rejects.toMatchObject({ code: 'Closed' });
     await expect(storage.openStore('s', { timeoutMs: 0 })).rejects.toMatchObject({ code: 'Locked' });
     await thief.release();
     await expect(thief.walList()).rejects.toMatchObject({ code: 'Closed' });
@@ -94,14 +97,18 @@ describe('MemoryStorage', () => {
     expect((await h.manifestLoad())?.version).toBe(1);
   });
 
-  it('estimate counts WAL and table bytes, and the work is done when the call returns', async () => {
+  it("estimate counts one store's WAL and table bytes, and the work is done when the call returns", async () => {
     const storage = new MemoryStorage();
     const h = await storage.openStore('s', {});
     void h.walAppend('1-1', 0, new Uint8Array(100));
     void h.tableWrite('t', [new Uint8Array(50), new Uint8Array(7)]);
-    expect(await storage.estimate()).toEqual({ usageBytes: 157 });
+    const other = await storage.openStore('other', {});
+    await other.walAppend('1-1', 0, new Uint8Array(1000));
+    expect(await storage.estimate('s')).toEqual({ usageBytes: 157 });
     await h.walTruncate('1-1', 10);
-    expect(await storage.estimate()).toEqual({ usageBytes: 67 });
+    expect(await storage.estimate('s')).toEqual({ usageBytes: 67 });
+    expect(await storage.estimate('other')).toEqual({ usageBytes: 1000 });
+    expect(await storage.estimate('missing')).toEqual({ usageBytes: 0 });
     await expect(h.walTruncate('1-1', 11)).rejects.toBeInstanceOf(MemWalError);
   });
 });

@@ -4,8 +4,9 @@
 
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
-import { parseSegmentName } from './adapter.js';
+import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
+import { warnWhileWaiting } from './lock-wait.js';
 
 /** A WAL segment (or a table file being assembled): bytes that grow by doubling. */
 class Segment {
@@ -70,10 +71,11 @@ export class MemoryStorage implements StorageAdapter {
 
   /**
    * Claim the writer lock of store `name` (in-process, FIFO). A free lock is taken at once. A
-   * held one: `steal` takes it (the old handle's later operations reject `Fenced`, its `onLost`
-   * gets `'stolen'` on a microtask); `timeoutMs: 0` rejects `Locked` at once; otherwise calls
-   * `onWaiting` once and waits, rejecting `Locked` after `timeoutMs` (undefined: never) or
-   * `Aborted` when `signal` aborts. Rejects `InvalidArgument` for a negative `timeoutMs`.
+   * held one: `steal` takes it (the old handle's `onLost` gets `'stolen'` on a microtask; its
+   * mutations fail `Fenced` once the new holder commits a newer epoch); `timeoutMs: 0` rejects
+   * `Locked` at once; otherwise calls `onWaiting` once and waits (warning through `logger` while
+   * it does), rejecting `Locked` after `timeoutMs` (undefined: never) or `Aborted` when `signal`
+   * aborts. Rejects `InvalidArgument` for a negative `timeoutMs`.
    */
   openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
     const { timeoutMs, steal, onWaiting, signal } = options;
@@ -97,6 +99,7 @@ export class MemoryStorage implements StorageAdapter {
     }
     return new Promise<StoreHandle>((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      const stopWarning = warnWhileWaiting(name, options);
       const onAbort = (): void => {
         waiter.cancel();
         reject(new MemWalError('Aborted', `opening store "${name}" was aborted`));
@@ -108,6 +111,7 @@ export class MemoryStorage implements StorageAdapter {
           resolve(session);
         },
         cancel: () => {
+          stopWarning();
           if (timer !== undefined) clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
           const i = store.waiters.indexOf(waiter);
@@ -134,12 +138,17 @@ export class MemoryStorage implements StorageAdapter {
     });
   }
 
-  /** `usageBytes`: the WAL and table bytes of every store (manifests not counted); no quota. */
-  estimate(): Promise<StorageEstimate> {
+  /**
+   * `usageBytes`: the bytes of store `name`'s WAL segments and table files plus its manifest as
+   * JSON (what a file adapter would write); 0 for a store that does not exist. No quota.
+   */
+  estimate(name: string): Promise<StorageEstimate> {
+    const store = this.stores.get(name);
     let usageBytes = 0;
-    for (const store of this.stores.values()) {
+    if (store) {
       for (const seg of store.wal.values()) usageBytes += seg.length;
       for (const table of store.tables.values()) usageBytes += table.length;
+      if (store.manifest) usageBytes += new TextEncoder().encode(JSON.stringify(store.manifest)).length;
     }
     return Promise.resolve({ usageBytes });
   }
@@ -169,9 +178,17 @@ function releaseLock(store: Store, session: MemorySession): void {
   if (next) next.grant(grantLock(store, next.options));
 }
 
-/** One holder of a store's writer lock; every operation first checks the holder is still live. */
+/**
+ * One holder of a store's writer lock. Fencing is by epoch, as in every adapter: a mutation of a
+ * handle whose epoch (that of the newest manifest it committed) is older than the stored
+ * manifest's fails `Fenced` and changes nothing, checked in the same synchronous step as the
+ * mutation. A stolen handle is not cut off otherwise, so it models a writer whose lock was taken
+ * over while it still runs (a process presumed dead, a frozen tab): only the epoch stops it.
+ */
 class MemorySession implements StoreHandle {
   state: 'open' | 'released' | 'stolen' = 'open';
+  /** The writer epoch of the newest manifest this handle committed (0: none yet). */
+  private epoch = 0;
 
   constructor(
     private readonly store: Store,
@@ -189,13 +206,14 @@ class MemorySession implements StoreHandle {
       }
       const stored = this.store.manifest;
       const storedVersion = stored?.version ?? 0;
+      if (stored && stored.writerEpoch > next.writerEpoch) {
+        throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${stored.writerEpoch}`);
+      }
       if (storedVersion !== expectedVersion) {
-        if (stored && stored.writerEpoch > next.writerEpoch) {
-          throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${stored.writerEpoch}`);
-        }
         throw new MemWalError('IOError', `manifest commit conflict: expected version ${expectedVersion}, stored ${storedVersion}`);
       }
       this.store.manifest = structuredClone(next);
+      this.epoch = next.writerEpoch;
     });
   }
 
@@ -247,6 +265,7 @@ class MemorySession implements StoreHandle {
 
   walTruncate(name: string, length: number): Promise<void> {
     return this.op(() => {
+      this.fence(`WAL truncate of ${name}`);
       const seg = this.segment(name);
       if (!(Number.isSafeInteger(length) && length >= 0 && length <= seg.length)) {
         throw new MemWalError('InvalidArgument', `WAL segment ${name}: cannot truncate ${seg.length} bytes to ${length}`);
@@ -256,7 +275,10 @@ class MemorySession implements StoreHandle {
   }
 
   walRemove(name: string): Promise<void> {
-    return this.op(() => void this.store.wal.delete(name));
+    return this.op(() => {
+      this.fence(`WAL remove of ${name}`);
+      this.store.wal.delete(name);
+    });
   }
 
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
@@ -277,29 +299,46 @@ class MemorySession implements StoreHandle {
     });
   }
 
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.op(() => {
+      checkRange(name, offset, length);
+      const table = this.store.tables.get(name);
+      if (!table) throw new MemWalError('IOError', `table file ${name} does not exist`);
+      checkInside(name, offset, length, table.length);
+      return table.slice(offset, offset + length);
+    });
+  }
+
   tableList(): Promise<string[]> {
     return this.op(() => [...this.store.tables.keys()]);
   }
 
   tableRemove(name: string): Promise<void> {
-    return this.op(() => void this.store.tables.delete(name));
+    return this.op(() => {
+      this.fence(`table remove of ${name}`);
+      this.store.tables.delete(name);
+    });
   }
 
   release(): Promise<void> {
     if (this.state === 'open') releaseLock(this.store, this);
-    if (this.state !== 'stolen') this.state = 'released';
+    this.state = 'released';
     return Promise.resolve();
   }
 
   /** Collects an async iterable, checking before and after, then stores it at once. */
   private async tableWriteAsync(name: string, chunks: AsyncIterable<Uint8Array>): Promise<void> {
-    await this.op(() => this.checkNewTable(name));
+    await this.op(() => {
+      this.fence(`table write of ${name}`);
+      this.checkNewTable(name);
+    });
     const file = new Segment();
     for await (const chunk of chunks) file.append(chunk);
     await this.op(() => this.putTable(name, file));
   }
 
   private putTable(name: string, file: Segment): void {
+    this.fence(`table write of ${name}`);
     this.checkNewTable(name);
     this.store.tables.set(name, file.read(0));
   }
@@ -314,11 +353,16 @@ class MemorySession implements StoreHandle {
     return seg;
   }
 
-  /** Runs `work` if this handle still holds the lock: `Closed` after release, `Fenced` after a steal. */
+  /** `Fenced` if a newer writer epoch than this handle's has been committed. */
+  private fence(what: string): void {
+    const stored = this.store.manifest?.writerEpoch ?? 0;
+    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
+  }
+
+  /** Runs `work` unless this handle was released (`Closed`). */
   private op<T>(work: () => T): Promise<T> {
     return settle(() => {
       if (this.state === 'released') throw new MemWalError('Closed', 'store handle was released');
-      if (this.state === 'stolen') throw new MemWalError('Fenced', 'store handle lost its writer lock to a newer writer');
       return work();
     });
   }

@@ -4,6 +4,7 @@
 
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { LockOptions } from './adapter.js';
+import { warnWhileWaiting } from './lock-wait.js';
 
 /** The subset of the Web Locks `LockManager` used here; also implemented by the in-process fallback. */
 interface LockManagerLike {
@@ -124,7 +125,8 @@ const TIMED_OUT = Symbol('timed out');
 /**
  * Claims the writer lock of `store` (Web Lock `memwal:{store}`, exclusive) as `LockOptions`
  * describes: free → taken at once; `steal` → taken from the holder (whose `onLost` fires);
- * `timeoutMs: 0` → `Locked` at once; otherwise `onWaiting` once, then waits up to `timeoutMs`
+ * `timeoutMs: 0` → `Locked` at once; otherwise `onWaiting` once, then waits (warning through
+ * `logger` every few seconds) up to `timeoutMs`
  * (undefined: for ever) → `Locked`, or `Aborted` when `signal` aborts. Rejects `InvalidArgument`
  * for a negative `timeoutMs`. `onLost('stolen')` fires if the lock is later stolen.
  * Without `navigator.locks` the lock is in-process only (see InProcessLocks).
@@ -147,6 +149,7 @@ async function claimLock(store: string, options: LockOptions, onLost: (reason: s
   }
   if (timeoutMs === 0) throw new MemWalError('Locked', `store "${store}" is locked by another writer`);
   onWaiting?.();
+  const stopWarning = warnWhileWaiting(store, options, () => `Web Lock "${name}" is held by another tab or worker`);
   const controller = new AbortController();
   const timer = timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(TIMED_OUT), timeoutMs);
   const onAbort = (): void => controller.abort(signal?.reason);
@@ -160,6 +163,7 @@ async function claimLock(store: string, options: LockOptions, onLost: (reason: s
     if (controller.signal.aborted) throw aborted();
     throw toMemWalError(e, `claiming the writer lock of store "${store}"`);
   } finally {
+    stopWarning();
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
   }

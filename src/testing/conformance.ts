@@ -7,7 +7,7 @@ import type { MemWalErrorCode } from '../errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../manifest/manifest.js';
 import type { Manifest } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../storage/adapter.js';
-import { concatBytes } from '../core/util.js';
+import { concatBytes } from '../util/bytes.js';
 
 /** One named check of an adapter; `run` rejects with an Error saying what differed. */
 export interface ConformanceCase {
@@ -157,6 +157,51 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
     },
   });
 
+  /** What a fenced-call case starts from: the new writer's handle and what the old one wrote. */
+  interface Fence {
+    next: StoreHandle;
+    claimed: Manifest;
+    segment: Uint8Array;
+    table: Uint8Array;
+  }
+  const adapters = new WeakMap<StoreHandle, StorageAdapter>();
+  const t0 = (h: StoreHandle): StorageAdapter => adapters.get(h)!;
+  /**
+   * One case per mutating call: writer 1 claims epoch 1, appends segment 1-1 and writes table
+   * 1-1-1.arrow; writer 2 steals the lock and claims epoch 2; then `call` runs on writer 1's
+   * handle, and afterwards storage must be exactly as writer 2 left it.
+   */
+  const fencedCall = (what: string, call: (old: StoreHandle, f: Fence) => Promise<void>): ConformanceCase[] => [
+    define(`after a newer claim the old writer's ${what} fails Fenced and changes nothing`, async (t) => {
+      const name = t.store();
+      const old = await t.claim(name);
+      adapters.set(old, t.adapter);
+      const segment = pattern(40, 1);
+      const table = pattern(24, 5);
+      await old.walAppend('1-1', 0, segment);
+      await old.tableWrite('1-1-1.arrow', [table]);
+      const next = await t.open(name, { steal: true, timeoutMs: 0 });
+      const stored = await next.manifestLoad();
+      check(stored?.writerEpoch === 1 && stored.version === 1, `the new writer should load epoch 1 version 1, got ${canonical(stored)}`);
+      const claimed = testManifest(t.adapter, 2, 2);
+      await next.manifestCommit(1, claimed);
+
+      await call(old, { next, claimed, segment, table });
+
+      sameJson(await next.manifestLoad(), claimed, `manifest after the old writer's ${what}`);
+      sameBytes(await next.walRead('1-1'), segment, `segment 1-1 after the old writer's ${what}`);
+      sameJson(
+        (await next.walList()).map((s) => s.name),
+        ['1-1'],
+        `walList after the old writer's ${what}`,
+      );
+      sameBytes(await next.tableRead('1-1-1.arrow'), table, `table 1-1-1.arrow after the old writer's ${what}`);
+      sameJson((await next.tableList()).sort(), ['1-1-1.arrow'], `tableList after the old writer's ${what}`);
+      await next.walAppend('2-2', 0, pattern(8, 3));
+      sameBytes(await next.walRead('2-2'), pattern(8, 3), "the new writer's segment");
+    }),
+  ];
+
   return [
     define('manifest of a new store is undefined', async (t) => {
       const h = await t.open(t.store());
@@ -193,28 +238,39 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       sameJson(await h.manifestLoad(), v2, 'manifest after the rejected commits');
     }),
 
-    define("after a newer claim the old writer's WAL append and manifest commit fail Fenced", async (t) => {
-      const name = t.store();
-      const old = await t.claim(name);
-      const first = pattern(40, 1);
-      await old.walAppend('1-1', 0, first);
-      const next = await t.open(name, { steal: true, timeoutMs: 0 });
-      const stored = await next.manifestLoad();
-      check(stored?.writerEpoch === 1 && stored.version === 1, `the new writer should load epoch 1 version 1, got ${canonical(stored)}`);
-      const claimed = testManifest(t.adapter, 2, 2);
-      await next.manifestCommit(1, claimed);
-
-      await rejects(old.walAppend('1-1', first.length, pattern(8, 2)), 'Fenced', "the old writer's WAL append");
+    // Fencing (every mutating call of a writer whose epoch is stale fails Fenced and changes
+    // nothing): one case per call, each after a newer writer took the lock and claimed epoch 2.
+    ...fencedCall('WAL append to its own segment', async (old, f) => {
+      await rejects(old.walAppend('1-1', f.segment.length, pattern(8, 2)), 'Fenced', "the old writer's WAL append");
+    }),
+    ...fencedCall('WAL append that would create a segment', async (old, f) => {
+      await rejects(old.walAppend('1-9', 0, pattern(8, 2)), 'Fenced', "the old writer's new segment");
+      check(!(await f.next.walList()).some((s) => s.name === '1-9'), 'the fenced append must not create its segment');
+    }),
+    ...fencedCall('WAL truncate', async (old) => {
+      await rejects(old.walTruncate('1-1', 0), 'Fenced', "the old writer's WAL truncate");
+    }),
+    ...fencedCall('WAL remove', async (old) => {
+      await rejects(old.walRemove('1-1'), 'Fenced', "the old writer's WAL remove");
+    }),
+    ...fencedCall('table write', async (old, f) => {
+      await rejects(old.tableWrite('1-1-2.arrow', [pattern(8, 4)]), 'Fenced', "the old writer's table write");
+      check(!(await f.next.tableList()).includes('1-1-2.arrow'), 'the fenced table write must not leave its file');
+    }),
+    ...fencedCall('table remove', async (old) => {
+      await rejects(old.tableRemove('1-1-1.arrow'), 'Fenced', "the old writer's table remove");
+    }),
+    ...fencedCall('manifest commit', async (old) => {
       await rejects(
-        old.manifestCommit(1, { ...testManifest(t.adapter, 1, 2), replayCursor: 3 }),
+        old.manifestCommit(1, { ...testManifest(t0(old), 1, 2), replayCursor: 3 }),
         'Fenced',
         "the old writer's manifest commit",
       );
-
-      sameJson(await next.manifestLoad(), claimed, 'manifest after the old writer was fenced');
-      sameBytes(await next.walRead('1-1'), first, 'old segment after the fenced append');
-      await next.walAppend('2-2', 0, pattern(8, 3));
-      sameBytes(await next.walRead('2-2'), pattern(8, 3), "the new writer's segment");
+      await rejects(
+        old.manifestCommit(2, { ...testManifest(t0(old), 1, 3), replayCursor: 3 }),
+        'Fenced',
+        "the old writer's commit at the new version",
+      );
     }),
 
     define('a WAL append to a segment older than the manifest epoch fails Fenced', async (t) => {
@@ -312,6 +368,15 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await rejects(h.walRead('1-6'), undefined, 'reading a removed segment');
     }),
 
+    define('a zero-byte append at offset 0 creates an empty segment', async (t) => {
+      const h = await t.claim(t.store());
+      await h.walAppend('1-7', 0, new Uint8Array(0));
+      sameJson(await h.walList(), [{ name: '1-7', epoch: 1, firstPosition: 7, bytes: 0 }], 'walList after the empty append');
+      sameBytes(await h.walRead('1-7'), new Uint8Array(0), 'the empty segment');
+      await h.walAppend('1-7', 0, pattern(6, 1));
+      sameBytes(await h.walRead('1-7'), pattern(6, 1), 'the segment after appending to it');
+    }),
+
     define('appending at a wrong offset fails and changes nothing', async (t) => {
       const h = await t.claim(t.store());
       const data = pattern(10, 1);
@@ -356,6 +421,35 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await h.tableRemove('2-1-0.arrow');
       sameJson((await h.tableList()).sort(), ['1-1-0.arrow', '3-1-0.arrow'], 'tableList after a remove');
       await rejects(h.tableRead('2-1-0.arrow'), 'IOError', 'reading a removed table');
+    }),
+
+    define('ranged table reads return exactly the bytes asked for', async (t) => {
+      const h = await t.claim(t.store());
+      const parts = [pattern(1000, 1), pattern(70_000, 2), pattern(1_100_000, 3), pattern(9, 4)];
+      const whole = concatBytes([...parts]);
+      await h.tableWrite('1-1-0.arrow', parts);
+      const ranges: [number, number][] = [
+        [0, 0],
+        [0, 10],
+        [995, 10], // across the first chunk boundary
+        [71_000 - 4, 1_100_000], // across two boundaries
+        [whole.length - 10, 10], // the last bytes (a footer)
+        [whole.length, 0],
+        [123_457, 65_536],
+      ];
+      for (const [offset, length] of ranges) {
+        sameBytes(
+          await h.tableReadRange('1-1-0.arrow', offset, length),
+          whole.subarray(offset, offset + length),
+          `range ${offset}+${length}`,
+        );
+      }
+      await rejects(h.tableReadRange('1-1-0.arrow', whole.length - 5, 10), 'IOError', 'a range past the end');
+      await rejects(h.tableReadRange('1-1-0.arrow', -1, 4), 'InvalidArgument', 'a negative offset');
+      await rejects(h.tableReadRange('9-9-9.arrow', 0, 1), 'IOError', 'a range of a missing table');
+      const r = await h.tableReadRange('1-1-0.arrow', 5, 5);
+      r.fill(0);
+      sameBytes(await h.tableReadRange('1-1-0.arrow', 5, 5), whole.subarray(5, 10), 'a range after the caller mutated an earlier result');
     }),
 
     define('reading a missing table or WAL segment rejects with a MemWalError', async (t) => {

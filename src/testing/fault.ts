@@ -7,7 +7,7 @@ import type { Manifest } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
-import { concatBytes } from '../core/util.js';
+import { concatBytes } from '../util/bytes.js';
 
 /** The store-handle operations that `failNext` and `hold` target. */
 export type FaultOp =
@@ -53,10 +53,14 @@ class FaultController {
   readonly random: () => number;
   crashes = 0;
   ops = 0;
+  /** While set, a session whose lock is stolen is not told (see `silenceLockLoss`). */
+  silentLockLoss = false;
   crashTarget: number | undefined;
   /** Inner work started by crashes (applying in-flight ops, releasing locks). */
   settling: Promise<void> = Promise.resolve();
   private readonly faults = new Map<FaultOp, { remaining: number; error: unknown }[]>();
+  /** Failures applied after the operation: it reaches storage, then its caller gets the error. */
+  private readonly faultsAfter = new Map<FaultOp, { remaining: number; error: unknown }[]>();
   private readonly holds = new Map<FaultOp, number>();
   private heldWaiters: HeldWaiter[] = [];
 
@@ -73,26 +77,31 @@ class FaultController {
     }
   }
 
-  failNext(op: FaultOp, count: number, error: unknown): void {
-    if (!(count === Infinity || (Number.isSafeInteger(count) && count > 0))) {
-      throw new MemWalError('InvalidArgument', `failNext count must be a positive integer or Infinity, got ${count}`);
+  failNext(op: FaultOp, count: number, error: unknown, after = false): void {
+    if (!(count === Number.POSITIVE_INFINITY || (Number.isSafeInteger(count) && count > 0))) {
+      throw new MemWalError(
+        'InvalidArgument',
+        `${after ? 'failAfter' : 'failNext'} count must be a positive integer or Infinity, got ${count}`,
+      );
     }
-    const queue = this.faults.get(op) ?? [];
+    const table = after ? this.faultsAfter : this.faults;
+    const queue = table.get(op) ?? [];
     queue.push({ remaining: count, error });
-    this.faults.set(op, queue);
+    table.set(op, queue);
   }
 
   clearFaults(): void {
     this.faults.clear();
+    this.faultsAfter.clear();
   }
 
-  /** Throws the next injected failure for `op`, if any. */
-  takeFault(op: FaultOp): void {
-    const queue = this.faults.get(op);
+  /** Throws the next injected failure for `op`, if any (`after`: one queued by `failAfter`). */
+  takeFault(op: FaultOp, after = false): void {
+    const queue = (after ? this.faultsAfter : this.faults).get(op);
     const next = queue?.[0];
     if (!queue || !next) return;
     if (--next.remaining <= 0) queue.shift();
-    throw next.error ?? new MemWalError('IOError', `injected fault: ${op}`);
+    throw next.error ?? new MemWalError('IOError', `injected fault: ${op}${after ? ' (after it was applied: the reply was lost)' : ''}`);
   }
 
   hold(op: FaultOp): () => void {
@@ -161,9 +170,9 @@ class FaultSession implements StoreHandle {
     private readonly onLost: ((reason: string) => void) | undefined,
   ) {}
 
-  /** Reports a lost lock to the opener, at most once. */
+  /** Reports a lost lock to the opener, at most once (a steal not at all while lock loss is silenced). */
   lost(reason: string): void {
-    if (this.lostReported) return;
+    if (this.lostReported || (reason === 'stolen' && this.faults.silentLockLoss)) return;
     this.lostReported = true;
     this.onLost?.(reason);
   }
@@ -243,6 +252,10 @@ class FaultSession implements StoreHandle {
     return this.read('tableRead', () => this.inner.tableRead(name));
   }
 
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.read('tableRead', () => this.inner.tableReadRange(name, offset, length));
+  }
+
   tableList(): Promise<string[]> {
     return this.read('tableList', () => this.inner.tableList());
   }
@@ -278,6 +291,7 @@ class FaultSession implements StoreHandle {
       throw this.dead ? crashedError() : e;
     });
     if (this.dead) throw crashedError();
+    this.faults.takeFault(op, true);
     return result;
   }
 
@@ -306,6 +320,7 @@ class FaultSession implements StoreHandle {
         throw this.dead ? crashedError() : e;
       });
       if (this.dead) throw crashedError();
+      this.faults.takeFault(op, true);
     } finally {
       this.inflight.delete(entry);
     }
@@ -353,7 +368,26 @@ export class FaultInjectingStorage implements StorageAdapter {
     this.faults.failNext(op, count, error);
   }
 
-  /** Drop every pending `failNext` failure. Holds stay held. */
+  /**
+   * Let the next `count` operations of kind `op` reach storage and succeed there, then reject
+   * with `error` (default `MemWalError('IOError', …)`): the reply was lost after the operation was
+   * applied, so its caller cannot know whether it happened. Calls queue up like `failNext`.
+   * Throws `InvalidArgument` for a bad `count`.
+   */
+  failAfter(op: FaultOp, count = 1, error?: unknown): void {
+    this.faults.failNext(op, count, error, true);
+  }
+
+  /**
+   * Model writers that never learn that their lock was taken (a process presumed dead, a frozen
+   * tab): while `on`, a session whose lock is stolen does not get `onLost('stolen')`, keeps issuing
+   * operations, and only storage's epoch fencing stops it (SPEC §5.1).
+   */
+  silenceLockLoss(on = true): void {
+    this.faults.silentLockLoss = on;
+  }
+
+  /** Drop every pending `failNext` and `failAfter` failure. Holds stay held. */
   clearFaults(): void {
     this.faults.clearFaults();
   }
@@ -427,8 +461,8 @@ export class FaultInjectingStorage implements StorageAdapter {
   }
 
   /** The inner adapter's estimate, or `{}` when it has none. */
-  async estimate(): Promise<StorageEstimate> {
+  async estimate(name: string): Promise<StorageEstimate> {
     await this.faults.settling;
-    return this.inner.estimate ? this.inner.estimate() : {};
+    return this.inner.estimate ? this.inner.estimate(name) : {};
   }
 }

@@ -7,7 +7,7 @@ import type { MemWalError } from '../errors.js';
 import { encodeFrame, scanSegment } from './codec.js';
 import type { SegmentScan } from './codec.js';
 import { crc32c } from './crc32c.js';
-import { concatBytes } from '../core/util.js';
+import { concatBytes } from '../util/bytes.js';
 import { FRAME_CRC_OFFSET, FRAME_EPOCH_OFFSET, FRAME_HEADER_BYTES, FRAME_MAX_PAYLOAD_BYTES } from './format.js';
 
 /** Small seeded PRNG (mulberry32): floats in [0, 1). */

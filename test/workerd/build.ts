@@ -1,32 +1,11 @@
 // The build step for workerd and bundle checks: esbuild bundles an entry into one ES2022 module,
-// apache-arrow included, with `memwal` and `memwal/*` resolved to this repository's sources.
-// Node only. CLI: npx tsx test/workerd/build.ts <entry.ts> <out.js> [workerd|browser]
+// every import included (apache-arrow; `memwal` from the node_modules next to the entry, as in an
+// app). Node only. CLI: npx tsx test/workerd/build.ts <entry.ts> <out.js> [workerd|browser]
 
 import { build } from 'esbuild';
-import type { Plugin } from 'esbuild';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-
-const src = fileURLToPath(new URL('../../src/', import.meta.url));
-
-/** `memwal` and its entry points, as the package's `exports` name them, mapped to the sources. */
-const ENTRIES: Record<string, string> = {
-  memwal: 'index.ts',
-  'memwal/worker': 'worker.ts',
-  'memwal/testing': 'testing/index.ts',
-  'memwal/cloudflare': 'cloudflare.ts',
-};
-
-const memwalFromSources: Plugin = {
-  name: 'memwal-from-sources',
-  setup(b) {
-    b.onResolve({ filter: /^memwal(\/[a-z]+)?$/ }, (args) => {
-      const file = ENTRIES[args.path];
-      return file ? { path: src + file } : { errors: [{ text: `memwal has no entry point "${args.path}"` }] };
-    });
-  },
-};
+import { pathToFileURL } from 'node:url';
 
 /** What a bundle is for: Cloudflare's workerd, or a browser page or worker. */
 export type BundleTarget = 'workerd' | 'browser';
@@ -53,7 +32,6 @@ export async function bundle(entry: string, target: BundleTarget, outfile?: stri
     // workerd resolves packages with the `workerd` and `worker` export conditions first.
     conditions: target === 'workerd' ? ['workerd', 'worker', 'browser'] : ['browser'],
     external: ['node:*', 'cloudflare:*'],
-    plugins: [memwalFromSources],
     write: false,
     metafile: true,
     logLevel: 'silent',

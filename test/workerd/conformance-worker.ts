@@ -5,7 +5,7 @@
 import { DurableObjectStorageAdapter } from '../../src/cloudflare.js';
 import { MemWalError } from '../../src/errors.js';
 import type { DurableObjectStorageLike } from '../../src/cloudflare.js';
-import { conformanceCases } from '../../src/testing/conformance.js';
+import { conformanceCases, testManifest } from '../../src/testing/conformance.js';
 import type { ConformanceCase } from '../../src/testing/conformance.js';
 
 /** One case's outcome, as the test in Node reads it. */
@@ -85,6 +85,29 @@ function durableObjectCases(storage: DurableObjectStorageLike, chunkBytes: numbe
         if (back.join() !== '1,2,3') throw new Error(`rewritten table file reads ${back.join()}`);
         await h.release();
         await adapter.destroyStore(name);
+      },
+    },
+    {
+      name: "estimate counts one store's WAL, table and manifest bytes, not the database",
+      async run() {
+        const [name, other] = [store(), store()];
+        const adapter = make();
+        const h = await adapter.openStore(name, { timeoutMs: 0 });
+        const manifest = testManifest(adapter, 1, 1);
+        await h.manifestCommit(0, manifest);
+        await h.walAppend('1-1', 0, new Uint8Array(100_000));
+        await h.tableWrite('1-1-0.arrow', [new Uint8Array(70_000), new Uint8Array(3)]);
+        const o = await adapter.openStore(other, { timeoutMs: 0 });
+        await o.walAppend('1-1', 0, new Uint8Array(50_000));
+        const expected = 170_003 + new TextEncoder().encode(JSON.stringify(manifest)).length;
+        const got = (await adapter.estimate(name)).usageBytes;
+        if (got !== expected) throw new Error(`estimate of the store: ${got}, expected ${expected}`);
+        if ((await adapter.estimate(other)).usageBytes !== 50_000) throw new Error('estimate of the other store');
+        if ((await adapter.estimate(store())).usageBytes !== 0) throw new Error('estimate of a missing store');
+        await h.release();
+        await o.release();
+        await adapter.destroyStore(name);
+        await adapter.destroyStore(other);
       },
     },
   ];

@@ -38,6 +38,8 @@ export async function buildWorker(entry: string, configFile: string, bundleName:
 export interface Workerd {
   url: string;
   pid: number;
+  /** The inspector's WebSocket URL of service `main` (Chrome DevTools Protocol), when started with `inspector`. */
+  inspectorUrl?: string;
   /** Everything workerd wrote to stdout and stderr so far. */
   log(): string;
   kill(): Promise<void>;
@@ -51,16 +53,15 @@ process.once('exit', () => {
 
 /**
  * Starts `workerd serve` on `worker.config` with socket `http` on 127.0.0.1 (a free port) and
- * the disk service `do-disk` at `diskDir` (created). Resolves once the socket listens; rejects
- * with workerd's output if it exits or does not listen within 15 s.
+ * the disk service `do-disk` at `diskDir` (created); with `inspector`, also the inspector on a
+ * free port. Resolves once they listen; rejects with workerd's output if it exits or does not
+ * listen within 15 s.
  */
-export async function startWorkerd(worker: BuiltWorker, diskDir: string): Promise<Workerd> {
+export async function startWorkerd(worker: BuiltWorker, diskDir: string, options: { inspector?: boolean } = {}): Promise<Workerd> {
   await mkdir(diskDir, { recursive: true });
-  const child = spawn(
-    WORKERD_BIN,
-    ['serve', worker.config, '--socket-addr', 'http=127.0.0.1:0', '--directory-path', `do-disk=${diskDir}`, '--control-fd', '3'],
-    { cwd: worker.dir, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] },
-  );
+  const args = ['serve', worker.config, '--socket-addr', 'http=127.0.0.1:0', '--directory-path', `do-disk=${diskDir}`, '--control-fd', '3'];
+  if (options.inspector) args.push('--inspector-addr', '127.0.0.1:0');
+  const child = spawn(WORKERD_BIN, args, { cwd: worker.dir, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
   running.add(child);
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
@@ -73,7 +74,12 @@ export async function startWorkerd(worker: BuiltWorker, diskDir: string): Promis
 
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
+    let inspectorPort: number | undefined;
     const port = await new Promise<number>((resolve, reject) => {
+      let httpPort: number | undefined;
+      const ready = (): void => {
+        if (httpPort !== undefined && (!options.inspector || inspectorPort !== undefined)) resolve(httpPort);
+      };
       let control = '';
       (child.stdio[3] as Readable).on('data', (d: Buffer) => {
         const lines = (control + d.toString()).split('\n');
@@ -85,13 +91,16 @@ export async function startWorkerd(worker: BuiltWorker, diskDir: string): Promis
           } catch {
             return reject(new Error(`workerd wrote "${line}" on its control descriptor`));
           }
-          if (msg.event === 'listen' && msg.socket === 'http' && typeof msg.port === 'number') resolve(msg.port);
+          if (msg.event === 'listen' && msg.socket === 'http' && typeof msg.port === 'number') httpPort = msg.port;
+          if (msg.event === 'listen-inspector' && typeof msg.port === 'number') inspectorPort = msg.port;
+          ready();
         }
       });
       void exited.then(() => reject(new Error(`workerd exited before listening:\n${output}`)));
       timer = setTimeout(() => reject(new Error(`workerd did not listen within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS);
     });
-    return { url: `http://127.0.0.1:${port}`, pid: child.pid!, log: () => output, kill };
+    const inspectorUrl = inspectorPort === undefined ? undefined : `ws://127.0.0.1:${inspectorPort}/main`;
+    return { url: `http://127.0.0.1:${port}`, pid: child.pid!, inspectorUrl, log: () => output, kill };
   } catch (e) {
     await kill();
     throw e;

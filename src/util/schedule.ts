@@ -1,5 +1,6 @@
-// Small runtime-agnostic helpers shared by the engine: a monotonic clock, a notification
-// signal, interruptible sleeps, backoff and a yield to the event loop.
+// Scheduling helpers shared by the engine, the adapters and the tests: a monotonic clock, a
+// notification signal, interruptible sleeps, backoff and a yield to the event loop. A leaf
+// module: it imports nothing of memwal. Runs in every runtime.
 
 /** Monotonic milliseconds (performance.now where the runtime has it). */
 export function nowMs(): number {
@@ -9,33 +10,45 @@ export function nowMs(): number {
 /**
  * A broadcast notification: `wait()` resolves at the next `notify()`. Waiters re-check their
  * own condition after waking, so a notify carries no data and can never be "missed" by a
- * waiter that checks its condition before waiting in the same synchronous step.
+ * waiter that checks its condition before waiting in the same synchronous step. A wait that
+ * ends another way (a timer, an abort) removes itself, so waiters never pile up.
  */
 export class Signal {
-  private waiters: (() => void)[] = [];
+  private waiters = new Set<() => void>();
 
-  wait(): Promise<void> {
-    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  /** Resolves at the next `notify()`, or when `abort` aborts, or after `ms` (if given). Never rejects. */
+  wait(abort?: AbortSignal, ms?: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = (): void => {
+        this.waiters.delete(done);
+        if (timer !== undefined) clearTimeout(timer);
+        abort?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.waiters.add(done);
+      if (ms !== undefined && Number.isFinite(ms)) timer = setTimeout(done, Math.max(0, ms));
+      if (abort?.aborted) done();
+      else abort?.addEventListener('abort', done, { once: true });
+    });
   }
 
   notify(): void {
     const waiters = this.waiters;
-    this.waiters = [];
+    this.waiters = new Set();
     for (const w of waiters) w();
+  }
+
+  /** Waits registered now (for tests of the no-pile-up property). */
+  get waiting(): number {
+    return this.waiters.size;
   }
 }
 
 /** Sleep `ms`, ending early when `interrupt` notifies. Never rejects. */
 export function sleep(ms: number, interrupt?: Signal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, Math.max(0, ms));
-    if (interrupt) {
-      void interrupt.wait().then(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    }
-  });
+  if (interrupt) return interrupt.wait(undefined, ms);
+  return new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
 /** `baseMs * 2^(attempt-1)`, capped at `maxMs` (attempt counts from 1). */
@@ -77,18 +90,4 @@ export function yieldToEventLoop(): Promise<void> {
     yieldWaiters.push(resolve);
     channel.port2.postMessage(null);
   });
-}
-
-/** The bytes of `parts` in one new array (the single part itself when there is one). */
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
