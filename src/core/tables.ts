@@ -136,7 +136,7 @@ export class TableCache {
   }
 
   private async openV2(entry: TableFileEntry): Promise<OpenTable> {
-    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l));
+    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), this.schema);
     return {
       entry,
       blocks: index.blocks,

@@ -9,6 +9,7 @@ import { rowObject } from '../core/rows.js';
 import { makeStoreSchema } from '../core/schema.js';
 import { makeBatch } from '../core/select.js';
 import { BloomFilter } from './bloom.js';
+import { readFooter } from './footer.js';
 import { BLOCK_MAX_ROWS, META_BLOCKS, META_BLOOM, META_GENERATIONS } from './format.js';
 import { decodeBlock, readTableIndex } from './reader.js';
 import { cutBlocks, encodeTable } from './writer.js';
@@ -39,7 +40,7 @@ describe('table file format 2', () => {
 
   it('reads back every block from its index alone, in key order, with the generation range', async () => {
     const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(10_000)]), 3, 7);
-    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes));
+    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), ss.internal);
     expect([index.minGeneration, index.maxGeneration]).toEqual([3, 7]);
     expect(index.blocks.length).toBe(built.blocks);
     let expected = 0;
@@ -54,7 +55,7 @@ describe('table file format 2', () => {
 
   it('a flipped byte inside a block fails that block with Corruption, not a wrong row', async () => {
     const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(5_000)]), 1, 1);
-    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes));
+    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), ss.internal);
     const info = index.blocks[1]!;
     const bytes = built.bytes.slice(info.offset, info.offset + info.length);
     bytes[bytes.length - 3] ^= 0x40;
@@ -64,7 +65,24 @@ describe('table file format 2', () => {
   it('a damaged trailer or a file of another format is Corruption', async () => {
     const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(10)]), 1, 1);
     const cut = built.bytes.slice(0, built.bytes.length - 3);
-    await expect(readTableIndex('t', cut.length, reader(cut))).rejects.toMatchObject({ code: 'Corruption' });
+    await expect(readTableIndex('t', cut.length, reader(cut), ss.internal)).rejects.toMatchObject({ code: 'Corruption' });
+  });
+
+  it("the footer reader agrees with apache-arrow's own footer decoder", async () => {
+    const { Footer } = await import('apache-arrow/ipc/metadata/file');
+    const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(9_000)]), 4, 9);
+    const len = new DataView(built.bytes.buffer).getInt32(built.bytes.length - 10, true);
+    const footerBytes = built.bytes.subarray(built.bytes.length - 10 - len, built.bytes.length - 10);
+    const ours = readFooter(footerBytes);
+    const theirs = Footer.decode(footerBytes);
+    expect(ours.blocks).toEqual(
+      [...theirs.recordBatches()].map((b) => ({
+        offset: Number(b.offset),
+        metaDataLength: b.metaDataLength,
+        bodyLength: Number(b.bodyLength),
+      })),
+    );
+    expect([...ours.metadata]).toEqual([...theirs.schema.metadata]);
   });
 
   it('the Bloom filter has no false negatives and about 1 % false positives', () => {

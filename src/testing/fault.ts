@@ -2,6 +2,8 @@
 // tests can pin what the engine does when storage misbehaves (LevelDB's fault-injection Env).
 // Runs in every runtime.
 
+import type { BackgroundJobs } from '../core/jobs.js';
+import type { StoreSchema } from '../core/schema.js';
 import { MemWalError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
@@ -458,6 +460,15 @@ export class FaultInjectingStorage implements StorageAdapter {
   async destroyStore(name: string): Promise<void> {
     await this.faults.settling;
     return this.inner.destroyStore(name);
+  }
+
+  /**
+   * The inner adapter's background jobs for the inner handle of `handle` (they read the store's
+   * files directly, so faults apply to the writes and commits the engine makes, not to the jobs'
+   * reads).
+   */
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema): BackgroundJobs | undefined {
+    return handle instanceof FaultSession ? this.inner.backgroundJobs?.(handle.inner, schema) : undefined;
   }
 
   /** The inner adapter's estimate, or `{}` when it has none. */
