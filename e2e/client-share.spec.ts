@@ -199,7 +199,8 @@ test('failover time: leader tab closed or crashed -> first put acknowledged by t
   for (let round = 0; round < rounds; round++) {
     const [leader] = await leaderOf(tabs);
     const [prober, probeId] = tabs.find(([page]) => page !== leader)!;
-    mw(prober, 'probe', probeId, (round + 1) * 1_000_000);
+    // A put every ~10 ms: the WAL a failover replays grows by a few hundred entries a round.
+    mw(prober, 'probe', probeId, (round + 1) * 1_000_000, 10);
     await until(
       async () => acked.size,
       (n) => n >= 10 * (round + 1),
@@ -219,7 +220,7 @@ test('failover time: leader tab closed or crashed -> first put acknowledged by t
     await until(
       async () => acked.size,
       (n) => n >= before + 10,
-      10_000,
+      20_000,
       'probe acks after the failover',
     );
     if (crashIt) await leader.close();
@@ -237,8 +238,9 @@ test('failover time: leader tab closed or crashed -> first put acknowledged by t
   const p95 = percentile(times, 95);
   console.log(`failover (close/crash alternating, ${rounds} rounds): ${times.join(', ')} ms; p50 ${p50} ms, p95 ${p95} ms`);
   // The target is p95 <= 1 s (measured figures are in the README); this bound only catches a
-  // regression without failing on a busy CI machine.
-  expect(p95).toBeLessThan(3000);
+  // regression (a call waiting out its 10 s deadline, a take-over waiting for a lock) without
+  // failing on a busy CI machine.
+  expect(p95).toBeLessThan(5000);
   for (const [page, id] of tabs) ok(await mw(page, 'call', id, 'close'));
 });
 

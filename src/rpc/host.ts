@@ -9,7 +9,7 @@ import type { WalEntry, WriterState } from '../core/stats.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
-import { setBrowserStorageResolver } from '../storage/resolve.js';
+import { resolveStorage, setBrowserStorageResolver } from '../storage/resolve.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
 import { type AttachedApi, TabServer } from './tab-host.js';
 import type {
@@ -334,6 +334,16 @@ export function makeHostApi(
         store: s,
         attach: (p) => makeHostApi(p, options, NO_LIFETIME, { store: s, opened: base }) as unknown as AttachedApi,
       });
+    }),
+
+    /**
+     * Get ready to open store `name` without opening it: resolve its storage adapter and ask it
+     * for an estimate, which starts whatever the adapter needs (the browser layouts' I/O worker).
+     * A follower's standby worker calls it, so that taking over does not wait for that either.
+     */
+    prepare: wire(async (name: string, storage: WireStorage | undefined): Promise<void> => {
+      const adapter = (await options.resolveStorage?.(storage)) ?? resolveStorage(storage);
+      await adapter.estimate?.(name);
     }),
 
     /** Delete store `name` (`Locked` while a writer holds it); for `destroyMemWal`. */

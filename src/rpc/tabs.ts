@@ -491,7 +491,11 @@ export class TabsLink implements ClientLink {
   /** As a follower, keep a worker ready to take over with. */
   private prepareStandby(): void {
     if (this.standby || this.local || this.ended || this.suspended) return;
-    const standby = openWorkerLink(this.options, this.logger);
+    const standby = openWorkerLink(this.options, this.logger).then((link) => {
+      // Its storage too (the browser layouts start an I/O worker); a failure shows when it opens.
+      link.remote.prepare(this.wire.name, this.wire.storage).catch(() => undefined);
+      return link;
+    });
     this.standby = standby;
     standby.catch(() => {
       if (this.standby === standby) this.standby = undefined; // taking over starts a worker itself

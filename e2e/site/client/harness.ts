@@ -180,11 +180,12 @@ const mw: ClientHarness = {
 
   acked: (id) => [...(entry(id).storm?.acked ?? [])],
 
-  probe(id, firstId) {
+  probe(id, firstId, pauseMs = 0) {
     const e = entry(id);
     const state = { stop: false, acks: [] as ProbeAck[], errors: {} as Record<string, number>, done: Promise.resolve() };
     state.done = (async () => {
       for (let next = firstId; !state.stop; next++) {
+        if (pauseMs) await new Promise((resolve) => setTimeout(resolve, pauseMs));
         const r = await outcome(e.client.put([{ id: next, payload: 'probe' }]));
         if (r.ok) {
           state.acks.push({ id: next, position: r.value.position, atMs: Date.now() });

@@ -91,8 +91,11 @@ export interface ClientHarness {
   stopStorm(client: number): Promise<StormReport>;
   /** Acked ids of the running storm so far. */
   acked(client: number): number[];
-  /** Start one-row puts back to back (ids from `firstId`), each ack timed; also reported through `window.__ack`. */
-  probe(client: number, firstId: number): void;
+  /**
+   * Start one-row puts one after another, `pauseMs` apart (ids from `firstId`), each ack timed;
+   * also reported through `window.__ack`.
+   */
+  probe(client: number, firstId: number, pauseMs?: number): void;
   stopProbe(client: number): Promise<ProbeReport>;
   /** `[position, epoch]` of every WAL entry still retained (tail from the oldest retained to the end). */
   epochs(client: number): Promise<Outcome<[number, number][]>>;
