@@ -23,7 +23,7 @@ let tarball = process.env.MEMWAL_TARBALL;
 if (!tarball) {
   // Built and packed as test/examples/pack.ts does (a staging copy; cached by the sources' hash).
   const dir = mkdtempSync(join(tmpdir(), 'memwal-pack-'));
-  const script = `import { packMemwal } from './test/examples/pack.ts'; console.log(await packMemwal(${JSON.stringify(dir)}));`;
+  const script = `import('./test/examples/pack.ts').then((m) => m.packMemwal(${JSON.stringify(dir)})).then((path) => console.log(path));`;
   const packed = spawnSync('npx', ['tsx', '--eval', script], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   tarball = packed.stdout.trim().split('\n').at(-1);
   if (packed.status !== 0 || !tarball) {
