@@ -1,6 +1,7 @@
 // `npm test`: format and lint check (Biome), typecheck, unit tests (vitest, the packed tarball's contents included),
-// browser e2e (Playwright), the example app on the packed tarball (scripts/example.mjs), then one closing line
-// `memwal: N passed, N failed` that counts every runner. Exits non-zero on any failure.
+// browser e2e (Playwright: memwal's e2e/, the example app's suite on memwal/playwright, and the todo app on the
+// packed tarball, scripts/example.mjs), then one closing line `memwal: N passed, N failed` that counts every runner.
+// Exits non-zero on any failure.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,17 +21,6 @@ if (run('npx', ['biome', 'check', '.']) !== 0) failed += 1;
 console.log('== typecheck');
 if (run('npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failed += 1;
 
-/** Add a Playwright JSON report's counts; a run that failed without failed tests counts one failure. */
-function countPlaywright(status, json) {
-  if (existsSync(json)) {
-    const s = JSON.parse(readFileSync(json, 'utf8')).stats;
-    passed += s.expected + s.flaky; // flaky: passed on retry; counted and visible in the list above
-    failed += s.unexpected;
-    skipped += s.skipped;
-    if (status !== 0 && s.unexpected === 0) failed += 1;
-  } else if (status !== 0) failed += 1;
-}
-
 console.log('== unit tests (vitest)');
 const vitestJson = join(out, 'vitest.json');
 const vitestStatus = run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${vitestJson}`]);
@@ -42,17 +32,35 @@ if (existsSync(vitestJson)) {
   if (vitestStatus !== 0 && r.numFailedTests === 0) failed += 1; // a suite failed to load
 } else if (vitestStatus !== 0) failed += 1;
 
+/** Run a Playwright suite (`args` after `playwright test`) and count its results. */
+function playwright(name, args) {
+  counted(name, 'npx', ['playwright', 'test', ...args]);
+}
+
+/** Run `cmd args --reporter=list,json` (a Playwright run) and count the results of its JSON report. */
+function counted(name, cmd, args) {
+  const pwJson = join(out, `playwright-${name}.json`);
+  const pwStatus = run(cmd, [...args, '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
+  if (existsSync(pwJson)) {
+    const s = JSON.parse(readFileSync(pwJson, 'utf8')).stats;
+    passed += s.expected;
+    failed += s.unexpected;
+    skipped += s.skipped;
+    passed += s.flaky; // passed on retry; counted and visible in the list above
+    if (pwStatus !== 0 && s.unexpected === 0) failed += 1;
+  } else if (pwStatus !== 0) failed += 1;
+}
+
 if (process.env.MEMWAL_SKIP_E2E !== '1') {
   console.log('== browser e2e (Playwright, Chromium)');
-  const pwJson = join(out, 'playwright.json');
-  const pwStatus = run('npx', ['playwright', 'test', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
-  countPlaywright(pwStatus, pwJson);
-
-  console.log('== example app (examples/todo on the packed tarball)');
-  const exampleJson = join(out, 'example.json');
-  // The tarball test/pack.test.ts and test/examples.test.ts packed (cached by content) is reused.
-  const exampleStatus = run('node', ['scripts/example.mjs', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: exampleJson, CI: '1' });
-  countPlaywright(exampleStatus, exampleJson);
+  playwright('e2e', []);
+  console.log('== example app on memwal/playwright (examples/kit-demo)');
+  if (run('npx', ['tsc', '-p', 'examples/kit-demo/tsconfig.json']) !== 0) failed += 1;
+  playwright('kit-demo', ['-c', 'examples/kit-demo/playwright.config.ts']);
+  // Packs memwal (reusing the tarball the unit tests packed: cached by content), installs it into
+  // examples/todo, typechecks and builds the app, and runs its suite on the production build.
+  console.log('== example app on the packed tarball (examples/todo)');
+  counted('todo', 'node', ['scripts/example.mjs']);
 }
 
 console.log(`memwal: ${passed} passed, ${failed} failed, ${skipped} skipped`);

@@ -174,7 +174,7 @@ export class Compactor {
         for await (const built of this.jobs.compactionOutputs(job, signal)) {
           if (signal?.aborted || this.life.dead) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
           const name = `c${maxGeneration}-${this.log.epoch}-${++this.seq}.arrow`;
-          const placement = { name, level: 1, minGeneration, maxGeneration };
+          const placement = { name, level: 1, minGeneration, maxGeneration, schemaVersion: this.log.manifest.schemaVersion ?? 1 };
           outputs.push(await writeTableFile(this.handle, built, placement, this.o.flushRetry.stallMs));
         }
       } finally {

@@ -53,7 +53,7 @@ function options(storage: FaultInjectingStorage, name: string, mode: Mode) {
     storage,
     maxMemtableRows: 6,
     flushRetry: { baseMs: 1, maxMs: 4 },
-    walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 20 },
+    walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 2_000 },
     logger: quiet,
   };
 }

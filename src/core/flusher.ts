@@ -75,7 +75,7 @@ export class Flusher {
       const entry = await writeTableFile(
         this.handle,
         built,
-        { name, level: 0, minGeneration: m.generation, maxGeneration: m.generation },
+        { name, level: 0, minGeneration: m.generation, maxGeneration: m.generation, schemaVersion: this.log.manifest.schemaVersion ?? 1 },
         this.o.flushRetry.stallMs,
       );
       this.setStage(m, 'committing the manifest');

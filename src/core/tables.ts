@@ -14,7 +14,8 @@ import { cutBlocks } from '../table/writer.js';
 import { crc32c } from '../wal/crc32c.js';
 import { KeyIndex } from './keyindex.js';
 import { compareKeys, type Key, type KeyEncoder, keyString } from './keys.js';
-import type { StoreSchema } from './schema.js';
+import { type StoreSchema, schemasEqual } from './schema.js';
+import type { SchemaVersions } from './schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from './select.js';
 import { estimateBatchBytes } from './size.js';
 import type { ReadStats } from './stats.js';
@@ -75,6 +76,8 @@ export class TableCache {
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly reads: TableReads,
     private readonly cacheBytes: number,
+    /** Schema versions of files written before the current one (absent: one version). */
+    private readonly versions?: SchemaVersions,
   ) {}
 
   /** The open table for `entry` (its index read once, then resident). */
@@ -136,7 +139,8 @@ export class TableCache {
   }
 
   private async openV2(entry: TableFileEntry): Promise<OpenTable> {
-    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), this.schema);
+    const written = this.versions ? this.versions.internalOf(entry.schemaVersion) : this.schema;
+    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), written);
     return {
       entry,
       blocks: index.blocks,
@@ -212,9 +216,14 @@ export class TableCache {
     return { entry, blocks: bounds, bloom: undefined, block: (i) => Promise.resolve(decoded[i]!) };
   }
 
-  /** A decoded batch re-wrapped to use the store's internal schema object. */
+  /**
+   * A decoded batch in the store's current internal schema object: re-wrapped, or (written in an
+   * older schema version) projected: added columns null, dropped ones gone.
+   */
   private inSchema(b: RecordBatch): RecordBatch {
-    return b.schema === this.schema ? b : new RecordBatch(this.schema, b.data);
+    if (b.schema === this.schema) return b;
+    if (this.versions && !schemasEqual(b.schema, this.schema)) return this.versions.project(b);
+    return new RecordBatch(this.schema, b.data);
   }
 }
 

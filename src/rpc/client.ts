@@ -26,6 +26,7 @@ import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
 import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs.js';
+import { openThroughTestHook } from './test-hook.js';
 import { type ClientLink, type Remote, type WorkerLike, GOODBYE_TIMEOUT_MS, fromWire, openWorkerLink, withTimeout } from './worker-link.js';
 
 export type { WorkerLike } from './worker-link.js';
@@ -115,6 +116,8 @@ export function openMemWal<S extends Schema, K extends SchemaColumn<S> = never>(
   hooks?: OpenHooks,
 ): Promise<MemWalClient<RowsOf<S, K>>>;
 export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = {}): Promise<MemWalClient> {
+  const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
+  if (underTest) return underTest;
   const { wire, logger, tabs } = toWire(options);
   const link: ClientLink = tabs === 'share' ? new TabsLink(wire, options, logger) : await openWorkerLink(options, logger);
   const client = new MemWalClient(link, wire.name, logger, hooks);

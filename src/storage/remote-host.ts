@@ -7,12 +7,21 @@ import { decodePayload } from '../core/recovery.js';
 import { buildCompactionOutputs, buildFlushTable, type CompactJob } from '../core/jobs.js';
 import { makeKeyEncoder } from '../core/keys.js';
 import { decodeSchema, makeStoreSchema, type StoreSchema } from '../core/schema.js';
+import { SchemaVersions } from '../core/schema-versions.js';
 import { TableCache } from '../core/tables.js';
 import { MemWalError } from '../errors.js';
 import type { BuiltTable } from '../table/writer.js';
-import { scanSegment } from '../wal/codec.js';
+import { encodeFrame, scanSegment } from '../wal/codec.js';
 import type { StorageAdapter, StoreHandle } from './adapter.js';
-import { errorToWire, type IoEvent, type IoReply, type IoRequest, transferables, type WireBuiltTable } from './remote-protocol.js';
+import {
+  errorToWire,
+  type IoEvent,
+  type IoReply,
+  type IoRequest,
+  transferables,
+  type WireBuiltTable,
+  type WireSchemaVersions,
+} from './remote-protocol.js';
 
 /** Where the I/O worker listens and answers (its worker scope). */
 export interface IoScope {
@@ -136,6 +145,12 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
     walList: (r) => need(r.handle).walList(),
     walRead: (r) => need(r.handle).walRead(r.args[0] as string, r.args[1] as number | undefined),
     walAppend: (r) => need(r.handle).walAppend(r.args[0] as string, r.args[1] as number, r.args[2] as Uint8Array),
+    async walAppendEntry(r) {
+      const [name, offset, epoch, position, payload] = r.args as [string, number, number, number, Uint8Array];
+      const frame = encodeFrame(epoch, position, payload);
+      await need(r.handle).walAppend(name, offset, frame);
+      return frame.length;
+    },
     walTruncate: (r) => need(r.handle).walTruncate(r.args[0] as string, r.args[1] as number),
     walRemove: (r) => need(r.handle).walRemove(r.args[0] as string),
     async tableWriteOpen(r) {
@@ -173,26 +188,29 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
 
     /** The table file of a generation, from its WAL entries (read here, where the segments are). */
     async buildFlush(r) {
-      const [b64, pk, job] = r.args as [
+      const [b64, pk, job, wv] = r.args as [
         string,
         string[],
         { generation: number; firstPosition: number; lastPosition: number; segments: { name: string }[] },
+        WireSchemaVersions,
       ];
       const ss = schemaOf(b64, pk);
+      const versions = new SchemaVersions(ss, wv.currentVersion, wv.versions);
       const h = need(r.handle);
       const batches = [];
       for (const seg of job.segments) {
         for (const f of scanSegment(await h.walRead(seg.name, 0), 0).frames) {
           if (f.position < job.firstPosition || f.position > job.lastPosition) continue;
-          batches.push(...decodePayload(f.payload, f.position, ss.internal, false).batches);
+          for (const b of decodePayload(f.payload, f.position, (s) => versions.knows(s), false).batches) batches.push(versions.project(b));
         }
       }
       const keyEncoder = ss.primaryKey.length > 0 ? makeKeyEncoder(ss) : undefined;
       return toWire(buildFlushTable(ss, keyEncoder, batches, job.generation));
     },
     async compactOpen(r) {
-      const [b64, pk, job] = r.args as [string, string[], CompactJob];
+      const [b64, pk, job, wv] = r.args as [string, string[], CompactJob, WireSchemaVersions];
       const ss = schemaOf(b64, pk);
+      const versions = new SchemaVersions(ss, wv.currentVersion, wv.versions);
       const h = need(r.handle);
       const keyEncoder = ss.primaryKey.length > 0 ? makeKeyEncoder(ss) : undefined;
       const cache = new TableCache(
@@ -201,6 +219,7 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
         keyEncoder,
         { range: (n, o, l) => h.tableReadRange(n, o, l), whole: (n) => h.tableRead(n) },
         0,
+        versions,
       );
       const tables = await Promise.all(job.inputs.map((t) => cache.open(t)));
       const id = nextId++;

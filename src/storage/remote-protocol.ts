@@ -2,6 +2,7 @@
 // storage/remote-host.ts): requests with an id, replies, and events. Types and tiny codecs only.
 
 import { isMemWalErrorCode, MemWalError, toMemWalError } from '../errors.js';
+import type { SchemaVersion } from '../manifest/manifest.js';
 
 /** A request from the engine thread. `bytes` are transferred (the sender keeps no view of them). */
 export interface IoRequest {
@@ -20,6 +21,12 @@ export type IoEvent =
   | { event: 'lost'; handle: number; reason: string }
   | { event: 'waiting'; request: number }
   | { event: 'warn'; message: string };
+
+/** A store's schema versions, for jobs that read data written in older ones. */
+export interface WireSchemaVersions {
+  versions: SchemaVersion[];
+  currentVersion: number;
+}
 
 /** A built table file crossing the boundary (bytes transferred). */
 export interface WireBuiltTable {

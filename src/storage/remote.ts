@@ -7,10 +7,18 @@ import type { BackgroundJobs, CompactJob, FlushJob } from '../core/jobs.js';
 import type { StoreSchema } from '../core/schema.js';
 import { encodeSchema } from '../core/schema.js';
 import { MemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
 import type { BuiltTable } from '../table/writer.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
-import { errorFromWire, type IoEvent, type IoReply, type IoRequest, transferables, type WireBuiltTable } from './remote-protocol.js';
+import {
+  errorFromWire,
+  type IoEvent,
+  type IoReply,
+  type IoRequest,
+  transferables,
+  type WireBuiltTable,
+  type WireSchemaVersions,
+} from './remote-protocol.js';
 
 /** What RemoteStorage needs of the I/O worker: a Worker or a MessagePort. */
 export interface IoEndpoint {
@@ -67,8 +75,8 @@ export class RemoteStorage implements StorageAdapter {
   }
 
   /** The jobs of a store opened through this adapter run in the I/O worker, next to its files. */
-  backgroundJobs(handle: StoreHandle, schema: StoreSchema): BackgroundJobs | undefined {
-    return handle instanceof RemoteHandle ? new RemoteJobs(this, handle.id, schema) : undefined;
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
+    return handle instanceof RemoteHandle ? new RemoteJobs(this, handle.id, schema, { versions, currentVersion }) : undefined;
   }
 
   /** Send a request; resolves its reply. `IOError` when the I/O worker died. */
@@ -161,6 +169,10 @@ class RemoteHandle implements StoreHandle {
     return this.call('walAppend', name, offset, own(bytes));
   }
 
+  walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
+    return this.call('walAppendEntry', name, offset, epoch, position, own(payload));
+  }
+
   walTruncate(name: string, length: number): Promise<void> {
     return this.call('walTruncate', name, length);
   }
@@ -211,6 +223,7 @@ class RemoteJobs implements BackgroundJobs {
     private readonly remote: RemoteStorage,
     private readonly handle: number,
     private readonly schema: StoreSchema,
+    private readonly versions: WireSchemaVersions,
   ) {
     this.schemaB64 = encodeSchema(schema.base);
   }
@@ -221,18 +234,12 @@ class RemoteJobs implements BackgroundJobs {
 
   async buildFlush(job: FlushJob): Promise<BuiltTable> {
     const { generation, firstPosition, lastPosition, segments } = job;
-    return fromWire(
-      await this.call<WireBuiltTable>('buildFlush', this.schemaB64, this.schema.primaryKey, {
-        generation,
-        firstPosition,
-        lastPosition,
-        segments,
-      }),
-    );
+    const request = { generation, firstPosition, lastPosition, segments };
+    return fromWire(await this.call<WireBuiltTable>('buildFlush', this.schemaB64, this.schema.primaryKey, request, this.versions));
   }
 
   async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<BuiltTable> {
-    const id = await this.call<number>('compactOpen', this.schemaB64, this.schema.primaryKey, job);
+    const id = await this.call<number>('compactOpen', this.schemaB64, this.schema.primaryKey, job, this.versions);
     try {
       for (;;) {
         if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
