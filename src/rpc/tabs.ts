@@ -298,21 +298,26 @@ export class TabsLink implements ClientLink {
     else call.resolve(served!);
   }
 
-  /** Every RESEND_MS while calls wait: deadlines, re-sends, and a hello while no leader is known. */
+  /**
+   * Every RESEND_MS while a call waits to be accepted: deadlines, re-sends, and a hello while no
+   * leader is known. Accepted calls need no timer: their leader's term lock tells when it is gone.
+   */
   private tick(): void {
     if (this.timer !== undefined || this.ended) return;
     this.timer = setInterval(() => {
       const now = Date.now();
+      let waiting = 0;
       for (const call of [...this.calls.values()]) {
         if (call.acceptedBy !== undefined) continue;
         if (now > call.deadline + DEADLINE_GRACE_MS) {
           this.settle(call, undefined, call.expired());
-        } else if (now - call.sentAt >= Math.min(RESEND_MS * 2 ** call.sends, RESEND_MAX_MS)) {
-          this.post(call);
+          continue;
         }
+        waiting++;
+        if (now - call.sentAt >= Math.min(RESEND_MS * 2 ** call.sends, RESEND_MAX_MS)) this.post(call);
       }
-      if (this.leader === undefined && this.calls.size > 0) this.hello();
-      if (this.calls.size === 0) {
+      if (this.leader === undefined && waiting > 0) this.hello();
+      if (waiting === 0) {
         clearInterval(this.timer);
         this.timer = undefined;
       }
