@@ -3,13 +3,12 @@
 // outcome unknown when the accepting leader goes, LeaderChanged not written past the deadline.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { MemWalError } from '../errors.js';
 import { schemaToWire } from './client-wire.js';
 import { TestLocks } from './locks.test-util.js';
 import type { TabControlMessage, TabReply, TabRequest } from './protocol.js';
 import { controlChannelName, electionLockName, tabChannelName, termLockName } from './tab-names.js';
 import { ACCEPT_TIMEOUT_MS, TabsLink } from './tabs.js';
-import { quiet, schema } from './rpc.test-util.js';
+import { quiet, rejection, schema } from './rpc.test-util.js';
 
 const store = 'tabs-follower';
 const term = 'term-A';
@@ -61,15 +60,6 @@ afterEach(async () => {
 });
 
 const sync = (): Promise<unknown> => (link.remote as unknown as { sync(): Promise<unknown> }).sync();
-
-async function rejection(p: Promise<unknown>): Promise<MemWalError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as MemWalError;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('TabsLink (a follower)', () => {
   it('is a follower and forwards a call to the leader, which answers it', async () => {
