@@ -4,7 +4,8 @@
 import { existsSync } from 'node:fs';
 import { defineConfig } from '@playwright/test';
 
-const port = Number(process.env.EXAMPLE_PORT ?? 5184);
+/** The preview server's port (as in vite.config.ts): two above memwal's e2e server (E2E_PORT, default 5183). */
+const port = Number(process.env.EXAMPLE_PORT ?? Number(process.env.E2E_PORT ?? 5183) + 2);
 
 export default defineConfig({
   testDir: 'tests',

@@ -3,8 +3,8 @@
 
 import { defineConfig } from 'vite';
 
-/** The preview server's port (the app's Playwright suite starts it). */
-const port = Number(process.env.EXAMPLE_PORT ?? 5184);
+/** The preview server's port (the app's Playwright suite starts it): two above memwal's e2e server. */
+const port = Number(process.env.EXAMPLE_PORT ?? Number(process.env.E2E_PORT ?? 5183) + 2);
 
 export default defineConfig({
   server: { host: '127.0.0.1', port },
