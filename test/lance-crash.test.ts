@@ -1,4 +1,4 @@
-// Crash either side of a drain at random points (SPEC §12): the example Lance server is killed
+// Crash either side of a drain at random points (docs/scale-out.md): the example Lance server is killed
 // with SIGKILL while a shipment is in flight (mid-commit) and restarted; the store is aborted
 // while a shipment is in flight and reopened with a new drain. Afterwards the Lance table equals
 // scan() of the store at the drained position, with no row applied twice.

@@ -13,7 +13,7 @@ import { resolveStorage } from '../storage/resolve.js';
 import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { BackgroundLoop } from './background.js';
 import { Backpressure } from './backpressure.js';
-import { Compactor } from './compaction.js';
+import { type CompactionPolicy, Compactor, DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import { InlineJobs } from './jobs.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from './keys.js';
@@ -66,9 +66,11 @@ function isSchemaMismatch(e: MemWalError): boolean {
   return false;
 }
 
-/** Hooks for hosts (the worker) that must see state changes before `open` resolves. */
+/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
 export interface OpenHooks {
   onStateChange?: (s: WriterState) => void;
+  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
+  compactionPolicy?: Partial<CompactionPolicy>;
 }
 
 function zeroWriteStats(): WriteStats {
@@ -97,6 +99,7 @@ function zeroWriteStats(): WriteStats {
  */
 export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   private readonly opts: ResolvedOptions;
+  private readonly policy: CompactionPolicy;
   private readonly schema: StoreSchema;
   private readonly adapter: StorageAdapter;
   private readonly keyEncoder: KeyEncoder | undefined;
@@ -128,6 +131,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     this.adapter = adapter;
     this.keyEncoder = schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined;
     this.life = new Lifecycle(opts.name, opts.logger, hooks.onStateChange);
+    this.policy = { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy };
     this.life.onTerminal(() => this.backpressure.wake());
     this.wal = new WalWriter(opts, schema.internal, this.life, this.writeStats_, {
       onDurable: (e) => this.onDurable(e),
@@ -276,7 +280,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       const jobs =
         this.adapter.backgroundJobs?.(handle, this.schema, recordedVersions(m), m.schemaVersion ?? 1) ??
         new InlineJobs(this.schema, this.keyEncoder, (t) => cache.open(t));
-      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, jobs, handle, this.life, this.log, this.tableCache);
+      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, this.policy, jobs, handle, this.life, this.log, this.tableCache);
       this.flusher = new Flusher(
         opts,
         jobs,
@@ -300,6 +304,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
         this.compactor,
         this.log,
         this.keyEncoder !== undefined,
+        this.policy,
       );
       this.reads = new ReadView(this.schema, this.keyEncoder, this.memtables, () => this.log.manifest.tables, this.tableCache);
     }
@@ -409,6 +414,12 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   /** Always `'in-process'`: this writer runs here. */
   role(): 'in-process' {
     return 'in-process';
+  }
+
+  /** Checks the parts' invariants (docs/impl.md §1; cheap, for tests). Throws an Error naming a broken one. */
+  checkInvariants(): void {
+    this.wal.checkInvariants();
+    this.memtables?.checkInvariants();
   }
 
   /** The writer's current state. */

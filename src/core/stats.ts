@@ -1,4 +1,4 @@
-// Stats shapes returned by the stats accessors (SPEC §4.6) and the public API interface that
+// Stats shapes returned by the stats accessors (docs/impl.md §6) and the public API interface that
 // MemWal (in-process) and MemWalClient (main thread) both implement.
 
 import type { RecordBatch, Table } from 'apache-arrow';

@@ -189,6 +189,22 @@ export class WalWriter {
     };
   }
 
+  /** The invariants of the file header, checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    if (!(this.durablePosition < this.nextPosition))
+      throw new Error(`durablePosition ${this.durablePosition} >= nextPosition ${this.nextPosition}`);
+    let bytes = 0;
+    let batches = 0;
+    this.queue.forEach((e, i) => {
+      if (e.position !== this.durablePosition + 1 + i)
+        throw new Error(`queued entry ${i} has position ${e.position}, expected ${this.durablePosition + 1 + i}`);
+      bytes += e.bytes;
+      batches += e.batches.length;
+    });
+    if (bytes !== this.pendingBytes) throw new Error(`pendingBytes ${this.pendingBytes} != ${bytes} queued`);
+    if (batches !== this.pendingBatches) throw new Error(`pendingBatches ${this.pendingBatches} != ${batches} queued`);
+  }
+
   stopTimer(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;

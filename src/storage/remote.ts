@@ -1,6 +1,6 @@
 // RemoteStorage: a StorageAdapter whose calls run in a second worker, the store's I/O worker
 // (storage/remote-host.ts), so that synchronous OPFS I/O, table encoding, CRCs and compaction never
-// block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §10).
+// block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §11).
 // Bytes cross as transferred copies; the caller's buffers are never detached. Browser contexts.
 
 import type { BackgroundJobs, CompactJob, FlushJob } from '../core/jobs.js';

@@ -4,10 +4,12 @@
 import { createRequire } from 'node:module';
 import { Field, Int64, Schema, Utf8, vectorFromArray } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
+import { buildFlushTable } from '../core/jobs.js';
 import { makeKeyEncoder } from '../core/keys.js';
-import { rowObject } from '../core/rows.js';
+import { rowObject, toBatches, tombstoneBatch } from '../core/rows.js';
 import { makeStoreSchema } from '../core/schema.js';
 import { makeBatch } from '../core/select.js';
+import { crc32c } from '../wal/crc32c.js';
 import { BloomFilter } from './bloom.js';
 import { readFooter } from './footer.js';
 import { BLOCK_MAX_ROWS, META_BLOCKS, META_BLOOM, META_GENERATIONS } from './format.js';
@@ -83,6 +85,31 @@ describe('table file format 2', () => {
       })),
     );
     expect([...ours.metadata]).toEqual([...theirs.schema.metadata]);
+  });
+
+  it('encodes the worked example of docs/format.md §8 byte for byte', () => {
+    const example = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
+    const puts = toBatches(
+      [
+        { id: 3, name: 'c' },
+        { id: 1, name: 'a' },
+        { id: 2, name: 'b' },
+      ],
+      example,
+    );
+    const built = buildFlushTable(example, makeKeyEncoder(example), [...puts, tombstoneBatch([{ id: 2 }], example)!], 7);
+    const b = built.bytes;
+    const footerLength = new DataView(b.buffer, b.byteOffset).getInt32(b.length - 10, true);
+    const f = readFooter(b.subarray(b.length - 10 - footerLength, b.length - 10));
+    expect([b.length, footerLength, built.rows]).toEqual([906, 560, 3]);
+    expect(f.blocks).toEqual([{ offset: 8, metaDataLength: 256, bodyLength: 64 }]);
+    expect(Object.fromEntries(f.metadata)).toEqual({
+      'memwal.table.format': '2',
+      'memwal.table.generations': '7-7',
+      'memwal.table.blocks': 'AQAAAAMAAACTxi2eCAAAAIAAAAAAAAABCAAAAIAAAAAAAAAD',
+      'memwal.table.bloom': 'B2KIZSiOABRD',
+    });
+    expect(crc32c(b.subarray(8, 8 + 256 + 64))).toBe(0x9e2dc693);
   });
 
   it('the Bloom filter has no false negatives and about 1 % false positives', () => {

@@ -406,7 +406,7 @@ export class FaultInjectingStorage implements StorageAdapter {
   /**
    * Model writers that never learn that their lock was taken (a process presumed dead, a frozen
    * tab): while `on`, a session whose lock is stolen does not get `onLost('stolen')`, keeps issuing
-   * operations, and only storage's epoch fencing stops it (SPEC §5.1).
+   * operations, and only storage's epoch fencing stops it (docs/impl.md, "Fencing").
    */
   silenceLockLoss(on = true): void {
     this.faults.silentLockLoss = on;
