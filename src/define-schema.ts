@@ -1,4 +1,4 @@
-// Typed rows (SPEC §9): defineSchema() builds an Arrow Schema that also carries, in its type,
+// Typed rows: defineSchema() builds an Arrow Schema that also carries, in its type,
 // the rows a store of that schema takes (put) and gives back (get); openMemWal and MemWal.open
 // infer their row types from it. Types only, plus small column builders. Any runtime.
 
