@@ -12,7 +12,7 @@ import { createServer, type ViteDevServer } from 'vite';
 
 /** Port the demo server tries first (the next free one is taken if busy). */
 const DEMO_E2E_PORT = Number(process.env.DEMO_E2E_PORT ?? 5190);
-const CONFIG = fileURLToPath(new URL('../demo/vite.config.ts', import.meta.url));
+const CONFIG = fileURLToPath(new URL('../vite.config.ts', import.meta.url));
 const SCREENSHOT = fileURLToPath(new URL('../docs/demo.png', import.meta.url));
 
 /** The metric names the metrics() panel must show (README, "Stats"; SPEC §8 for compaction). */

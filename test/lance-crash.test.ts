@@ -114,6 +114,6 @@ for (const kind of ['keyed', 'append-only'] as const) {
       await d.stop();
       await store.close();
       await server.kill();
-    }, 90_000);
+    }, 240_000); // each server restart loads LanceDB in a new process: 3–6 s here, far more on a loaded machine
   }
 }

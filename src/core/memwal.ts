@@ -2,7 +2,7 @@
 // public API to the parts that do the work (LevelDB's DBImpl over log::Writer, Recover and
 // BackgroundCompaction). docs/impl.md §1 maps the parts; every await here is at a part's call.
 
-import type { RecordBatch, Table } from 'apache-arrow';
+import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arrow';
 import { MemWalError, toMemWalError } from '../errors.js';
 import { MANIFEST_FORMAT_VERSION, type Manifest, cloneManifest } from '../manifest/manifest.js';
@@ -46,6 +46,7 @@ import type {
 } from './stats.js';
 import { type Tier, WalOnlyTier } from './tier.js';
 import { type PendingEntry, WalWriter } from './wal-writer.js';
+import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
@@ -96,7 +97,7 @@ function zeroWriteStats(): WriteStats {
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
  * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
  */
-export class MemWal implements MemWalApi {
+export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   private readonly opts: ResolvedOptions;
   private readonly policy: CompactionPolicy;
   private readonly schema: StoreSchema;
@@ -155,6 +156,10 @@ export class MemWal implements MemWalApi {
    * key or mode, before anything is claimed), `NotSupported` (recorded layout unusable here),
    * `Locked`, `Corruption`, or the storage error.
    */
+  static open<S extends Schema, K extends SchemaColumn<S> = never>(
+    options: Omit<MemWalOptions, 'schema' | 'primaryKey'> & { schema: S; primaryKey?: K[] },
+    hooks?: OpenHooks,
+  ): Promise<MemWal<RowsOf<S, K>>>;
   static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {
     const opts = resolveOptions(options);
     const schema = makeStoreSchema(opts.schema, opts.primaryKey);
@@ -406,6 +411,17 @@ export class MemWal implements MemWalApi {
     return this.life.subscribe(listener);
   }
 
+  /** Always `'in-process'`: this writer runs here. */
+  role(): 'in-process' {
+    return 'in-process';
+  }
+
+  /** Checks the parts' invariants (docs/impl.md §1; cheap, for tests). Throws an Error naming a broken one. */
+  checkInvariants(): void {
+    this.wal.checkInvariants();
+    this.memtables?.checkInvariants();
+  }
+
   /** The writer's current state. */
   get writerState(): WriterState {
     return this.life.state;
@@ -435,7 +451,7 @@ export class MemWal implements MemWalApi {
    * or the writer was fenced after the rows were admitted), `Closed` from `abort()` after
    * admission. `signal` governs only the backpressure wait.
    */
-  async put(data: RecordBatch | Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     return this.write(toBatches(data, this.schema), opts.signal);
   }
@@ -444,7 +460,7 @@ export class MemWal implements MemWalApi {
    * Delete rows by primary key: writes tombstones that hide older versions in every tier.
    * `NotSupported` without a primary key or in WAL-only mode; otherwise as `put`.
    */
-  async delete(keys: Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     this.requireMemtable('delete');
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
@@ -555,6 +571,7 @@ export class MemWal implements MemWalApi {
    * The newest version of the row with this primary key, or undefined (absent or deleted).
    * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
    */
+  get(key: R['key']): Promise<R['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     this.requireMemtable('get');
@@ -566,7 +583,7 @@ export class MemWal implements MemWalApi {
    * order (deleted keys absent), without one every row in insertion order. `columns` projects.
    * `NotSupported` in WAL-only mode.
    */
-  async scan(opts: { columns?: string[] } = {}): Promise<Table> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
     this.life.throwIfUnusable();
     this.requireMemtable('scan');
     const batches: RecordBatch[] = [];
@@ -580,7 +597,9 @@ export class MemWal implements MemWalApi {
    * (one block per table file, plus a sorted copy of each memtable's index). `limit` caps the
    * total rows yielded.
    */
-  scanBatches(opts: { columns?: string[]; limit?: number } = {}): AsyncIterable<RecordBatch> {
+  scanBatches<C extends ColumnName<R> = ColumnName<R>>(
+    opts: { columns?: C[]; limit?: number } = {},
+  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     const writer = this;

@@ -221,7 +221,8 @@ class FaultSession implements StoreHandle {
     const inner = this.inner;
     await this.mutate('walAppend', {
       forward: async () => {
-        if (inner.walAppendEntry) await inner.walAppendEntry(name, offset, epoch, position, copy);
+        if (inner.walAppendEntry)
+          await inner.walAppendEntry(name, offset, epoch, position, copy.slice()); // it may take it over
         else await inner.walAppend(name, offset, encodeFrame(epoch, position, copy));
       },
       crashOutcome: (random) => {
