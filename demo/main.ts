@@ -267,6 +267,8 @@ const dashboard = new Dashboard(settings.windowSec);
 const boundsOf = (s: Settings): Bounds => ({ budgetBytes: s.budgetBytes, debtBytes: s.debtBytes });
 const metricsEl = byId('metrics');
 let metricsText = '';
+/** The open `metricsText` came from: a new open fetches its own at its first poll. */
+let metricsSession = 0;
 let lastMetricsAt = 0;
 
 async function pollOnce(): Promise<void> {
@@ -289,10 +291,13 @@ async function pollOnce(): Promise<void> {
     ]);
     if (mine !== sessionId) return;
     noteScenarioProgress(dashboard.record({ session: mine, time, mt, bp, ws, wal, cs }, boundsOf(openedWith)));
-    if (time - lastMetricsAt >= METRICS_EVERY_MS) {
+    if (time - lastMetricsAt >= METRICS_EVERY_MS || metricsSession !== mine) {
       lastMetricsAt = time;
-      metricsText = await c.metrics();
-      if (mine === sessionId && !metricsEl.matches(':hover')) metricsEl.textContent = metricsText;
+      const text = await c.metrics();
+      if (mine !== sessionId) return;
+      metricsText = text;
+      metricsSession = mine;
+      if (!metricsEl.matches(':hover')) metricsEl.textContent = metricsText;
     }
   } catch {
     // The store closed or its worker died between the check and the call: the next poll shows it.
@@ -582,8 +587,9 @@ window.memwalDemo = {
     return slowCompactions;
   },
   longTasks,
+  /** metrics() of the open store ('' until its first answer). */
   get metrics() {
-    return metricsText;
+    return metricsSession === sessionId ? metricsText : '';
   },
   events: eventLog,
 };

@@ -45,6 +45,7 @@ interface DemoState {
   layout: string | undefined;
   sample:
     | {
+        session: number;
         time: number;
         unflushedBytes: number;
         mt: { frozenCount: number; frozenBytes: number; estimatedBytes: number; rowCount: number };
@@ -368,18 +369,25 @@ test('each named scenario starts from its button and shows backpressure waits an
       `scenario ${name} to start`,
     );
     await expect(page).toHaveURL(new RegExp(`[?&]scenario=${name}(&|$)`));
-    // Within 30 s of Start: completed backpressure waits in the store's own counter, and compaction
-    // debt seen (or a compaction that merged, which only debt can have led to).
+    // Within 30 s of Start, in the store the scenario opened: a put that waited on backpressure
+    // (completed waits in the store's own counter, wal_backpressure_waits_total) and compaction
+    // debt above zero (the demo notes the first sample with compactionStats().pendingBytes > 0).
     const shown = await waitFor(
       page,
       (s) =>
         s.scenario?.name === name &&
-        (metricValue(s.metrics, 'wal_backpressure_waits_total') ?? 0) > 0 &&
-        (s.scenario.firstDebtMs !== undefined || (metricValue(s.metrics, 'wal_compaction_bytes_written_total') ?? 0) > 0),
+        s.scenario.session === s.sessionId &&
+        s.sample?.session === s.sessionId &&
+        s.scenario.firstWaitMs !== undefined &&
+        s.scenario.firstDebtMs !== undefined &&
+        s.sample.bp.totalCount > 0 &&
+        (metricValue(s.metrics, 'wal_backpressure_waits_total') ?? 0) > 0,
       `scenario ${name}: backpressure waits and compaction debt`,
       SCENARIO_PROMISE_MS - (Date.now() - started.scenario!.startedAt),
     );
     const run = shown.scenario!;
+    expect(run.firstWaitMs!, 'first backpressure wait, ms after Start').toBeLessThanOrEqual(SCENARIO_PROMISE_MS);
+    expect(run.firstDebtMs!, 'first compaction debt, ms after Start').toBeLessThanOrEqual(SCENARIO_PROMISE_MS);
     expect(shown.writerState).toBe('open');
     if (name === 'failing-flushes')
       expect(shown.totals.flushFailures, 'flush failures counted').toBeGreaterThan(before.totals.flushFailures);
