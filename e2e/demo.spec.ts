@@ -361,6 +361,8 @@ test('each named scenario starts from its button and shows backpressure waits an
   for (const name of SCENARIOS) {
     const before = await snapshot(page);
     await page.getByTestId('scenario').selectOption(name);
+    // The visitor's clock starts at the click (the page and this process read the same clock).
+    const clickedAt = Date.now();
     await page.getByTestId('scenario-start').click();
     // Start closes the store, destroys it, opens a fresh one with the scenario's settings and starts the load.
     const started = await waitFor(
@@ -369,7 +371,9 @@ test('each named scenario starts from its button and shows backpressure waits an
       `scenario ${name} to start`,
     );
     await expect(page).toHaveURL(new RegExp(`[?&]scenario=${name}(&|$)`));
-    // Within 30 s of Start, in the store the scenario opened: a put that waited on backpressure
+    // How long the fresh store took to open: the scenario's own times count from its load's start.
+    const openMs = started.scenario!.startedAt - clickedAt;
+    // Within 30 s of the click, in the store the scenario opened: a put that waited on backpressure
     // (completed waits in the store's own counter, wal_backpressure_waits_total) and compaction
     // debt above zero (the demo notes the first sample with compactionStats().pendingBytes > 0).
     const shown = await waitFor(
@@ -383,11 +387,11 @@ test('each named scenario starts from its button and shows backpressure waits an
         s.sample.bp.totalCount > 0 &&
         (metricValue(s.metrics, 'wal_backpressure_waits_total') ?? 0) > 0,
       `scenario ${name}: backpressure waits and compaction debt`,
-      SCENARIO_PROMISE_MS - (Date.now() - started.scenario!.startedAt),
+      SCENARIO_PROMISE_MS - (Date.now() - clickedAt),
     );
     const run = shown.scenario!;
-    expect(run.firstWaitMs!, 'first backpressure wait, ms after Start').toBeLessThanOrEqual(SCENARIO_PROMISE_MS);
-    expect(run.firstDebtMs!, 'first compaction debt, ms after Start').toBeLessThanOrEqual(SCENARIO_PROMISE_MS);
+    expect(openMs + run.firstWaitMs!, 'first backpressure wait, ms after the click').toBeLessThanOrEqual(SCENARIO_PROMISE_MS);
+    expect(openMs + run.firstDebtMs!, 'first compaction debt, ms after the click').toBeLessThanOrEqual(SCENARIO_PROMISE_MS);
     expect(shown.writerState).toBe('open');
     if (name === 'failing-flushes')
       expect(shown.totals.flushFailures, 'flush failures counted').toBeGreaterThan(before.totals.flushFailures);
@@ -397,11 +401,11 @@ test('each named scenario starts from its button and shows backpressure waits an
     const sec = (ms: number | undefined) => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
     const end = (await snapshot(page)).scenario!;
     measured.push(
-      `${name}: first wait ${sec(run.firstWaitMs)}, debt ${sec(run.firstDebtMs)}, level-0 stall ${sec(end.firstStallMs)}, ` +
+      `${name}: fresh store open ${sec(openMs)} after the click; from the load's start: first wait ${sec(run.firstWaitMs)}, debt ${sec(run.firstDebtMs)}, level-0 stall ${sec(end.firstStallMs)}, ` +
         `wait on compaction ${sec(end.firstCompactionWaitMs)}`,
     );
   }
-  console.log(`scenarios, time after Start:\n  ${measured.join('\n  ')}`);
+  console.log(`scenarios:\n  ${measured.join('\n  ')}`);
 });
 
 test('"fail next N compactions" makes failureCount rise while flushes continue, then compactions commit again', async ({ page }) => {
