@@ -66,9 +66,9 @@ async function expectError(res: Response, status: number, code: string): Promise
 /** Every page of `/scan` with `limit` rows, following the cursor. */
 async function allPages(route: (path: string) => string, limit: number): Promise<Page[]> {
   const pages: Page[] = [];
-  let cursor: string | null = '0';
+  let cursor: string | null | undefined;
   while (cursor !== null) {
-    const res = await fetch(route(`/scan?limit=${limit}&cursor=${cursor}`));
+    const res = await fetch(route(`/scan?limit=${limit}${cursor === undefined ? '' : `&cursor=${cursor}`}`));
     expect(res.status).toBe(200);
     const page = (await res.json()) as Page;
     pages.push(page);
@@ -102,7 +102,7 @@ function httpContract(route: (path: string) => string): void {
     // 2^53 + 1 as a JSON number is rounded by the parser: refused rather than stored wrong.
     await expectError(await post(route('/put'), '[{"id": 9007199254740993}]'), 400, 'InvalidArgument');
     await expectError(await post(route('/put'), JSON.stringify([{ id: 3, value: 'not a number' }])), 400, 'InvalidArgument');
-    for (const query of ['limit=0', 'limit=10001', 'limit=ten', 'cursor=-1', 'cursor=1.5']) {
+    for (const query of ['limit=0', 'limit=10001', 'limit=ten', 'cursor=1.5', 'cursor=', 'cursor=9223372036854775808']) {
       await expectError(await fetch(route(`/scan?${query}`)), 400, 'InvalidArgument');
     }
   });
@@ -131,12 +131,12 @@ function httpContract(route: (path: string) => string): void {
     expect(page.rows.find((r) => r.id === '4')).toBeUndefined();
   });
 
-  it('pages /scan with a cursor: every row once, in pages of at most limit, the last with cursor null', async () => {
+  it('pages /scan with a cursor (the last id of a page): every row once, in pages of at most limit, the last with cursor null', async () => {
     await post(route('/put'), JSON.stringify(Array.from({ length: 25 }, (_, i) => ({ id: 1000 + i, value: i }))));
     const whole = (await (await fetch(route('/scan?limit=10000'))).json()) as Page;
     expect(whole.cursor).toBeNull();
     const pages = await allPages(route, 7);
-    expect(pages.slice(0, -1).every((p) => p.rows.length === 7 && p.cursor !== null)).toBe(true);
+    expect(pages.slice(0, -1).every((p) => p.rows.length === 7 && p.cursor === p.rows.at(-1)!.id)).toBe(true);
     expect(pages.at(-1)!.rows.length).toBeLessThanOrEqual(7);
     expect(pages.flatMap((p) => p.rows)).toEqual(whole.rows);
   });
@@ -355,8 +355,8 @@ describe('the Cloudflare example in workerd', () => {
       };
       await Promise.all(Array.from({ length: CLIENTS }, client));
       const afterLoad = samples.length;
-      // The deepest page: it reads (and skips) every row before it.
-      const deepest = await fetch(route(`/scan?limit=10000&cursor=${Math.max(0, rowsAcked - 10_000)}`));
+      // The deepest page: the last 10,000 ids (its scan starts at the cursor).
+      const deepest = await fetch(route(`/scan?limit=10000&cursor=${rowsAcked - 10_001}`));
       expect(deepest.status).toBe(200);
       const page = (await deepest.json()) as Page;
       expect(page.rows.length).toBeGreaterThan(0);

@@ -4,7 +4,7 @@
 // copied out of the repository alone. Any runtime with fetch's Request and Response.
 //
 //   POST /put      a JSON row or array of rows {id, value?, note?}  → {rows, position, durable}
-//   GET  /scan     ?limit=1..10000 (default 1000) &cursor=…         → {rows, cursor}, streamed
+//   GET  /scan     ?limit=1..10000 (default 1000) &cursor=<last id> → {rows, cursor}, streamed
 //   GET  /stats    {memtable, backpressure, wal, write, storage}
 //   GET  /metrics  Prometheus text
 //
@@ -141,22 +141,24 @@ function intParam(url: URL, name: string, fallback: number, min: number, max: nu
 }
 
 /**
- * One page of `/scan`: `limit` rows after the first `cursor` rows of the scan order, streamed
- * batch by batch as `{"rows":[…],"cursor":"…"}`; `cursor` is null on the last page. The cursor
- * counts rows: a page re-reads the rows before it (the cost grows with the cursor), and rows
- * written, deleted or flushed between two pages may repeat or be skipped. Memory: about one
- * batch. A failure before the first batch answers with its status; a later one aborts the body.
+ * One page of `/scan`: up to `limit` rows in id order, from the start or after the id `cursor`,
+ * streamed batch by batch as `{"rows":[…],"cursor":"…"}`; `cursor` (the page's last id) is null
+ * on the last page. The scan starts at the cursor (`scanBatches({ after })` reads no table block
+ * before it), so a deep page costs what the first does. Each page is its own snapshot: a row
+ * written between two pages shows if its id is past the cursor. Memory: about one batch. A
+ * failure before the first batch answers with its status; a later one aborts the body.
  */
 async function scanPage(db: MemWal, url: URL): Promise<Response> {
   const limit = intParam(url, 'limit', DEFAULT_PAGE_ROWS, 1, MAX_PAGE_ROWS);
-  const skip = intParam(url, 'cursor', 0, 0, Number.MAX_SAFE_INTEGER);
+  const raw = url.searchParams.get('cursor');
+  const after = raw === null ? undefined : { id: parseCursor(raw) };
   // One row more than the page, to know whether another page follows.
-  const batches = db.scanBatches({ limit: skip + limit + 1 })[Symbol.asyncIterator]();
+  const batches = db.scanBatches({ limit: limit + 1, ...(after ? { after } : {}) })[Symbol.asyncIterator]();
   // The first batch before the response: an error there (a poisoned store) gets its status.
   let first: IteratorResult<RecordBatch> | undefined = await batches.next();
   const encoder = new TextEncoder();
-  let skipping = skip;
   let sent = 0;
+  let lastId: unknown;
   let more = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -169,12 +171,14 @@ async function scanPage(db: MemWal, url: URL): Promise<Response> {
         first = undefined;
         if (next.done) break;
         const batch = next.value;
-        const from = Math.min(skipping, batch.numRows);
-        skipping -= from;
         const rows: string[] = [];
-        for (let i = from; i < batch.numRows && !more; i++) {
+        for (let i = 0; i < batch.numRows && !more; i++) {
           if (sent + rows.length === limit) more = true;
-          else rows.push(toJson(batch.get(i)!.toJSON()));
+          else {
+            const row = batch.get(i)!.toJSON();
+            lastId = row.id;
+            rows.push(toJson(row));
+          }
         }
         if (rows.length > 0) {
           controller.enqueue(encoder.encode((sent > 0 ? ',' : '') + rows.join(',')));
@@ -182,7 +186,7 @@ async function scanPage(db: MemWal, url: URL): Promise<Response> {
           if (!more) return;
         }
       }
-      controller.enqueue(encoder.encode(`],"cursor":${more ? `"${skip + sent}"` : 'null'}}`));
+      controller.enqueue(encoder.encode(`],"cursor":${more ? `"${String(lastId)}"` : 'null'}}`));
       controller.close();
       await batches.return?.();
     },
@@ -191,6 +195,15 @@ async function scanPage(db: MemWal, url: URL): Promise<Response> {
     },
   });
   return new Response(body, { headers: { 'content-type': 'application/json' } });
+}
+
+/** A `/scan` cursor: the decimal id of the last row of the previous page. */
+function parseCursor(raw: string): bigint {
+  if (/^-?\d{1,19}$/.test(raw)) {
+    const n = BigInt(raw);
+    if (n >= INT64_MIN && n <= INT64_MAX) return n;
+  }
+  throw invalid(`cursor: expected the decimal id a previous page returned, got ${JSON.stringify(raw.slice(0, 40))}`);
 }
 
 const ROUTES: Record<string, string> = { '/put': 'POST', '/scan': 'GET', '/stats': 'GET', '/metrics': 'GET' };

@@ -150,6 +150,39 @@ describe('put, get, scan, delete', () => {
     expect((await rejection(w.scan({ columns: ['missing'] }))).code).toBe('InvalidArgument');
     await w.close();
   });
+
+  it('scanBatches after a key reads no table block wholly before it; a bad or keyless after is rejected', async () => {
+    const w = await open(new MemoryStorage(), { blockCacheBytes: 0 });
+    for (let i = 0; i < 20; i++) await w.put(rows(i * 1000, 1000));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    const ids = async (opts: { after?: { id: number } }): Promise<number[]> => {
+      const out: number[] = [];
+      for await (const b of w.scanBatches({ columns: ['id'], ...opts })) out.push(...Array.from(b.getChild('id')!.toArray(), Number));
+      return out;
+    };
+    const reads = async (f: () => Promise<unknown>): Promise<number> => {
+      const before = (await w.readStats()).blockReads;
+      await f();
+      return (await w.readStats()).blockReads - before;
+    };
+    const all = await reads(() => ids({}));
+    const last = await reads(() => ids({ after: { id: 19_500 } }));
+    expect(await ids({ after: { id: 19_500 } })).toEqual(Array.from({ length: 499 }, (_, i) => 19_501 + i));
+    expect(await ids({ after: { id: 99_999 } })).toEqual([]);
+    expect((await ids({ after: { id: -5 } })).length).toBe(20_000);
+    expect(all).toBeGreaterThan(4);
+    expect(last).toBeLessThanOrEqual(2);
+    const bad = w.scanBatches({ after: { nope: 1 } as never })[Symbol.asyncIterator]();
+    expect((await rejection(bad.next())).code).toBe('InvalidArgument');
+    await w.close();
+    const a = await open(new MemoryStorage(), { primaryKey: [] });
+    await a.put(rows(1, 2));
+    const keyless = a.scanBatches({ after: { id: 1 } })[Symbol.asyncIterator]();
+    expect((await rejection(keyless.next())).code).toBe('NotSupported');
+    await a.close();
+  });
 });
 
 describe('WAL group commit and durability', () => {

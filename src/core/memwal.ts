@@ -595,10 +595,12 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   /**
    * The same rows as `scan`, in the same order, one record batch at a time with bounded memory
    * (one block per table file, plus a sorted copy of each memtable's index). `limit` caps the
-   * total rows yielded.
+   * total rows yielded. `after` (keyed stores) starts past that key, reading no table block
+   * wholly before it: page by passing the last key of the previous page (each page is its own
+   * snapshot, so a row written between pages shows if its key is past the cursor).
    */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(
-    opts: { columns?: C[]; limit?: number } = {},
+    opts: { columns?: C[]; limit?: number; after?: R['key'] } = {},
   ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
@@ -606,7 +608,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     return (async function* () {
       writer.life.throwIfUnusable();
       writer.requireMemtable('scan');
-      yield* writer.reads!.scan(opts.columns, limit);
+      yield* writer.reads!.scan(opts.columns, limit, opts.after as Record<string, unknown> | undefined);
     })();
   }
 

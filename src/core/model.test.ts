@@ -1,5 +1,5 @@
 // Model-based randomized test of the store lifecycle: puts, overwrites, deletes, seals, compactions,
-// reopens and crashes in random order, with `get` and `scan` checked against an in-memory model
+// reopens and crashes in random order, with `get`, `scan` and paged `scanBatches` checked against an in-memory model
 // after every step (acknowledged operations only; a crash may keep or drop the unacknowledged).
 
 import { describe, expect, it } from 'vitest';
@@ -37,6 +37,24 @@ async function check(w: MemWal, model: Model | string[], keyed: boolean, r: () =
     expect(ids, `${where}: scan keys`).toEqual(expected);
     const names = t.getChild('name')!.toArray() as string[];
     for (let i = 0; i < ids.length; i++) expect(names[i], `${where}: scan of ${ids[i]}`).toBe(m.get(ids[i]!));
+    // Paged with `after`: the pages, end to end, are the scan; a start at any key, present or not.
+    const page = 1 + int(r, 90);
+    const paged: number[] = [];
+    for (let after: number | undefined; ; ) {
+      let n = 0;
+      for await (const b of w.scanBatches({ columns: ['id'], limit: page, ...(after === undefined ? {} : { after: { id: after } }) })) {
+        for (const id of b.getChild('id')!.toArray()) paged.push(Number(id));
+        n += b.numRows;
+      }
+      if (n < page) break;
+      after = paged[paged.length - 1]!;
+    }
+    expect(paged, `${where}: scan paged by ${page} with after`).toEqual(expected);
+    const from = int(r, KEYS + 20) - 10;
+    const tail: number[] = [];
+    for await (const b of w.scanBatches({ columns: ['id'], after: { id: from } }))
+      tail.push(...Array.from(b.getChild('id')!.toArray(), Number));
+    expect(tail, `${where}: scan after ${from}`).toEqual(expected.filter((id) => id > from));
     for (let k = 0; k < 20; k++) {
       const id = int(r, KEYS + 20);
       const got = await w.get({ id });

@@ -9,7 +9,7 @@ import type { TableFileEntry } from '../manifest/manifest.js';
 import { BLOCK_MAX_ROWS } from '../table/format.js';
 import { type MergeSource, mergeSorted } from '../table/merge.js';
 import { indexEntries, type SortedRun, sortedNewest } from '../table/sorted.js';
-import { encodeKey, type KeyEncoder, keyFromHex, keyString } from './keys.js';
+import { compareKeys, encodeKey, type Key, type KeyEncoder, keyFromHex, keyString } from './keys.js';
 import type { MemTable } from './memtable.js';
 import type { MemtableTier } from './memtables.js';
 import { projectBatch, rowObject } from './rows.js';
@@ -108,15 +108,21 @@ export class ReadView {
   /**
    * Every live row, projected to `columns`, at most `limit`: keyed stores in key order (the
    * newest version of each key, deleted keys absent), append-only stores in insertion order.
+   * `after` (keyed only): start past this key, skipping table files and blocks wholly before it.
    * Holds one block per table file and a sorted copy of each memtable's index.
    */
-  async *scan(columns: string[] | undefined, limit: number): AsyncGenerator<RecordBatch> {
+  async *scan(columns: string[] | undefined, limit: number, after?: Record<string, unknown>): AsyncGenerator<RecordBatch> {
+    let from: Key | undefined;
+    if (after !== undefined) {
+      if (!this.keyEncoder) throw new MemWalError('NotSupported', 'scanBatches: after needs a primary key (this store is append-only)');
+      from = encodeKey(after, this.ss);
+    }
     const view = this.capture();
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
     let left = limit;
     try {
-      const source = this.keyEncoder ? this.keyedRows(view) : this.appendOnlyRows(view);
+      const source = this.keyEncoder ? this.keyedRows(view, from) : this.appendOnlyRows(view);
       for await (const batch of source) {
         if (left <= 0) return;
         const b = batch.numRows > left ? batch.slice(0, left) : batch;
@@ -129,7 +135,7 @@ export class ReadView {
   }
 
   /** Keyed: memtables (sorted snapshots, taken now) and table files, merged newest first. */
-  private keyedRows(view: ViewCapture): AsyncGenerator<RecordBatch> {
+  private keyedRows(view: ViewCapture, after: Key | undefined): AsyncGenerator<RecordBatch> {
     const sources: MergeSource[] = [];
     for (const { m, visible } of view.memtables) {
       if (visible === 0) continue;
@@ -137,11 +143,13 @@ export class ReadView {
       const entries = indexEntries(m.keyIndex!);
       sources.push(lazyRun(() => sortedNewest(this.ss.internal, this.ss, m.batches, visible, entries)));
     }
-    const level0 = view.tables.filter((t) => levelOf(t) === 0);
-    const level1 = view.tables.filter((t) => levelOf(t) >= 1);
-    for (const t of level0) sources.push(this.fileSource([t]));
-    if (level1.length > 0) sources.push(this.fileSource(level1));
-    return mergeSorted(sources, {
+    const probe = after === undefined ? undefined : keyString(after, this.ss);
+    const past = (t: TableFileEntry): boolean => probe === undefined || t.maxKey === undefined || keyFromHex(t.maxKey) > probe;
+    const level0 = view.tables.filter((t) => levelOf(t) === 0 && past(t));
+    const level1 = view.tables.filter((t) => levelOf(t) >= 1 && past(t));
+    for (const t of level0) sources.push(this.fileSource([t], probe));
+    if (level1.length > 0) sources.push(this.fileSource(level1, probe));
+    return mergeSorted(after === undefined ? sources : sources.map((s) => startAfter(s, after, this.ss)), {
       schema: this.ss.internal,
       ss: this.ss,
       tombstone: this.ss.internal.fields.length - 1,
@@ -162,8 +170,11 @@ export class ReadView {
     }
   }
 
-  /** The blocks of `files` (non-overlapping, in key order) as one merge source. */
-  private fileSource(files: TableFileEntry[]): MergeSource {
+  /**
+   * The blocks of `files` (non-overlapping, in key order) as one merge source; with `probe`, the
+   * first file starts at its first block that ends past it.
+   */
+  private fileSource(files: TableFileEntry[], probe?: string): MergeSource {
     let f = 0;
     let open: OpenTable | undefined;
     let i = 0;
@@ -173,7 +184,7 @@ export class ReadView {
           if (!open) {
             if (f >= files.length) return undefined;
             open = await this.cache.open(files[f++]!);
-            i = 0;
+            i = f === 1 && probe !== undefined ? firstBlockPast(open, probe) : 0;
           }
           if (i < open.blocks.length) {
             const b = await open.block(i++);
@@ -190,6 +201,46 @@ function byMinKey(a: TableFileEntry, b: TableFileEntry): number {
   const x = a.minKey ?? '';
   const y = b.minKey ?? '';
   return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** The first block of `t` whose last key is past `probe` (`blocks.length` when none is). */
+function firstBlockPast(t: OpenTable, probe: string): number {
+  let lo = 0;
+  let hi = t.blocks.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (t.blocks[mid]!.last <= probe) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * `source` without its keys up to and including `after`: runs wholly at or before it are
+ * dropped, the first run past it is cut; every later run follows it in key order, untouched.
+ */
+function startAfter(source: MergeSource, after: Key, ss: StoreSchema): MergeSource {
+  let passed = false;
+  return {
+    next: async (): Promise<SortedRun | undefined> => {
+      for (;;) {
+        const run = await source.next();
+        if (run === undefined || passed) return run;
+        const { keys } = run;
+        let lo = 0;
+        let hi = keys.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if (compareKeys(keys[mid]!, after, ss) <= 0) lo = mid + 1;
+          else hi = mid;
+        }
+        if (lo === keys.length) continue;
+        passed = true;
+        if (lo === 0) return run;
+        return { batch: run.batch.slice(lo), keys: Array.prototype.slice.call(keys, lo) as Key[] };
+      }
+    },
+  };
 }
 
 /** A one-run source whose run is built on first use (after the capture, outside its step). */

@@ -217,10 +217,14 @@ export interface MemWalApi<R extends RowTypes = UntypedRows> {
   get(key: R['key']): Promise<R['output'] | undefined>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */
   scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<R['columns'], C>>>;
-  /** The rows of `scan` batch by batch, with bounded memory; `limit` caps the rows. */
+  /**
+   * The rows of `scan` batch by batch, with bounded memory; `limit` caps the rows; `after`
+   * (keyed stores) starts past that key — pass the last key of the previous page to page.
+   */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(opts?: {
     columns?: C[];
     limit?: number;
+    after?: R['key'];
   }): AsyncIterable<RecordBatch<Pick<R['columns'], C>>>;
   /** Resolves once everything accepted so far is durable, with the last durable position. */
   sync(): Promise<{ position: number }>;

@@ -276,6 +276,21 @@ describe('MemWalClient over a MessageChannel', () => {
     expect(() => c.scanBatches({ limit: -1 })).toThrow(MemWalError);
   });
 
+  it('scanBatches after a key crosses to the worker: pages of a keyed store end to end', async () => {
+    const c = await open(channelWorker());
+    for (let i = 0; i < 5; i++) await c.put(rows(i * 10, 10));
+    const ids: number[] = [];
+    for (let after: number | undefined; ; ) {
+      const page: number[] = [];
+      for await (const b of c.scanBatches({ columns: ['id'], limit: 7, ...(after === undefined ? {} : { after: { id: after } }) }))
+        page.push(...Array.from((b as RecordBatch).getChild('id')!.toArray(), Number));
+      ids.push(...page);
+      if (page.length < 7) break;
+      after = page[page.length - 1];
+    }
+    expect(ids).toEqual(Array.from({ length: 50 }, (_, i) => i));
+  });
+
   it("onStateChange: a second opener reports 'waiting-for-lock', lockTimeoutMs 0 gives Locked, steal fences the first", async () => {
     const name = storeName('lock');
     const first = await open(channelWorker(), { name });

@@ -394,7 +394,7 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
    * released when the store closes.
    */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(
-    opts: { columns?: C[]; limit?: number } = {},
+    opts: { columns?: C[]; limit?: number; after?: R['key'] } = {},
   ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
     const limit = opts.limit ?? Infinity;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');

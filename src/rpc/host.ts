@@ -360,7 +360,7 @@ export function makeHostApi(
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
 
     /** Start a worker-side scanBatches; returns the iterator id for `nextBatches`. */
-    scanBatches: wire(async (opts?: { columns?: string[]; limit?: number }) =>
+    scanBatches: wire(async (opts?: { columns?: string[]; limit?: number; after?: Record<string, unknown> }) =>
       register(need().scanBatches(opts), (b) => encodeArrow(b as Parameters<typeof encodeArrow>[0]), new AbortController()),
     ),
     /** Start a worker-side tail; returns the iterator id for `nextEntries`. */
