@@ -122,28 +122,59 @@ export function encodeTable(
     for (let i = 0; i < keys.length; i++) bloom!.add(keys[i]!);
     bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[0]!, ss), last: keyString(keys[keys.length - 1]!, ss) });
   }
-  // The block CRCs cover the blocks' bytes in the file, which only an encoding tells: encode
-  // once to learn them (the footer is the only thing the metadata changes), then for good.
-  const generations = `${minGeneration}-${maxGeneration}`;
-  const draft = encode(schema, blocks, new Map([[META_GENERATIONS, generations]]));
-  const located = blockRanges(draft);
-  for (let i = 0; i < bounds.length; i++) {
-    const r = located[i]!;
-    bounds[i]!.crc = crc32c(draft.subarray(r.offset, r.offset + r.length));
-  }
+  // The block CRCs cover the blocks' bytes in the file, which only an encoding tells, and the
+  // block index that holds them is in the file's metadata. The index has the same length
+  // whatever its CRCs are, so: encode once with zero CRCs, checksum the blocks where they landed,
+  // and write the real index over the placeholder wherever it stands outside the blocks (the
+  // footer's schema; the same length, so nothing moves). Encoding twice would cost a copy of the
+  // whole table.
   const metadata = new Map<string, string>([
     [META_FORMAT, String(TABLE_FORMAT_V2)],
-    [META_GENERATIONS, generations],
+    [META_GENERATIONS, `${minGeneration}-${maxGeneration}`],
     [META_BLOCKS, toBase64(encodeBlockIndex(bounds))],
   ]);
   if (bloom) metadata.set(META_BLOOM, toBase64(bloom.encode()));
-  const bytes = encode(schema, blocks, metadata);
+  const placeholder = metadata.get(META_BLOCKS)!;
+  let bytes = encode(schema, blocks, metadata);
+  const located = blockRanges(bytes);
+  for (let i = 0; i < bounds.length; i++) {
+    const r = located[i]!;
+    bounds[i]!.crc = crc32c(bytes.subarray(r.offset, r.offset + r.length));
+  }
+  const index = toBase64(encodeBlockIndex(bounds));
+  const first = located.length > 0 ? located[0]!.offset : bytes.length;
+  const last = located.length > 0 ? located[located.length - 1]!.offset + located[located.length - 1]!.length : first;
+  overwrite(bytes, placeholder, index, 0, first);
+  if (overwrite(bytes, placeholder, index, last, bytes.length) === 0) {
+    // Not where it should be (an Arrow writer that lays metadata out otherwise): encode again.
+    metadata.set(META_BLOCKS, index);
+    bytes = encode(schema, blocks, metadata);
+  }
   const built: BuiltTable = { bytes, rows, blocks: blocks.length };
   if (keyEncoder && bounds.length > 0) {
     built.minKey = bounds[0]!.first;
     built.maxKey = bounds[bounds.length - 1]!.last;
   }
   return built;
+}
+
+/**
+ * Writes the ASCII string `to` over each occurrence of `from` (the same length) in
+ * `bytes[start, end)`; returns how many it replaced.
+ */
+function overwrite(bytes: Uint8Array, from: string, to: string, start: number, end: number): number {
+  const a = new TextEncoder().encode(from);
+  const b = new TextEncoder().encode(to);
+  let count = 0;
+  for (let at = bytes.indexOf(a[0]!, start); at >= 0 && at + a.length <= end; at = bytes.indexOf(a[0]!, at + 1)) {
+    let i = 1;
+    while (i < a.length && bytes[at + i] === a[i]) i++;
+    if (i < a.length) continue;
+    bytes.set(b, at);
+    count++;
+    at += a.length - 1;
+  }
+  return count;
 }
 
 function encode(schema: Schema, blocks: readonly RecordBatch[], metadata: Map<string, string>): Uint8Array {
