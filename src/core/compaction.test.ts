@@ -132,6 +132,31 @@ describe('compaction', () => {
     await w.close();
   });
 
+  it('never rewrites large append-only files: they move to level 1 by a manifest edit, in order', async () => {
+    // Output 64 KiB, so files of 8 KiB or more count as large; each flush here writes about 20 KiB.
+    const w = await MemWal.open(
+      {
+        name: storeName(),
+        schema,
+        primaryKey: [],
+        storage: new MemoryStorage(),
+        maxMemtableRows: 1_000,
+        logger: { warn: () => undefined },
+      },
+      { compactionPolicy: { appendOnlyOutputBytes: 64 * 1024 } },
+    );
+    for (let i = 0; i < 6_000; i += 500) await w.put(rows(i, 500, 'a'));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    const s = await w.compactionStats();
+    expect(s.levels.find((l) => l.level === 0)?.files ?? 0).toBe(0);
+    expect(s.tableCount).toBe(6);
+    expect(s.bytesWritten).toBe(0);
+    expect(Array.from((await w.scan()).getChild('id')!.toArray(), Number)).toEqual(Array.from({ length: 6_000 }, (_, i) => i));
+    await w.close();
+  });
+
   it("a reader's view keeps reading the inputs of a compaction until it lets go; then they are deleted", async () => {
     const storage = new MemoryStorage();
     const name = storeName();

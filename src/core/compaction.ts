@@ -83,15 +83,18 @@ export function planCompaction(
   if (l0.length === 0) return undefined;
   if (!keyed) {
     if (!force && level0.length < policy.level0Trigger) return undefined;
-    // Rows stay in generation order: merge the oldest run of consecutive files (any level) that
-    // fits the output size; files still held in memory are never taken.
+    // Rows stay in generation order: merge the oldest run of consecutive small files (any level)
+    // that fits the output size; files still held in memory are never taken. A file of an
+    // eighth of the output size or more (a full memtable's, at the defaults) is never rewritten:
+    // merging it would copy many bytes to save one file.
+    const small = policy.appendOnlyOutputBytes / 8;
     const files = m.tables
       .filter((t) => !(levelOf(t) === 0 && held.has(t.generation)))
       .sort((a, b) => generationsOf(a).min - generationsOf(b).min);
     const limit = held.size > 0 ? Math.min(...held) : Number.POSITIVE_INFINITY;
     for (let i = 0; i < files.length; i++) {
       const run: TableFileEntry[] = [];
-      for (let j = i; j < files.length && generationsOf(files[j]!).max < limit; j++) {
+      for (let j = i; j < files.length && generationsOf(files[j]!).max < limit && files[j]!.bytes < small; j++) {
         if (run.length > 0 && sumBytes(run) + files[j]!.bytes > policy.appendOnlyOutputBytes) break;
         run.push(files[j]!);
       }
@@ -99,8 +102,9 @@ export function planCompaction(
         return { l0: run.filter((t) => levelOf(t) === 0), l1: run.filter((t) => levelOf(t) >= 1), move: false, bytes: sumBytes(run) };
       }
     }
-    // Nothing to merge: a lone level-0 file moves down (it is in order already).
-    return l0.length === 1 && level0.length === 1 && force ? { l0, l1: [], move: true, bytes: 0 } : undefined;
+    // Nothing to merge: the level-0 files move down by a manifest edit (their rows are in
+    // generation order wherever they sit), so level 0 never fills with large files.
+    return { l0, l1: [], move: true, bytes: 0 };
   }
   let lo: string | undefined;
   let hi: string | undefined;
