@@ -21,6 +21,7 @@ import {
 } from './memwal-cases.js';
 import { closePeers, peerRows, type PeerName } from './peers.js';
 import { rawOpfsWrite } from './raw-opfs.js';
+import { readsClose, readsOpen, readsPass, readsScan, readsSpace, readsSwitchToDexie, readsWrite, readsWriteStats } from './reads.js';
 
 const api = {
   ping: (): string => 'pong',
@@ -40,6 +41,15 @@ const api = {
   memoryClose,
   /** Case 7: one repetition. */
   recovery: (walMiB: number, shape: StoreShape): Promise<RecoveryResult> => recovery(walMiB, payloadPool(), shape),
+  /** Cases 8-10 (issue 14): point reads, scans and space, one phase per call (reads.ts). */
+  readsOpen,
+  readsWrite,
+  readsWriteStats,
+  readsSpace,
+  readsPass,
+  readsScan,
+  readsSwitchToDexie,
+  readsClose,
   /** Delete a store the page wrote through its client. */
   destroyStore,
   /** Drop cached data (between cases, so the heap of later cases is not inflated). */

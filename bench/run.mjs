@@ -11,7 +11,7 @@
 // and hot-line summary printed), CHROMIUM_PATH.
 
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, release, tmpdir } from 'node:os';
+import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -24,7 +24,7 @@ const MiB = 1024 * 1024;
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 3 : 5));
-const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'memory', 'recovery'];
+const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'memory', 'recovery', 'reads', 'reads4m'];
 const CASES = (process.env.BENCH_CASES ?? ALL_CASES.join(',')).split(',').map((s) => s.trim());
 const PROFILE = process.env.BENCH_PROFILE;
 /** BENCH_ENGINES=memwal,sqlite_sahpool,...: only these engines in the row and Arrow cases. */
@@ -36,10 +36,44 @@ for (const c of [...CASES, ...(PROFILE ? [PROFILE] : [])]) {
 
 /** Sizes. Default: what issue 5 asks for; quick: enough to see that everything runs. */
 const SIZE = QUICK
-  ? { ingestMiB: 32, smallRows: 10_000, bigRows: 100_000, memoryMiB: 256, memoryReps: 1, walMiB: 16 }
-  : { ingestMiB: 128, smallRows: 100_000, bigRows: 1_000_000, memoryMiB: 1024, memoryReps: 2, walMiB: 64 };
+  ? {
+      ingestMiB: 32,
+      smallRows: 10_000,
+      bigRows: 100_000,
+      memoryMiB: 256,
+      memoryReps: 1,
+      walMiB: 16,
+      readRows: 50_000,
+      bigReadRows: 200_000,
+      readPasses: { cold: 500, warmup: 1000, warm: 2000, maxMs: 10_000 },
+    }
+  : {
+      ingestMiB: 128,
+      smallRows: 100_000,
+      bigRows: 1_000_000,
+      memoryMiB: 1024,
+      memoryReps: 2,
+      walMiB: 64,
+      readRows: 1_000_000,
+      bigReadRows: 4_000_000,
+      readPasses: { cold: 2000, warmup: 5000, warm: 20_000, maxMs: 30_000 },
+    };
 
-const PEERS = ['idb', 'dexie', 'sqlite_sahpool', 'pglite_opfs_ahp'];
+const PEERS = ['idb', 'dexie', 'sqlite_sahpool', 'sqlite_sahpool_wal', 'sqlite_sahpool_wal_tuned', 'pglite_opfs_ahp', 'pglite_opfs_ahp_unnest'];
+  'idb',
+  'dexie',
+  'sqlite_sahpool',
+  'sqlite_sahpool_wal',
+  'sqlite_sahpool_wal_tuned',
+  'x_truncate',
+  'x_persist_excl',
+  'x_delete_excl',
+  'x_wal_p8k',
+  'x_wal_cache',
+  'x_wal_ckpt',
+  'pglite_opfs_ahp',
+  'pglite_opfs_ahp_unnest',
+];
 /**
  * Repetitions per engine on the big row set, where the peers are slow: one pass of SQLite and
  * PGlite (20-40 s each here); IndexedDB and Dexie (1-3 min a pass) only with BENCH_FULL=1.
@@ -216,7 +250,11 @@ async function main() {
   mkdirSync(resultsDir, { recursive: true });
   log(`building the bench page (${QUICK ? 'quick' : 'full'} run, ${REPS} reps)`);
   await build({ configFile, logLevel: 'error' });
-  const server = await preview({ configFile, logLevel: 'error', preview: { host: '127.0.0.1', port: 4179, strictPort: false } });
+  const server = await preview({
+    configFile,
+    logLevel: 'error',
+    preview: { host: '127.0.0.1', port: Number(process.env.BENCH_PORT ?? 5780), strictPort: false },
+  });
   const url = server.resolvedUrls?.local[0];
   if (!url) throw new Error('vite preview did not report a URL');
   const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -239,8 +277,13 @@ async function main() {
     await page.waitForFunction(() => globalThis.bench !== undefined);
     await page.evaluate(() => globalThis.bench.api.ping());
     const userAgent = await page.evaluate(() => navigator.userAgent);
+    const crossOriginIsolated = await page.evaluate(() => globalThis.crossOriginIsolated);
     const version = context.browser()?.version() ?? userAgent.match(/Chrome\/([\d.]+)/)?.[1] ?? 'unknown';
-    log(`Chromium ${version} at ${url}`);
+    log(
+      `Chromium ${version} at ${url}, crossOriginIsolated ${crossOriginIsolated}, load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     const cdp0 = await WorkerCdp.attach(context, page, 'bench.worker');
     // The client cases run memwal in the host worker; profile that one for them.
     const hostCdp = PROFILE === 'stats' ? await WorkerCdp.attach(context, page, 'host.worker') : undefined;
@@ -274,7 +317,8 @@ async function main() {
       const result = {
         date: new Date().toISOString(),
         userAgent,
-        machine: { cores: cpus().length, cpu: cpus()[0]?.model, kernel: release(), os: osName(), chromium: version },
+        machine: { cores: cpus().length, cpu: cpus()[0]?.model, kernel: release(), os: osName(), chromium: version, loadavg: loadavg() },
+        crossOriginIsolated,
         config: { quick: QUICK, full: FULL, reps: REPS, sizes: SIZE, cases: CASES, engines: ENGINES ?? 'all', complete },
         cases,
         ratios: computeRatios(),
@@ -491,6 +535,18 @@ const CASE_RUNNERS = {
     details.memory = res.map(({ samples, backpressureWaits, flushes }) => ({ samples, backpressureWaits, flushes }));
   },
 
+  /** Cases 8-10 (issue 14): 3 overwrite rounds of `readRows` keys, point reads, scans, space. */
+  async reads(call) {
+    for (const engine of READ_ENGINES.filter(wanted)) {
+      await guarded(`reads/${engine}`, () => readsOf(call, engine, SIZE.readRows, 3));
+    }
+  },
+
+  /** Issue 14's 4M-row point-read target: memwal only, 4M keys written once. */
+  async reads4m(call) {
+    await guarded('reads4m/memwal', () => readsOf(call, 'memwal', SIZE.bigReadRows, 1, 'reads4m'));
+  },
+
   /** Case 7: crash with 64 MiB of unflushed WAL, then time the reopen (append-only and keyed). */
   async recovery(call) {
     for (const [suffix, keyed] of [
@@ -529,6 +585,81 @@ const CASE_RUNNERS = {
     }
   },
 };
+
+/** The engines of the read case (Dexie reads the database idb wrote; see bench/reads.ts). */
+const READ_ENGINES = ['memwal', 'sqlite_sahpool_wal', 'pglite_opfs_ahp', 'idb'];
+
+/**
+ * The read case of one engine: write `rounds` overwrite rounds of `n` keys, then point reads
+ * (cold, warm, absent) and two full scans; memwal also measures space before and after compact()
+ * and reads once more after it. Figures go to cases `<prefix>_*`.
+ */
+async function readsOf(call, engine, n, rounds, prefix = 'reads') {
+  const api = (fn, ...args) => call(([f, a]) => globalThis.bench.api[f](...a), fn, args);
+  const R = SIZE.readPasses;
+  const d = (details[prefix] ??= {});
+  await api('readsOpen', engine, n);
+  try {
+    const writes = [];
+    for (let round = 0; round < rounds; round++) {
+      // Slices of 250k rows: the worker holds one slice of row objects at a time.
+      let ms = 0;
+      for (let from = 0; from < n; from += 250_000) ms += (await api('readsWrite', round, from, Math.min(n, from + 250_000))).ms;
+      writes.push(ms);
+      log(`${prefix}/${engine}: round ${round + 1} written in ${(ms / 1000).toFixed(1)} s`);
+    }
+    const writeMs = writes.reduce((a, b) => a + b, 0);
+    record(`${prefix}_write_rows_per_s`, engine, [(n * rounds) / (writeMs / 1000)], 'rows/s');
+    d[engine] = { writeSeconds: writes.map((ms) => +(ms / 1000).toFixed(2)) };
+    if (engine === 'memwal') {
+      d[engine].whileWriting = await api('readsWriteStats');
+      d[engine].settled = await api('readsSpace', false);
+      log(`${prefix}/${engine}: settled ${JSON.stringify(d[engine].settled)}`);
+    }
+    const passes = async (who) => {
+      const cold = await api('readsPass', R.cold, 11, true, true, R.maxMs);
+      await api('readsPass', R.warmup, 12, true, false, R.maxMs);
+      const warm = await api('readsPass', R.warm, 13, true, false, R.maxMs);
+      const absent = await api('readsPass', R.warm, 14, false, false, R.maxMs);
+      for (const [kind, p] of [
+        ['cold', cold],
+        ['warm', warm],
+        ['absent', absent],
+      ]) {
+        record(`${prefix}_${kind}_gets_per_s`, who, [p.gets / (p.ms / 1000)], 'gets/s');
+        record(`${prefix}_${kind}_p50_ms`, who, [p.p50], 'ms');
+        record(`${prefix}_${kind}_p99_ms`, who, [p.p99], 'ms');
+      }
+      const scans = [await api('readsScan'), await api('readsScan')];
+      record(
+        `${prefix}_scan_rows_per_s`,
+        who,
+        scans.map((s) => s.rows / (s.ms / 1000)),
+        'rows/s',
+      );
+      Object.assign((d[who] ??= {}), { openMs: cold.openMs, cold, warm, absent });
+      log(
+        `${prefix}/${who}: cold ${fmtNum(cold.gets / (cold.ms / 1000))}/s, warm ${fmtNum(warm.gets / (warm.ms / 1000))}/s p99 ${warm.p99.toFixed(3)} ms, absent ${fmtNum(absent.gets / (absent.ms / 1000))}/s`,
+      );
+    };
+    await passes(engine);
+    if (engine === 'memwal') {
+      d.memwal.compacted = await api('readsSpace', true);
+      await api('readsPass', R.warmup, 16, true, false, R.maxMs);
+      const warm = await api('readsPass', R.warm, 15, true, false, R.maxMs);
+      record(`${prefix}_after_compact_warm_gets_per_s`, 'memwal', [warm.gets / (warm.ms / 1000)], 'gets/s');
+      record(`${prefix}_after_compact_warm_p99_ms`, 'memwal', [warm.p99], 'ms');
+      d.memwal.afterCompact = warm;
+      log(`${prefix}/memwal: compacted ${JSON.stringify(d.memwal.compacted)}`);
+    }
+    if (engine === 'idb' && wanted('dexie')) {
+      await api('readsSwitchToDexie');
+      await passes('dexie');
+    }
+  } finally {
+    await api('readsClose');
+  }
+}
 
 const label = (n) => (n >= 1e6 ? `${n / 1e6}m` : `${n / 1e3}k`);
 
