@@ -24,7 +24,7 @@ const MiB = 1024 * 1024;
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 3 : 5));
-const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'memory', 'recovery', 'reads', 'reads4m'];
+const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'mainthread', 'memory', 'recovery', 'reads', 'reads4m'];
 const CASES = (process.env.BENCH_CASES ?? ALL_CASES.join(',')).split(',').map((s) => s.trim());
 const PROFILE = process.env.BENCH_PROFILE;
 /** BENCH_ENGINES=memwal,sqlite_sahpool,...: only these engines in the row and Arrow cases. */
@@ -59,18 +59,12 @@ const SIZE = QUICK
       readPasses: { cold: 2000, warmup: 5000, warm: 20_000, maxMs: 30_000 },
     };
 
-const PEERS = ['idb', 'dexie', 'sqlite_sahpool', 'sqlite_sahpool_wal', 'sqlite_sahpool_wal_tuned', 'pglite_opfs_ahp', 'pglite_opfs_ahp_unnest'];
+const PEERS = [
   'idb',
   'dexie',
   'sqlite_sahpool',
   'sqlite_sahpool_wal',
   'sqlite_sahpool_wal_tuned',
-  'x_truncate',
-  'x_persist_excl',
-  'x_delete_excl',
-  'x_wal_p8k',
-  'x_wal_cache',
-  'x_wal_ckpt',
   'pglite_opfs_ahp',
   'pglite_opfs_ahp_unnest',
 ];
@@ -243,6 +237,143 @@ function summarizeProfile(profile, top = 30) {
   return `sampled ${all.toFixed(0)} ms\n\n-- self time --\n${fmt(self)}\n\n-- total time (inclusive) --\n${fmt(total)}\n\n-- hot lines --\n${hot}\n`;
 }
 
+/**
+ * Self time (ms) of a page profile by origin: the script chunk a sample's function lives in
+ * (bench/vite.config.ts puts memwal, apache-arrow and comlink in chunks of their own), or the
+ * native function (postMessage: structured clone and send), GC, idle.
+ */
+function mainThreadShares(profile) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const origin = (n) => {
+    const { url, functionName } = n.callFrame;
+    if (functionName === '(idle)') return 'idle';
+    if (functionName === '(garbage collector)') return 'gc';
+    if (functionName === '(program)') return 'program (native, unattributed)';
+    if (!url) return functionName === 'postMessage' ? 'postMessage (clone + send)' : undefined;
+    const file = basename(url);
+    for (const o of ['memwal', 'apache-arrow', 'comlink']) if (file.startsWith(`${o}-`)) return o;
+    return file.startsWith('index-') ? 'bench page' : `other (${file})`;
+  };
+  const out = {};
+  for (let i = 0; i < profile.samples.length; i++) {
+    // A native function without its own origin (e.g. a builtin) counts for its caller's.
+    let id = profile.samples[i];
+    let o = origin(byId.get(id));
+    while (o === undefined && parent.has(id)) o = origin(byId.get((id = parent.get(id))));
+    o ??= 'other native';
+    out[o] = (out[o] ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000;
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Chrome traces: the engine thread's tasks. Workers have no Long Tasks API, so the browser's own
+// trace (CDP Tracing, category "toplevel": one ThreadControllerImpl::RunTask event per task, with
+// wall and thread-CPU duration) is read for the thread that runs the host worker's script.
+// Nothing inside the product is changed or instrumented.
+
+/** Runs `work()` while the browser records a trace; resolves `[result, events]`. */
+async function traced(context, page, work) {
+  const cdp = await context.newCDPSession(page);
+  const events = [];
+  cdp.on('Tracing.dataCollected', (e) => {
+    for (const ev of e.value) events.push(ev);
+  });
+  const complete = new Promise((resolve) => cdp.once('Tracing.tracingComplete', resolve));
+  await cdp.send('Tracing.start', {
+    traceConfig: {
+      // toplevel: every task; devtools.timeline: FunctionCall events name each thread's script;
+      // blink.user_timing: the page's marks around the load.
+      includedCategories: ['toplevel', 'devtools.timeline', 'blink.user_timing'],
+      recordMode: 'recordUntilFull',
+      traceBufferSizeInKb: 512 * 1024,
+    },
+    transferMode: 'ReportEvents',
+  });
+  let result;
+  try {
+    result = await work();
+  } finally {
+    await cdp.send('Tracing.end');
+    const { dataLossOccurred } = await complete;
+    if (dataLossOccurred) log('trace: the browser dropped events (buffer full)');
+    await cdp.detach();
+  }
+  return [result, events];
+}
+
+/**
+ * Task durations per thread inside the window between the page's marks `bench-load-start` and
+ * `bench-load-end`: for the engine thread (the one running host.worker's script), the page's
+ * main thread, and any other worker thread of the page's process.
+ */
+function taskFigures(events) {
+  const mark = (name) => events.filter((e) => e.name === name && String(e.cat).includes('user_timing')).at(-1)?.ts;
+  const t0 = mark('bench-load-start');
+  const t1 = mark('bench-load-end');
+  if (t0 === undefined || t1 === undefined) throw new Error('trace: the load marks are missing');
+  const key = (e) => `${e.pid}:${e.tid}`;
+  const names = new Map();
+  const scripts = new Map();
+  for (const e of events) {
+    if (e.ph === 'M' && e.name === 'thread_name') names.set(key(e), e.args?.name);
+    const url = e.name === 'FunctionCall' ? e.args?.data?.url : undefined;
+    if (url) (scripts.get(key(e)) ?? scripts.set(key(e), new Set()).get(key(e))).add(basename(url).replace(/-[\w-]{8}\.js$/, '.js'));
+  }
+  const engine = [...scripts].find(([, s]) => [...s].some((u) => u.startsWith('host.worker')))?.[0];
+  if (!engine) throw new Error('trace: no thread ran host.worker');
+  const pid = engine.split(':')[0];
+  const tasks = new Map();
+  for (const e of events) {
+    if (e.ph !== 'X' || e.name !== 'ThreadControllerImpl::RunTask' || String(e.pid) !== pid) continue;
+    if (e.ts >= t1 || e.ts + e.dur <= t0) continue;
+    (tasks.get(key(e)) ?? tasks.set(key(e), []).get(key(e))).push(e);
+  }
+  const windowMs = (t1 - t0) / 1000;
+  const figures = (k) => {
+    // Outermost tasks only (a nested run loop reports a task inside a task), clipped to the window.
+    const ts = [];
+    for (const e of (tasks.get(k) ?? []).sort((a, b) => a.ts - b.ts)) {
+      const prev = ts.at(-1);
+      if (!prev || e.ts >= prev.ts + prev.dur) ts.push(e);
+    }
+    const ms = ts.map((e) => e.dur / 1000);
+    const longest = ts.reduce((a, e) => (e.dur > (a?.dur ?? -1) ? e : a), undefined);
+    const busy = ts.reduce((a, e) => a + Math.min(t1, e.ts + e.dur) - Math.max(t0, e.ts), 0) / 1000;
+    // What the longest task spent its time in: the trace events nested in it, longest first
+    // (FunctionCall: a JS entry point; RunMicrotasks: promise continuations; GC events; …).
+    const inLongest = longest
+      ? events
+          .filter((e) => e.ph === 'X' && key(e) === k && e !== longest && e.ts >= longest.ts && e.ts < longest.ts + longest.dur)
+          .sort((a, b) => b.dur - a.dur)
+          .slice(0, 4)
+          .map((e) => {
+            const f = e.name === 'FunctionCall' ? e.args?.data : undefined;
+            const where = f ? ` ${f.functionName || '(anonymous)'} ${basename(f.url)}:${f.lineNumber + 1}` : '';
+            return `${e.name}${where} ${(e.dur / 1000).toFixed(1)} ms`;
+          })
+      : [];
+    return {
+      thread: names.get(k),
+      scripts: [...(scripts.get(k) ?? [])],
+      tasks: ts.length,
+      longestMs: longest ? longest.dur / 1000 : 0,
+      longestCpuMs: longest?.tdur !== undefined ? longest.tdur / 1000 : undefined,
+      longestRan: inLongest,
+      p99Ms: ms.length ? percentile(ms, 99) : 0,
+      over2ms: ms.filter((x) => x > 2).length,
+      over5ms: ms.filter((x) => x > 5).length,
+      over50ms: ms.filter((x) => x > 50).length,
+      busyPct: (100 * busy) / windowMs,
+    };
+  };
+  const page = [...tasks.keys()].find((k) => names.get(k) === 'CrRendererMain');
+  const others = [...tasks.keys()].filter((k) => k !== engine && k !== page && names.get(k) === 'DedicatedWorker thread');
+  return { windowMs, engine: figures(engine), page: page ? figures(page) : undefined, otherWorkers: others.map(figures) };
+}
+
 // ------------------------------------------------------------------------------------------------
 // the run
 
@@ -331,7 +462,13 @@ async function main() {
     };
     for (const c of CASES) {
       const t = performance.now();
-      await profiled(c, () => CASE_RUNNERS[c](call, cdp0));
+      await profiled(c, () => CASE_RUNNERS[c](call, cdp0, { context, page }));
+      const lt = await call(() => globalThis.bench.takeLongTasks());
+      (details.pageLongTasks ??= {})[c] = {
+        count: lt.length,
+        totalMs: Math.round(lt.reduce((a, t) => a + t.ms, 0)),
+        maxMs: Math.max(0, ...lt.map((t) => t.ms)),
+      };
       await call(() => Promise.all([globalThis.bench.api.dropData(), globalThis.bench.dropData()]));
       (details.caseSeconds ??= {})[c] = Math.round((performance.now() - t) / 1000);
       write(false); // partial results survive an interrupted run
@@ -417,8 +554,11 @@ const CASE_RUNNERS = {
   rows100k: (call) => rowsCase(call, SIZE.smallRows, `rows_${label(SIZE.smallRows)}`, {}),
   rows1m: (call) => rowsCase(call, SIZE.bigRows, `rows_${label(SIZE.bigRows)}`, BIG_ROWS_REPS),
 
-  /** Case 5: stats latency from the main thread while 8 writers put ≈1 MiB batches through the client. */
-  async stats(call) {
+  /**
+   * Case 5: stats latency from the main thread while 8 writers put ≈1 MiB batches through the
+   * client; then the same load traced, for the engine thread's longest task.
+   */
+  async stats(call, _cdp, { context, page }) {
     const reps = await guarded('stats', () =>
       repeat('stats under load', REPS, () => call(([c]) => globalThis.bench.statsUnderLoad(c, 8), SIZE.ingestMiB)),
     );
@@ -443,12 +583,48 @@ const CASE_RUNNERS = {
         'ms',
       );
     }
+    const stale = reps.flatMap((r) => r.staleness);
+    record(
+      'stats_staleness_ms',
+      'memtableStats',
+      reps.map((r) => percentile(r.staleness, 99)),
+      'ms',
+    );
+    details.stats_staleness = {
+      samples: stale.length,
+      stale: stale.filter((x) => x > 0).length,
+      p99: percentile(stale, 99),
+      max: Math.max(...stale),
+    };
     record(
       'ingest_mibps',
       'memwal_client_8w',
       reps.map((r) => r.bytes / MiB / (r.ms / 1000)),
       'MiB/s',
     );
+    // The same load again, traced (separate reps, so tracing cannot slow the figures above).
+    const tracedReps = [];
+    for (let i = 0; i < REPS; i++) {
+      const t = await guarded('stats/trace', async () => {
+        const [r, events] = await traced(context, page, () => call(([c]) => globalThis.bench.statsUnderLoad(c, 8), SIZE.ingestMiB));
+        return { ...taskFigures(events), statsP99Ms: percentile(r.latencies.memtableStats, 99) };
+      });
+      if (t) tracedReps.push(t);
+    }
+    if (tracedReps.length) {
+      const rec = (c, f) => record(c, 'memwal_host', tracedReps.map(f), 'ms');
+      rec('engine_thread_longest_task_ms', (t) => t.engine.longestMs);
+      rec('engine_thread_longest_task_cpu_ms', (t) => t.engine.longestCpuMs ?? Number.NaN);
+      rec('engine_thread_task_p99_ms', (t) => t.engine.p99Ms);
+      record(
+        'page_longest_task_ms',
+        'stats_load',
+        tracedReps.map((t) => t.page?.longestMs ?? 0),
+        'ms',
+      );
+      details.engine_thread = tracedReps;
+      log(`engine thread under load: longest task ${tracedReps.map((t) => t.engine.longestMs.toFixed(1)).join(', ')} ms`);
+    }
     details.stats_pooled = Object.fromEntries(
       ['memtableStats', 'backpressureStats', 'metrics'].map((k) => {
         const all = reps.flatMap((r) => r.latencies[k]);
@@ -545,6 +721,47 @@ const CASE_RUNNERS = {
   /** Issue 14's 4M-row point-read target: memwal only, 4M keys written once. */
   async reads4m(call) {
     await guarded('reads4m/memwal', () => readsOf(call, 'memwal', SIZE.bigReadRows, 1, 'reads4m'));
+  },
+
+  /**
+   * Case 11: the main thread's cost of a 1,000-row put through the client, profiled (V8's
+   * sampling profiler on the page, 100 µs), then its pieces timed one by one.
+   */
+  async mainthread(call, _cdp, { context, page }) {
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
+    await call(([r]) => globalThis.bench.mainThreadOpen(r), 100_000);
+    let rows;
+    let profile;
+    try {
+      await call(([r]) => globalThis.bench.mainThreadRows(r), 10_000); // warm-up
+      await cdp.send('Profiler.start');
+      // 100k rows even in a quick run: the profile needs its samples.
+      rows = await call(([r]) => globalThis.bench.mainThreadRows(r), 100_000);
+      ({ profile } = await cdp.send('Profiler.stop'));
+    } finally {
+      await call(() => globalThis.bench.mainThreadClose());
+      await cdp.detach();
+    }
+    writeFileSync(join(resultsDir, 'profile-mainthread-page.cpuprofile.json'), JSON.stringify(profile));
+    const shares = mainThreadShares(profile);
+    const pieces = await call(([r]) => globalThis.bench.mainThreadPieces(r), SIZE.smallRows);
+    const busyMs = Object.entries(shares)
+      .filter(([k]) => k !== 'idle')
+      .reduce((a, [, ms]) => a + ms, 0);
+    details.mainthread = {
+      puts: rows.puts,
+      wallMs: rows.ms,
+      putCallSyncMs: rows.syncMs,
+      busyMsPerPut: busyMs / rows.puts,
+      profileMsPerPut: Object.fromEntries(Object.entries(shares).map(([k, ms]) => [k, ms / rows.puts])),
+      pieces,
+    };
+    record('mainthread_ms_per_put', 'busy_total', [busyMs / rows.puts], 'ms');
+    record('mainthread_ms_per_put', 'put_call_sync_p50', [rows.syncMs.p50], 'ms');
+    for (const [k, v] of Object.entries(pieces)) record('mainthread_ms_per_put', `${k}_p50`, [v.p50], 'ms');
+    log(`main thread: ${(busyMs / rows.puts).toFixed(3)} ms busy per 1,000-row put; ${JSON.stringify(details.mainthread.profileMsPerPut)}`);
   },
 
   /** Case 7: crash with 64 MiB of unflushed WAL, then time the reopen (append-only and keyed). */

@@ -26,6 +26,19 @@ export default defineConfig({
     // Readable function names in CPU profiles (BENCH_PROFILE); V8 runs it as fast either way.
     minify: false,
     chunkSizeWarningLimit: 4096,
+    // The page's code in one chunk per origin (memwal, apache-arrow, comlink, the bench), so
+    // that a CPU profile of the main thread attributes each sample by its script (run.mjs).
+    rolldownOptions: {
+      output: {
+        codeSplitting: {
+          groups: [
+            { name: 'apache-arrow', test: /node_modules\/apache-arrow\//, priority: 2 },
+            { name: 'comlink', test: /node_modules\/comlink\//, priority: 2 },
+            { name: 'memwal', test: (id: string) => id.startsWith(`${repoRoot}src/`), priority: 1 },
+          ],
+        },
+      },
+    },
   },
   // Cross-origin isolated (COOP/COEP), as apps that use wasm threads are: performance.now() then
   // has 5 µs resolution instead of 100 µs, which the point-read latencies need. BENCH_COI=0: off.
