@@ -5,12 +5,15 @@
 import { Table, tableToIPC } from 'apache-arrow';
 import * as Comlink from 'comlink';
 import { type MemWalClient, openMemWal } from '../src/index.js';
+import type { BaselineWorkerApi } from './baseline.worker.js';
 import type { BenchWorkerApi } from './bench.worker.js';
 import { BENCH_SCHEMA, arrowBatches, batchBytes, dropCachedData, rowChunks, rowsToBatch } from './data.js';
 import { now, pause, uniqueName } from './measure.js';
 
 const benchWorker = new Worker(new URL('./bench.worker.ts', import.meta.url), { type: 'module' });
 const api = Comlink.wrap<BenchWorkerApi>(benchWorker);
+/** The ingest cases on the baseline memwal (idle unless run.mjs runs a baseline). */
+const baseline = Comlink.wrap<BaselineWorkerApi>(new Worker(new URL('./baseline.worker.ts', import.meta.url), { type: 'module' }));
 
 /**
  * The memwal host worker every client case uses, started once (as an app would) so that the
@@ -221,6 +224,7 @@ function takeLongTasks(): { start: number; ms: number }[] {
 
 const bench = {
   api,
+  baseline,
   clientRows,
   statsUnderLoad,
   mainThreadOpen,

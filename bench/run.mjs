@@ -1,19 +1,27 @@
 // `npm run bench`: builds the bench page (bench/vite.config.ts), serves it with `vite preview` on
-// 127.0.0.1, runs every case of issue 5 in one headless Chromium session on a persistent on-disk
-// profile, prints the table and the ratios, and writes bench/results/latest.json. Node.
+// 127.0.0.1, runs every case of issues 5, 11 and 14 in one headless Chromium session on a
+// persistent on-disk profile, prints the table and the ratios, and writes
+// bench/results/latest.json. Node.
 //
-// Environment: BENCH_QUICK=1 (small sizes, 3 reps, for trying things), BENCH_REPS=n,
-// BENCH_FULL=1 (also IndexedDB and Dexie on the 1M-row set, a few minutes more),
-// BENCH_CASES=raw,arrow,rows100k,rows1m,stats,memory,recovery (a subset, in this order),
-// BENCH_ENGINES=memwal,idb,... (only these engines in the row and Arrow cases),
-// BENCH_PROFILE=<case> (CPU profile of the bench worker, or of the host worker and the page for
-// "stats", written to bench/results/profile-<case>-<thread>.cpuprofile.json, with a self/total-time
-// and hot-line summary printed), CHROMIUM_PATH.
+// Arguments (after `npm run bench --`) or environment variables (docs/benchmarks.md):
+//   --only=reads,stats   BENCH_CASES     a subset of the cases (or groups: ingest, rows), in run order
+//   --engines=memwal,…   BENCH_ENGINES   only these engines in the row, Arrow and read cases
+//   --quick              BENCH_QUICK=1   small sizes, 3 reps, for trying things
+//   --reps=n             BENCH_REPS      repetitions
+//   --full               BENCH_FULL=1    also IndexedDB and Dexie on the 1M-row set
+//   --profile=<case>     BENCH_PROFILE   CPU profile of the bench worker during that case (for
+//                                        "stats": the host worker and the page), written to
+//                                        bench/results/profile-<case>-<thread>.cpuprofile.json
+//   --baseline=<ref>     BENCH_BASELINE  an older memwal the ingest cases also run (default e7a7360,
+//                                        main before compaction; `none`: skip)
+//   CHROMIUM_PATH, BENCH_PORT (default 5780), BENCH_COI=0 (no cross-origin isolation)
 
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { build, preview } from 'vite';
 
@@ -22,16 +30,59 @@ const configFile = join(here, 'vite.config.ts');
 const resultsDir = join(here, 'results');
 const MiB = 1024 * 1024;
 
-const QUICK = process.env.BENCH_QUICK === '1';
-const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 3 : 5));
-const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'mainthread', 'memory', 'recovery', 'reads', 'reads4m'];
-const CASES = (process.env.BENCH_CASES ?? ALL_CASES.join(',')).split(',').map((s) => s.trim());
-const PROFILE = process.env.BENCH_PROFILE;
-/** BENCH_ENGINES=memwal,sqlite_sahpool,...: only these engines in the row and Arrow cases. */
-const ENGINES = process.env.BENCH_ENGINES?.split(',').map((s) => s.trim());
+const { values: args } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    engines: { type: 'string' },
+    quick: { type: 'boolean' },
+    reps: { type: 'string' },
+    full: { type: 'boolean' },
+    profile: { type: 'string' },
+    baseline: { type: 'string' },
+  },
+});
+const list = (s) =>
+  s
+    ?.split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+const QUICK = args.quick || process.env.BENCH_QUICK === '1';
+const REPS = Number(args.reps ?? process.env.BENCH_REPS ?? (QUICK ? 3 : 5));
+const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'mainthread', 'memory', 'memorystall', 'recovery', 'reads', 'reads4m'];
+const GROUPS = { ingest: ['raw', 'arrow'], rows: ['rows100k', 'rows1m'] };
+const chosen = (list(args.only ?? process.env.BENCH_CASES) ?? ALL_CASES).flatMap((c) => GROUPS[c] ?? [c]);
+for (const c of chosen)
+  if (!ALL_CASES.includes(c))
+    throw new Error(`unknown case "${c}" (cases: ${ALL_CASES.join(', ')}; groups: ${Object.keys(GROUPS).join(', ')})`);
+const CASES = ALL_CASES.filter((c) => chosen.includes(c));
+const PROFILE = args.profile ?? process.env.BENCH_PROFILE;
+if (PROFILE && !ALL_CASES.includes(PROFILE)) throw new Error(`unknown case "${PROFILE}" to profile`);
+/** Only these engines in the row, Arrow and read cases. */
+const ENGINES = list(args.engines ?? process.env.BENCH_ENGINES);
 const wanted = (engine) => !ENGINES || ENGINES.includes(engine);
-for (const c of [...CASES, ...(PROFILE ? [PROFILE] : [])]) {
-  if (!ALL_CASES.includes(c)) throw new Error(`unknown case "${c}" (cases: ${ALL_CASES.join(', ')})`);
+
+/**
+ * --baseline=<git ref> (BENCH_BASELINE): an older memwal that the ingest cases (arrow, rows100k)
+ * also run, interleaved, so that one run shows what a change costs ingest. Default: main just
+ * before table format 2 and compaction; `none`: no baseline.
+ */
+const BASELINE = args.baseline ?? process.env.BENCH_BASELINE ?? 'e7a7360';
+let baselineCommit;
+
+/** Extracts the baseline's src/ from git into bench/.baseline (git-ignored); its short commit, or undefined. */
+function extractBaseline() {
+  if (BASELINE === 'none' || !CASES.some((c) => c === 'arrow' || c === 'rows100k')) return undefined;
+  const repo = join(here, '..');
+  const commit = execFileSync('git', ['rev-parse', '--short', `${BASELINE}^{commit}`], { cwd: repo })
+    .toString()
+    .trim();
+  const dir = join(here, '.baseline');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir);
+  execFileSync('sh', ['-c', `git archive ${commit} src | tar -x -C "${dir}"`], { cwd: repo });
+  process.env.BENCH_BASELINE_SRC = `${join(dir, 'src')}/`;
+  return commit;
 }
 
 /** Sizes. Default: what issue 5 asks for; quick: enough to see that everything runs. */
@@ -42,6 +93,7 @@ const SIZE = QUICK
       bigRows: 100_000,
       memoryMiB: 256,
       memoryReps: 1,
+      stallReps: 2,
       walMiB: 16,
       readRows: 50_000,
       bigReadRows: 200_000,
@@ -53,6 +105,7 @@ const SIZE = QUICK
       bigRows: 1_000_000,
       memoryMiB: 1024,
       memoryReps: 2,
+      stallReps: 10,
       walMiB: 64,
       readRows: 1_000_000,
       bigReadRows: 4_000_000,
@@ -73,7 +126,7 @@ const PEERS = [
  * PGlite (20-40 s each here); IndexedDB and Dexie (1-3 min a pass) only with BENCH_FULL=1.
  * Their rows/s at 100k (five reps each) is what the ratios use.
  */
-const FULL = process.env.BENCH_FULL === '1';
+const FULL = args.full || process.env.BENCH_FULL === '1';
 const BIG_ROWS_REPS = { sqlite_sahpool: 1, pglite_opfs_ahp: 1, idb: FULL ? 1 : 0, dexie: FULL ? 1 : 0 };
 
 const CHROMIUM_ARGS = [
@@ -380,6 +433,8 @@ function taskFigures(events) {
 async function main() {
   mkdirSync(resultsDir, { recursive: true });
   log(`building the bench page (${QUICK ? 'quick' : 'full'} run, ${REPS} reps)`);
+  baselineCommit = extractBaseline();
+  if (baselineCommit) log(`baseline: memwal at ${baselineCommit} (${BASELINE}) for the ingest cases`);
   await build({ configFile, logLevel: 'error' });
   const server = await preview({
     configFile,
@@ -450,7 +505,16 @@ async function main() {
         userAgent,
         machine: { cores: cpus().length, cpu: cpus()[0]?.model, kernel: release(), os: osName(), chromium: version, loadavg: loadavg() },
         crossOriginIsolated,
-        config: { quick: QUICK, full: FULL, reps: REPS, sizes: SIZE, cases: CASES, engines: ENGINES ?? 'all', complete },
+        config: {
+          quick: QUICK,
+          full: FULL,
+          reps: REPS,
+          sizes: SIZE,
+          cases: CASES,
+          engines: ENGINES ?? 'all',
+          baseline: baselineCommit ?? null,
+          complete,
+        },
         cases,
         ratios: computeRatios(),
         failures: Object.fromEntries(failed),
@@ -516,13 +580,23 @@ const CASE_RUNNERS = {
   async arrow(call) {
     // Keyed stores ingest several times slower (the key index): a quarter of the volume keeps
     // the run short; with ~3.5x estimated bytes per input byte it still overruns the budget.
+    // With a baseline, each variant also runs on it (`baseline_memwal_1w`, …), interleaved.
     const variants = [
       ['memwal_1w', 1, false, SIZE.ingestMiB],
       ['memwal_8w', 8, false, SIZE.ingestMiB],
       ['memwal_pk_1w', 1, true, SIZE.ingestMiB / 4],
       ['memwal_pk_8w', 8, true, SIZE.ingestMiB / 4],
-    ].filter(([name]) => wanted(name));
-    const run = ([, writers, keyed], n) => call(([c, w, k]) => globalThis.bench.api.memwalArrow(c, w, { keyed: k }), n, writers, keyed);
+    ]
+      .filter(([name]) => wanted(name))
+      .flatMap((v) => (baselineCommit ? [v, [`baseline_${v[0]}`, ...v.slice(1)]] : [v]));
+    const run = ([name, writers, keyed], n) =>
+      call(
+        ([b, c, w, k]) => globalThis.bench[b].memwalArrow(c, w, { keyed: k }),
+        name.startsWith('baseline_') ? 'baseline' : 'api',
+        n,
+        writers,
+        keyed,
+      );
     for (const v of variants) await run(v, 8); // warm-up
     const res = Object.fromEntries(variants.map(([name]) => [name, []]));
     for (let i = 0; i < REPS; i++) for (const v of variants) res[v[0]].push(await run(v, v[3]));
@@ -546,7 +620,12 @@ const CASE_RUNNERS = {
         rs.map((r) => r.rows / (r.ackMs / 1000)),
         'rows/s',
       );
-      details[`arrow_${name}`] = { flushes: rs.map((r) => r.flushes), backpressureWaits: rs.map((r) => r.backpressureWaits) };
+      details[`arrow_${name}`] = {
+        flushes: rs.map((r) => r.flushes),
+        backpressureWaits: rs.map((r) => r.backpressureWaits),
+        drainedSeconds: rs.map((r) => +(r.drainedMs / 1000).toFixed(2)),
+        compaction: rs.map((r) => r.compaction),
+      };
     }
     log('Arrow ingest: done');
   },
@@ -708,7 +787,14 @@ const CASE_RUNNERS = {
       res.map((r) => r.ingestedBytes / MiB / (r.ms / 1000)),
       'MiB/s',
     );
-    details.memory = res.map(({ samples, backpressureWaits, flushes }) => ({ samples, backpressureWaits, flushes }));
+    details.memory = res.map(({ samples, backpressureWaits, flushes, drainMs, slowestPutMs, compaction }) => ({
+      samples,
+      backpressureWaits,
+      flushes,
+      drainMs,
+      slowestPutMs,
+      compaction,
+    }));
   },
 
   /** Cases 8-10 (issue 14): 3 overwrite rounds of `readRows` keys, point reads, scans, space. */
@@ -762,6 +848,64 @@ const CASE_RUNNERS = {
     record('mainthread_ms_per_put', 'put_call_sync_p50', [rows.syncMs.p50], 'ms');
     for (const [k, v] of Object.entries(pieces)) record('mainthread_ms_per_put', `${k}_p50`, [v.p50], 'ms');
     log(`main thread: ${(busyMs / rows.puts).toFixed(3)} ms busy per 1,000-row put; ${JSON.stringify(details.mainthread.profileMsPerPut)}`);
+  },
+
+  /**
+   * Case 6b, the flush stall (issue 15 item 7): the memory case's load (1 GiB, 8 writers, 64 MiB
+   * budget) with no CDP attached to the worker (no heap probes, no forced GC), `stallReps` times.
+   */
+  async memorystall(call) {
+    const res = [];
+    for (let i = 0; i < SIZE.stallReps; i++) {
+      const r = await guarded('memorystall', async () => {
+        await call(() => globalThis.bench.api.memoryOpen({ keyed: false }));
+        let ingesting = true;
+        const watch = (async () => {
+          for (let n = 1; ingesting; n++) {
+            await new Promise((resolve) => setTimeout(resolve, 1000));
+            if (ingesting && n % 30 === 0)
+              log(`memorystall rep ${i + 1}: still running`, JSON.stringify(await call(() => globalThis.bench.api.memoryProbe())));
+          }
+        })();
+        let r;
+        try {
+          r = await call(([m]) => globalThis.bench.api.memoryIngest(m, 8), SIZE.memoryMiB);
+        } finally {
+          ingesting = false;
+          await watch;
+          const closed = await call(() => globalThis.bench.api.memoryClose());
+          if (r) Object.assign(r, closed);
+        }
+        return r;
+      });
+      if (!r) break;
+      res.push(r);
+      log(
+        `memorystall rep ${i + 1}: ${(r.ingestedBytes / MiB / (r.ms / 1000)).toFixed(1)} MiB/s, slowest put ${r.slowestPutMs.toFixed(0)} ms, drain ${(r.drainMs / 1000).toFixed(1)} s, flush failures ${r.flushFailures}, compaction ${JSON.stringify(r.compaction)}`,
+      );
+    }
+    if (!res.length) return;
+    const rates = res.map((r) => r.ingestedBytes / MiB / (r.ms / 1000));
+    record('memorystall_ingest_mibps', 'memwal_8w', rates, 'MiB/s');
+    record(
+      'memorystall_slowest_put_ms',
+      'memwal_8w',
+      res.map((r) => r.slowestPutMs),
+      'ms',
+    );
+    details.memorystall = res.map(
+      ({ ms, slowestPutMs, drainMs, flushes, flushFailures, backpressureWaits, closeMs, destroyMs, compaction }) => ({
+        ms,
+        slowestPutMs,
+        drainMs,
+        flushes,
+        flushFailures,
+        backpressureWaits,
+        closeMs,
+        destroyMs,
+        compaction,
+      }),
+    );
   },
 
   /** Case 7: crash with 64 MiB of unflushed WAL, then time the reopen (append-only and keyed). */
@@ -885,17 +1029,19 @@ async function rowsCase(call, rows, name, repsOf) {
   const runner = (engine) => (n) =>
     engine === 'memwal'
       ? call(([r]) => globalThis.bench.api.memwalRows(r), n)
-      : engine === 'memwal_client'
-        ? call(([r]) => globalThis.bench.clientRows(r), n)
-        : call(([q, r]) => globalThis.bench.api.peerRows(q, r), engine, n);
-  const engines = ['memwal', 'memwal_client', ...PEERS]
+      : engine === 'memwal_baseline'
+        ? call(([r]) => globalThis.bench.baseline.memwalRows(r), n)
+        : engine === 'memwal_client'
+          ? call(([r]) => globalThis.bench.clientRows(r), n)
+          : call(([q, r]) => globalThis.bench.api.peerRows(q, r), engine, n);
+  const engines = ['memwal', ...(baselineCommit && rows === SIZE.smallRows ? ['memwal_baseline'] : []), 'memwal_client', ...PEERS]
     .filter((e) => wanted(e) && (repsOf[e] ?? REPS) > 0)
     .map((e) => [e, () => runner(e)(rows)]);
   // Warm-up with a small set (JIT, wasm compile, PGlite start-up), then interleave engines per rep.
   const warm = Math.min(rows, 10_000);
   for (const [e] of engines) await guarded(`${name}/${e}`, () => runner(e)(warm));
   const samples = Object.fromEntries(engines.map(([e]) => [e, []]));
-  const drained = { memwal: [], memwal_client: [] };
+  const drained = { memwal: [], memwal_baseline: [], memwal_client: [] };
   for (let i = 0; i < REPS; i++) {
     for (const [engine, run] of engines) {
       if (i >= (repsOf[engine] ?? REPS)) continue;
@@ -948,6 +1094,17 @@ function computeRatios() {
       if (get('ingest_mibps', e)) r[`bytes_${e.replace('memwal_', '')}_vs_raw_opfs`] = get('ingest_mibps', e) / raw;
     }
   }
+  // With compaction (this checkout) ÷ the baseline, same run: issue 14 allows at most −10 %.
+  for (const e of ['memwal_1w', 'memwal_8w', 'memwal_pk_1w', 'memwal_pk_8w']) {
+    if (get('ingest_mibps', e) && get('ingest_mibps', `baseline_${e}`)) {
+      r[`ingest_${e.replace('memwal_', '')}_vs_baseline`] = get('ingest_mibps', e) / get('ingest_mibps', `baseline_${e}`);
+    }
+  }
+  if (get(small, 'memwal') && get(small, 'memwal_baseline')) r.rows_vs_baseline = get(small, 'memwal') / get(small, 'memwal_baseline');
+  const stall = cases.memorystall_ingest_mibps?.memwal_8w;
+  if (stall) r.memorystall_slowest_vs_fastest = stall.min / stall.max;
+  const mem = cases.memory_ingest_mibps?.memwal_8w;
+  if (mem && mem.reps > 1) r.memory_slowest_vs_fastest = mem.min / mem.max;
   return r;
 }
 

@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+/** The older memwal of bench/baseline.worker.ts: extracted by run.mjs, else this checkout's own src. */
+const baselineSrc = process.env.BENCH_BASELINE_SRC ?? `${repoRoot}src/`;
 
 const isolation: Record<string, string> =
   process.env.BENCH_COI === '0' ? {} : { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
@@ -18,6 +20,7 @@ export default defineConfig({
     include: ['apache-arrow', 'idb', 'comlink', 'dexie'],
     exclude: ['@sqlite.org/sqlite-wasm', '@electric-sql/pglite'],
   },
+  resolve: { alias: [{ find: /^memwal-baseline\//, replacement: baselineSrc }] },
   worker: { format: 'es' },
   build: {
     outDir: 'dist',
