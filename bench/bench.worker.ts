@@ -21,7 +21,17 @@ import {
 } from './memwal-cases.js';
 import { closePeers, peerRows, type PeerName } from './peers.js';
 import { rawOpfsWrite } from './raw-opfs.js';
-import { readsClose, readsOpen, readsPass, readsScan, readsSpace, readsSwitchToDexie, readsWrite, readsWriteStats } from './reads.js';
+import {
+  readsClose,
+  readsOpen,
+  readsPass,
+  readsScan,
+  readsSettle,
+  readsSpace,
+  readsSwitchToDexie,
+  readsWrite,
+  readsWriteStats,
+} from './reads.js';
 
 const api = {
   ping: (): string => 'pong',
@@ -45,6 +55,7 @@ const api = {
   readsOpen,
   readsWrite,
   readsWriteStats,
+  readsSettle,
   readsSpace,
   readsPass,
   readsScan,

@@ -440,29 +440,56 @@ export interface SpaceFigures {
   opfs: { walBytes: number; tableBytes: number; files: number };
   compactions: number;
   l0StallCount: number;
-  /** How long the background took to settle after the last write, ms (undefined after compact()). */
-  settleMs?: number;
-  settled?: boolean;
   /** compact(): what it did, and how long it took. */
   compact?: { ms: number; compactions: number; bytesWritten: number; tablesBefore: number; tablesAfter: number };
 }
 
+/** memwal: the background after the last write, and the tables it left. */
+export interface SettleFigures {
+  /** From the last write until nothing ran and no debt was left for three polls in a row, ms. */
+  settleMs: number;
+  /** False when it had not settled after 300 s (the figures are then those at that moment). */
+  settled: boolean;
+  tableCount: number;
+  levels: CompactionStats['levels'];
+  l0StallCount: number;
+}
+
+function memwalOf(c: typeof current): MemwalReads {
+  if (!(c?.engine instanceof MemwalReads)) throw new Error('reads: memwal only');
+  return c.engine;
+}
+
 /**
- * memwal only. `compact` false: seal the active memtable, wait for every flush, then for the
- * background compaction to settle (nothing running, no debt, three polls in a row); true: run
- * `compact()` to completion. Then measure, close, and read the files in OPFS; the store reopens
- * (cold) for what follows.
+ * memwal only: seal the active memtable, wait for every flush, then for the background
+ * compaction to settle (nothing running, no debt, three polls 100 ms apart), at most 300 s.
+ */
+export async function readsSettle(): Promise<SettleFigures> {
+  const db = memwalOf(current).db!;
+  const t0 = now();
+  await db.forceSealActive();
+  await db.waitForFlushDrain();
+  let quiet = 0;
+  while (quiet < 3 && now() - t0 < 300_000) {
+    const s = await db.compactionStats();
+    quiet = !s.running && s.pendingBytes === 0 ? quiet + 1 : 0;
+    await pause(100);
+  }
+  const cs = await db.compactionStats();
+  return { settleMs: now() - t0, settled: quiet >= 3, tableCount: cs.tableCount, levels: cs.levels, l0StallCount: cs.l0StallCount };
+}
+
+/**
+ * memwal only: the space figures now (`compact`: after running `compact()` to completion). The
+ * store is closed to read its files in OPFS, then reopened (cold) for what follows.
  */
 export async function readsSpace(compact: boolean): Promise<SpaceFigures> {
   const c = current!;
-  const e = c.engine;
-  if (!(e instanceof MemwalReads)) throw new Error('reads: space is measured for memwal only');
+  const e = memwalOf(c);
   const db = e.db!;
-  let settleMs: number | undefined;
-  let settled: boolean | undefined;
   let compactResult: SpaceFigures['compact'];
-  const t0 = now();
   if (compact) {
+    const t0 = now();
     const r = await db.compact();
     compactResult = {
       ms: now() - t0,
@@ -471,17 +498,6 @@ export async function readsSpace(compact: boolean): Promise<SpaceFigures> {
       tablesBefore: r.tablesBefore,
       tablesAfter: r.tablesAfter,
     };
-  } else {
-    await db.forceSealActive();
-    await db.waitForFlushDrain();
-    let quiet = 0;
-    while (quiet < 3 && now() - t0 < 300_000) {
-      const s = await db.compactionStats();
-      quiet = !s.running && s.pendingBytes === 0 ? quiet + 1 : 0;
-      await pause(100);
-    }
-    settleMs = now() - t0;
-    settled = quiet >= 3;
   }
   const cs = await db.compactionStats();
   const { bytesWritten: tableBytesWritten, compactions } = await e.totals();
@@ -500,7 +516,6 @@ export async function readsSpace(compact: boolean): Promise<SpaceFigures> {
     opfs,
     compactions,
     l0StallCount: cs.l0StallCount,
-    ...(settleMs !== undefined ? { settleMs, settled } : {}),
     ...(compactResult ? { compact: compactResult } : {}),
   };
 }

@@ -800,13 +800,13 @@ const CASE_RUNNERS = {
   /** Cases 8-10 (issue 14): 3 overwrite rounds of `readRows` keys, point reads, scans, space. */
   async reads(call) {
     for (const engine of READ_ENGINES.filter(wanted)) {
-      await guarded(`reads/${engine}`, () => readsOf(call, engine, SIZE.readRows, 3));
+      await guarded(`reads/${engine}`, () => readsOf(call, engine, SIZE.readRows, 3, 'reads', true));
     }
   },
 
-  /** Issue 14's 4M-row point-read target: memwal only, 4M keys written once. */
+  /** Issue 14's 4M-row point-read target: memwal only, 4M keys written once; no scans, no space. */
   async reads4m(call) {
-    await guarded('reads4m/memwal', () => readsOf(call, 'memwal', SIZE.bigReadRows, 1, 'reads4m'));
+    await guarded('reads4m/memwal', () => readsOf(call, 'memwal', SIZE.bigReadRows, 1, 'reads4m', false));
   },
 
   /**
@@ -952,10 +952,10 @@ const READ_ENGINES = ['memwal', 'sqlite_sahpool_wal', 'pglite_opfs_ahp', 'idb'];
 
 /**
  * The read case of one engine: write `rounds` overwrite rounds of `n` keys, then point reads
- * (cold, warm, absent) and two full scans; memwal also measures space before and after compact()
- * and reads once more after it. Figures go to cases `<prefix>_*`.
+ * (cold, warm, absent); with `full`, also two full scans, and for memwal the space before and
+ * after compact() and reads once more after it. Figures go to cases `<prefix>_*`.
  */
-async function readsOf(call, engine, n, rounds, prefix = 'reads') {
+async function readsOf(call, engine, n, rounds, prefix, full) {
   const api = (fn, ...args) => call(([f, a]) => globalThis.bench.api[f](...a), fn, args);
   const R = SIZE.readPasses;
   const d = (details[prefix] ??= {});
@@ -974,8 +974,13 @@ async function readsOf(call, engine, n, rounds, prefix = 'reads') {
     d[engine] = { writeSeconds: writes.map((ms) => +(ms / 1000).toFixed(2)) };
     if (engine === 'memwal') {
       d[engine].whileWriting = await api('readsWriteStats');
-      d[engine].settled = await api('readsSpace', false);
-      log(`${prefix}/${engine}: settled ${JSON.stringify(d[engine].settled)}`);
+      d[engine].settle = await api('readsSettle');
+      record(`${prefix}_settle_s`, 'memwal', [d[engine].settle.settleMs / 1000], 's');
+      log(`${prefix}/${engine}: settled ${JSON.stringify(d[engine].settle)}`);
+      if (full) {
+        d[engine].settled = await api('readsSpace', false);
+        recordSpace(prefix, 'settled', d[engine].settled);
+      }
     }
     const passes = async (who) => {
       const cold = await api('readsPass', R.cold, 11, true, true, R.maxMs);
@@ -991,21 +996,24 @@ async function readsOf(call, engine, n, rounds, prefix = 'reads') {
         record(`${prefix}_${kind}_p50_ms`, who, [p.p50], 'ms');
         record(`${prefix}_${kind}_p99_ms`, who, [p.p99], 'ms');
       }
-      const scans = [await api('readsScan'), await api('readsScan')];
-      record(
-        `${prefix}_scan_rows_per_s`,
-        who,
-        scans.map((s) => s.rows / (s.ms / 1000)),
-        'rows/s',
-      );
+      if (full) {
+        const scans = [await api('readsScan'), await api('readsScan')];
+        record(
+          `${prefix}_scan_rows_per_s`,
+          who,
+          scans.map((s) => s.rows / (s.ms / 1000)),
+          'rows/s',
+        );
+      }
       Object.assign((d[who] ??= {}), { openMs: cold.openMs, cold, warm, absent });
       log(
         `${prefix}/${who}: cold ${fmtNum(cold.gets / (cold.ms / 1000))}/s, warm ${fmtNum(warm.gets / (warm.ms / 1000))}/s p99 ${warm.p99.toFixed(3)} ms, absent ${fmtNum(absent.gets / (absent.ms / 1000))}/s`,
       );
     };
     await passes(engine);
-    if (engine === 'memwal') {
+    if (engine === 'memwal' && full) {
       d.memwal.compacted = await api('readsSpace', true);
+      recordSpace(prefix, 'compacted', d.memwal.compacted);
       await api('readsPass', R.warmup, 16, true, false, R.maxMs);
       const warm = await api('readsPass', R.warm, 15, true, false, R.maxMs);
       record(`${prefix}_after_compact_warm_gets_per_s`, 'memwal', [warm.gets / (warm.ms / 1000)], 'gets/s');
@@ -1020,6 +1028,19 @@ async function readsOf(call, engine, n, rounds, prefix = 'reads') {
   } finally {
     await api('readsClose');
   }
+}
+
+/**
+ * Space of a memwal store (issue 14): live table bytes ÷ logical bytes (SPEC §8's space
+ * amplification), everything in OPFS (tables + WAL) ÷ logical bytes, and write amplification
+ * (table bytes written by flushes and compactions ÷ the Arrow IPC bytes of every row put).
+ */
+function recordSpace(prefix, when, f) {
+  const c = `${prefix}_space`;
+  record(c, `${when}_table_amp`, [f.tableBytes / f.logicalBytes], 'x');
+  record(c, `${when}_disk_amp`, [(f.opfs.tableBytes + f.opfs.walBytes) / f.logicalBytes], 'x');
+  record(c, `${when}_write_amp`, [f.tableBytesWritten / f.userBytes], 'x');
+  record(c, `${when}_table_files`, [f.tableCount], 'files');
 }
 
 const label = (n) => (n >= 1e6 ? `${n / 1e6}m` : `${n / 1e3}k`);
@@ -1085,8 +1106,24 @@ function computeRatios() {
     if (get(small, 'memwal') && get(small, p)) r[`rows_vs_${p}`] = get(small, 'memwal') / get(small, p);
     if (get(big, 'memwal') && get(big, p)) r[`rows_${label(SIZE.bigRows)}_vs_${p}`] = get(big, 'memwal') / get(big, p);
   }
-  const peerMedians = PEERS.map((p) => get(small, p)).filter(Boolean);
-  if (get(small, 'memwal') && peerMedians.length) r.rows_vs_fastest_peer = get(small, 'memwal') / Math.max(...peerMedians);
+  const ranked = PEERS.filter((p) => get(small, p)).sort((a, b) => get(small, b) - get(small, a));
+  if (get(small, 'memwal') && ranked.length) {
+    r.rows_vs_fastest_peer = get(small, 'memwal') / get(small, ranked[0]);
+    details.fastest_peer = ranked[0];
+  }
+  // Issue 14: reads (warm, present keys), cold reads, absent keys, full scans, and the writes of
+  // the read case, memwal ÷ each peer.
+  for (const p of [...READ_ENGINES.slice(1), 'dexie']) {
+    for (const [ratio, c] of [
+      ['reads', 'reads_warm_gets_per_s'],
+      ['reads_cold', 'reads_cold_gets_per_s'],
+      ['reads_absent', 'reads_absent_gets_per_s'],
+      ['scan', 'reads_scan_rows_per_s'],
+      ['reads_write', 'reads_write_rows_per_s'],
+    ]) {
+      if (get(c, 'memwal') && get(c, p)) r[`${ratio}_vs_${p}`] = get(c, 'memwal') / get(c, p);
+    }
+  }
   const raw = get('ingest_mibps', 'raw_opfs');
   if (raw) {
     if (get('ingest_mibps', 'memwal_1w')) r.bytes_vs_raw_opfs = get('ingest_mibps', 'memwal_1w') / raw;
