@@ -1,10 +1,8 @@
 // Shared helpers of the client e2e specs (e2e/client-*.spec.ts): the client page, typed calls
 // into its `window.mw`, and persistent Chromium profiles for restarts.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, expect, type BrowserContext, type Page, type TestInfo } from '@playwright/test';
+import { expect, type BrowserContext, type Page, type TestInfo } from '@playwright/test';
+import { PersistentProfile, type MemWalKit } from '../src/playwright.js';
 import type { ClientHarness, OpenRequest, Outcome } from './site/client/protocol.js';
 
 export const MiB = 1024 * 1024;
@@ -55,32 +53,35 @@ export async function until<T>(probe: () => Promise<T>, accept: (v: T) => boolea
   }
 }
 
-/** A Chromium with an on-disk profile that survives `restart()` (storage as a real user's). */
+/**
+ * A Chromium with an on-disk profile that survives a restart (storage as a real user's):
+ * memwal/playwright's `PersistentProfile`, whose launches also install the kit (`memwal`).
+ */
 export class Profile {
-  readonly dir = mkdtempSync(join(tmpdir(), 'memwal-client-e2e-'));
+  private readonly profile: PersistentProfile;
   context: BrowserContext | undefined;
+  memwal: MemWalKit | undefined;
 
-  constructor(
-    private readonly testInfo: TestInfo,
-    private readonly baseURL: string,
-  ) {}
+  constructor(testInfo: TestInfo, baseURL: string) {
+    this.profile = new PersistentProfile({ launchOptions: testInfo.project.use.launchOptions, baseURL });
+  }
 
   /** (Re)launch the browser on this profile and return a page showing the client harness. */
   async launch(): Promise<Page> {
-    this.context = await chromium.launchPersistentContext(this.dir, { ...this.testInfo.project.use.launchOptions, baseURL: this.baseURL });
-    const page = this.context.pages()[0] ?? (await this.context.newPage());
+    const { context, page, memwal } = await this.profile.launch();
+    this.context = context;
+    this.memwal = memwal;
     return clientPage(page);
   }
 
   /** Close the browser (no store is closed first: whatever is open just stops). */
   async stop(): Promise<void> {
-    await this.context?.close();
+    await this.profile.stop();
     this.context = undefined;
   }
 
   async dispose(): Promise<void> {
-    await this.stop();
-    rmSync(this.dir, { recursive: true, force: true });
+    await this.profile.dispose();
   }
 }
 

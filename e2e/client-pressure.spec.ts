@@ -2,7 +2,7 @@
 // over FaultInjectingStorage): a blocked put shows in activeCount and leaves it when it goes on,
 // and stats and metrics() keep answering while every flush fails.
 
-import { expect, test } from '@playwright/test';
+import { expect, test } from '../src/playwright.js';
 import { clientPage, code, metric, mw, ok, open, settledOutcome, until } from './client-fixtures.js';
 
 interface MemStats {
@@ -11,46 +11,45 @@ interface MemStats {
   estimatedBytes: number;
 }
 
-test('backpressure is visible from the main thread: activeCount > 0 while a put is blocked, then back to 0', async ({ page }) => {
+test('backpressure is visible from the main thread: activeCount > 0 while a put is blocked, then back to 0', async ({ page, memwal }) => {
+  const store = memwal.store('pressure', { faults: true });
   await clientPage(page);
   const c = await open(page, {
     name: 'pressure',
-    worker: 'fault',
     keyed: true,
     options: { maxMemtableBytes: 16 * 1024, maxUnflushedMemtableBytes: 32 * 1024 },
   });
-  await mw(page, 'fault', c, { action: 'hold', op: 'tableWrite' });
+  const release = await store.hold('tableWrite');
   let blocked: number | undefined;
   for (let i = 0; i < 40 && blocked === undefined; i++) {
     const op = await mw(page, 'startPut', c, i * 100, 100, 64);
     if ((await mw(page, 'settled', op, 100)) === 'pending') blocked = op;
   }
   expect(blocked, 'a put blocked on the budget').toBeDefined();
-  const bp = ok(await mw(page, 'call', c, 'backpressureStats')) as { activeCount: number; activeWaitMs: number };
-  expect(bp.activeCount).toBe(1);
-  expect(metric(ok(await mw(page, 'call', c, 'metrics')) as string, 'wal_backpressure_active_waiters')).toBe(1);
-  const mt = ok(await mw(page, 'call', c, 'memtableStats')) as MemStats;
-  expect(mt.frozenBytes + mt.estimatedBytes).toBeGreaterThanOrEqual(32 * 1024);
+  const { backpressure, memtable } = await store.stats();
+  expect(backpressure.activeCount).toBe(1);
+  expect(metric(await store.metrics(), 'wal_backpressure_active_waiters')).toBe(1);
+  expect(memtable!.frozenBytes + memtable!.estimatedBytes).toBeGreaterThanOrEqual(32 * 1024);
 
-  await mw(page, 'fault', c, { action: 'release', op: 'tableWrite' });
+  await release();
   ok(await settledOutcome(page, blocked!, 10_000), 'the blocked put');
-  const after = await until(
-    async () => ok(await mw(page, 'call', c, 'backpressureStats')) as { activeCount: number; totalCount: number; totalWaitMs: number },
-    (s) => s.activeCount === 0,
-    5000,
-    'activeCount back to 0',
-  );
+  await expect(store).toHaveNoBackpressure();
+  const after = (await store.stats()).backpressure;
   expect(after.totalCount).toBeGreaterThanOrEqual(1);
   expect(after.totalWaitMs).toBeGreaterThan(0);
   ok(await mw(page, 'call', c, 'close'));
 });
 
-test('stats and metrics() answer from the main thread while every flush fails: frozenBytes stays, failures count', async ({ page }) => {
+test('stats and metrics() answer from the main thread while every flush fails: frozenBytes stays, failures count', async ({
+  page,
+  memwal,
+}) => {
+  const store = memwal.store('failing-flush', { faults: true });
   await clientPage(page);
-  const c = await open(page, { name: 'failing-flush', worker: 'fault', keyed: true, options: { flushRetry: { baseMs: 20, maxMs: 100 } } });
-  await mw(page, 'fault', c, { action: 'failNext', op: 'tableWrite', count: Infinity });
+  const c = await open(page, { name: 'failing-flush', keyed: true, options: { flushRetry: { baseMs: 20, maxMs: 100 } } });
+  await store.failNext('tableWrite', Infinity);
   ok(await mw(page, 'put', c, 0, 500, 64));
-  ok(await mw(page, 'call', c, 'forceSealActive'));
+  await store.forceSealActive();
 
   let slowestMs = 0;
   const timed = async <T>(method: string): Promise<T> => {
@@ -77,11 +76,11 @@ test('stats and metrics() answer from the main thread while every flush fails: f
   await timed('walStats');
   console.log(`${failures} flush failures; slowest stats call from the main thread: ${slowestMs} ms`);
   expect(slowestMs).toBeLessThan(1000);
+  await expect(store).not.toHaveFlushed();
 
-  await mw(page, 'fault', c, { action: 'clear' });
-  ok(await mw(page, 'call', c, 'waitForFlushDrain'));
-  const drained = ok(await mw(page, 'call', c, 'memtableStats')) as MemStats;
-  expect(drained.frozenBytes).toBe(0);
+  await store.clearFaults();
+  await store.waitForFlushDrain();
+  await expect(store).toHaveFlushed();
   ok(await mw(page, 'call', c, 'close'));
 });
 

@@ -1,4 +1,5 @@
-// `npm test`: format and lint check (Biome), typecheck, unit tests (vitest), browser e2e (Playwright), then one closing line
+// `npm test`: format and lint check (Biome), typecheck, unit tests (vitest), browser e2e (Playwright: memwal's
+// e2e/ and the example app's suite on memwal/playwright), then one closing line
 // `memwal: N passed, N failed` that counts both runners. Exits non-zero on any failure.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -30,10 +31,10 @@ if (existsSync(vitestJson)) {
   if (vitestStatus !== 0 && r.numFailedTests === 0) failed += 1; // a suite failed to load
 } else if (vitestStatus !== 0) failed += 1;
 
-if (process.env.MEMWAL_SKIP_E2E !== '1') {
-  console.log('== browser e2e (Playwright, Chromium)');
-  const pwJson = join(out, 'playwright.json');
-  const pwStatus = run('npx', ['playwright', 'test', '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
+/** Run a Playwright suite (`args` after `playwright test`) and count its results. */
+function playwright(name, args) {
+  const pwJson = join(out, `playwright-${name}.json`);
+  const pwStatus = run('npx', ['playwright', 'test', ...args, '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
   if (existsSync(pwJson)) {
     const s = JSON.parse(readFileSync(pwJson, 'utf8')).stats;
     passed += s.expected;
@@ -42,6 +43,14 @@ if (process.env.MEMWAL_SKIP_E2E !== '1') {
     passed += s.flaky; // passed on retry; counted and visible in the list above
     if (pwStatus !== 0 && s.unexpected === 0) failed += 1;
   } else if (pwStatus !== 0) failed += 1;
+}
+
+if (process.env.MEMWAL_SKIP_E2E !== '1') {
+  console.log('== browser e2e (Playwright, Chromium)');
+  playwright('e2e', []);
+  console.log('== example app on memwal/playwright (examples/kit-demo)');
+  if (run('npx', ['tsc', '-p', 'examples/kit-demo/tsconfig.json']) !== 0) failed += 1;
+  playwright('kit-demo', ['-c', 'examples/kit-demo/playwright.config.ts']);
 }
 
 console.log(`memwal: ${passed} passed, ${failed} failed, ${skipped} skipped`);

@@ -33,3 +33,25 @@ export {
   DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
 } from './options.js';
 export { TOMBSTONE_COLUMN } from './core/schema.js';
+export {
+  drain,
+  DEFAULT_DRAIN_BATCH_BYTES,
+  type DrainSink,
+  type DrainOptions,
+  type DrainHandle,
+  type DrainStats,
+  type DrainState,
+} from './drain/drain.js';
+export {
+  encodeDrainBatch,
+  drainRequestHeaders,
+  parseDrainHeaders,
+  checkDrainBody,
+  DRAIN_WIRE_VERSION,
+  DRAIN_CONTENT_TYPE,
+  DRAIN_HEADERS,
+  POSITION_COLUMN,
+  STORE_ID_PATTERN,
+  type DrainRequestMeta,
+  type EncodedDrainBatch,
+} from './drain/wire.js';

@@ -93,6 +93,13 @@ export interface MemWalOptions {
    * `backpressureStats().cause` says `'compaction'`. Default 1 GiB.
    */
   maxPendingCompactionBytes?: number;
+  /**
+   * What open does when the store's recorded schema cannot evolve into `schema` (added nullable
+   * columns and dropped non-key columns can; docs/impl.md §11): `'throw'` (default) rejects
+   * `InvalidArgument` naming the column and the rule; `'reset'` destroys the store and creates it
+   * anew with `schema`, warning through `logger` — every row of the old store is gone.
+   */
+  onSchemaMismatch?: 'throw' | 'reset';
   /** How long a flushed memtable stays readable in memory. Default 0 (evicted on commit). */
   frozenMemtableGraceMs?: number;
   /** How often a blocked writer warns through `logger`. Default 10 s. */
@@ -130,6 +137,7 @@ export interface ResolvedOptions {
   maxUnflushedMemtableBytes: number;
   blockCacheBytes: number;
   maxPendingCompactionBytes: number;
+  onSchemaMismatch: 'throw' | 'reset';
   frozenMemtableGraceMs: number;
   backpressureLogIntervalMs: number;
   backpressureTimeoutMs: number | undefined;
@@ -168,6 +176,12 @@ function nonNegativeInt(option: string, v: unknown, dflt: number, min = 0): numb
   return v;
 }
 
+function oneOf<T extends string>(option: string, v: unknown, allowed: readonly T[], dflt: T): T {
+  if (v === undefined) return dflt;
+  if (!allowed.includes(v as T)) invalid(option, `must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${String(v)}`);
+  return v as T;
+}
+
 function retry(option: string, v: RetryOptions | undefined, dflt: Required<RetryOptions>): Required<RetryOptions> {
   if (v === undefined) return { ...dflt };
   if (typeof v !== 'object' || v === null) invalid(option, 'must be an object');
@@ -190,6 +204,7 @@ const KNOWN = new Set<string>([
   'maxPutBytes',
   'blockCacheBytes',
   'maxPendingCompactionBytes',
+  'onSchemaMismatch',
   'maxMemtableRows',
   'maxMemtableBatches',
   'maxUnflushedMemtableBytes',
@@ -284,6 +299,7 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
       DEFAULT_MAX_PENDING_COMPACTION_BYTES,
       1,
     ),
+    onSchemaMismatch: oneOf('onSchemaMismatch', o.onSchemaMismatch, ['throw', 'reset'] as const, 'throw'),
     frozenMemtableGraceMs: nonNegativeInt('frozenMemtableGraceMs', o.frozenMemtableGraceMs, 0),
     backpressureLogIntervalMs: nonNegativeInt(
       'backpressureLogIntervalMs',

@@ -25,6 +25,30 @@ describe('entry points bundle without runtime modules', () => {
     });
   }
 
+  it('memwal and memwal/worker bundle none of memwal/playwright: only the page-side hook (src/rpc/test-hook.ts)', async () => {
+    const [main, worker] = await Promise.all([bundle(source('index.ts'), 'browser'), bundle(source('worker.ts'), 'browser')]);
+    for (const { text } of [main, worker]) {
+      expect(text).not.toMatch(/__memwal_playwright__|memwal\.playwright\.worker|FaultInjectingStorage|@playwright/);
+    }
+    expect(main.text).toContain('memwal.playwright.hook');
+    // The pattern above does match the kit when it comes along:
+    expect((await bundle(source('playwright/worker.ts'), 'browser')).text).toContain('FaultInjectingStorage');
+  });
+
+  it('memwal carries drain() for browsers and Durable Objects, and nothing of memwal/lance or LanceDB', async () => {
+    for (const target of ['browser', 'workerd'] as const) {
+      const { text, runtimeImports } = await bundle(source('index.ts'), target);
+      expect(runtimeImports).toEqual([]);
+      expect(text).toContain('memwal-drain-version');
+      expect(text).not.toMatch(/lancedb|_memwal_positions/i);
+    }
+  });
+
+  it('the check sees runtime imports: memwal/lance bundled for the browser imports node:*', async () => {
+    const { runtimeImports } = await bundle(source('lance.ts'), 'browser');
+    expect(runtimeImports.filter((p) => p.startsWith('node:')).length).toBeGreaterThan(0);
+  });
+
   it('the check sees runtime imports: memwal/node bundled for the browser imports node:*', async () => {
     const { runtimeImports } = await bundle(source('node.ts'), 'browser');
     expect(runtimeImports.length).toBeGreaterThan(0);

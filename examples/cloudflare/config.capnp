@@ -6,6 +6,8 @@ const config :Workerd.Config = (
   services = [
     (name = "main", worker = .memwalWorker),
     (name = "do-disk", disk = (path = "do-disk", writable = true)),
+    # Outgoing fetch (the drain to a Lance server): public addresses and this machine's loopback.
+    (name = "internet", network = (allow = ["public", "local"])),
   ],
   sockets = [(name = "http", address = "127.0.0.1:8787", http = (), service = "main")],
 );

@@ -1,8 +1,9 @@
 // A Cloudflare Worker that routes each store (`?store=NAME`, default "default") to its own
 // SQLite-backed Durable Object, which hosts that one memwal store and answers the HTTP API of
-// api.ts (the same API as the Node example).
+// api.ts (the same API as the Node example), plus POST /drain (start draining the store into a
+// Lance server, docs/scale-out.md) and GET /drain (its drainStats).
 
-import { MemWal, MemWalError } from 'memwal';
+import { type DrainHandle, MemWal, MemWalError, drain } from 'memwal';
 import { DURABLE_OBJECT_DEFAULTS, DurableObjectStorageAdapter } from 'memwal/cloudflare';
 import type { DurableObjectStorageLike } from 'memwal/cloudflare';
 import { errorResponse, handle, schema } from './api.js';
@@ -11,7 +12,10 @@ import { errorResponse, handle, schema } from './api.js';
 interface DurableObjectStateLike {
   /** `name`: what `idFromName` was given (Cloudflare since 2026-03; workerd 1.20260315+). */
   id: { name?: string };
-  storage: DurableObjectStorageLike;
+  storage: DurableObjectStorageLike & {
+    get<T>(key: string): Promise<T | undefined>;
+    put(key: string, value: unknown): Promise<void>;
+  };
   blockConcurrencyWhile<T>(callback: () => Promise<T>): Promise<T>;
 }
 
@@ -27,6 +31,12 @@ interface Env {
 /** Store names memwal accepts; checked by the Worker before it routes. */
 const STORE_NAME = /^[A-Za-z0-9._-]{1,200}$/;
 
+/** Where the object drains to: kept in its storage, so a restarted object resumes the drain. */
+interface DrainConfig {
+  endpoint: string;
+  token: string;
+}
+
 /**
  * One memwal store per Durable Object, named after the object (`ctx.id.name`), so its metrics
  * carry `store="<name>"`. Opened (WAL replayed) before the first request.
@@ -34,8 +44,9 @@ const STORE_NAME = /^[A-Za-z0-9._-]{1,200}$/;
 export class MemWalObject {
   private db!: MemWal;
   private openError: unknown;
+  private drain: DrainHandle | undefined;
 
-  constructor(ctx: DurableObjectStateLike) {
+  constructor(private readonly ctx: DurableObjectStateLike) {
     void ctx.blockConcurrencyWhile(async () => {
       try {
         const name = ctx.id.name;
@@ -54,15 +65,48 @@ export class MemWalObject {
           // A request should not wait for ever behind a slow flush: shed load with 503 instead.
           backpressureTimeoutMs: 10_000,
         });
+        const config = await ctx.storage.get<DrainConfig>('memwal-drain');
+        if (config) this.startDrain(config);
       } catch (e) {
         this.openError = e; // answered to every request; the next instance tries again
       }
     });
   }
 
-  fetch(request: Request): Promise<Response> {
-    if (this.openError !== undefined) return Promise.resolve(errorResponse(this.openError));
-    return handle(this.db, request);
+  async fetch(request: Request): Promise<Response> {
+    if (this.openError !== undefined) return errorResponse(this.openError);
+    const { pathname } = new URL(request.url);
+    try {
+      if (pathname === '/drain' && request.method === 'POST') return await this.configureDrain(request);
+      if (pathname === '/drain' && request.method === 'GET') {
+        if (!this.drain) return errorResponse(new MemWalError('InvalidArgument', 'not draining: POST /drain { endpoint, token } first'));
+        return Response.json(await this.drain.drainStats());
+      }
+    } catch (e) {
+      return errorResponse(e);
+    }
+    const response = await handle(this.db, request);
+    if (pathname !== '/metrics' || !this.drain || !response.ok) return response;
+    return new Response((await response.text()) + (await this.drain.metrics()), response);
+  }
+
+  /** POST /drain `{ endpoint, token }`: (re)start the drain and keep its settings. */
+  private async configureDrain(request: Request): Promise<Response> {
+    const body = (await request.json().catch(() => undefined)) as Partial<DrainConfig> | undefined;
+    if (typeof body?.endpoint !== 'string' || typeof body.token !== 'string') {
+      throw new MemWalError('InvalidArgument', 'body: expected { endpoint, token }');
+    }
+    const config = { endpoint: body.endpoint, token: body.token };
+    await this.drain?.stop();
+    this.startDrain(config); // throws InvalidArgument for a bad endpoint before it is kept
+    await this.ctx.storage.put('memwal-drain', config);
+    return Response.json({ draining: config.endpoint });
+  }
+
+  /** Drain the store into a Lance server (examples/lance-server) until the object goes away. */
+  private startDrain(config: DrainConfig): void {
+    this.drain = drain(this.db, { endpoint: config.endpoint, token: config.token });
+    this.drain.done.catch((e: unknown) => console.warn('memwal: the drain stopped', e));
   }
 }
 

@@ -3,23 +3,17 @@
 // put path; never moves the replay cursor; outputs are orphans until the commit; inputs are
 // deleted only after the commit is known and no reader holds them.
 
-import type { RecordBatch } from 'apache-arrow';
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { Manifest, TableFileEntry } from '../manifest/manifest.js';
 import type { ResolvedOptions } from '../options.js';
 import type { StoreHandle } from '../storage/adapter.js';
-import { BLOCK_MAX_ROWS } from '../table/format.js';
-import { type MergeSource, mergeSorted } from '../table/merge.js';
-import { cutBlocks, encodeTable } from '../table/writer.js';
-import { yieldToEventLoop } from '../util/schedule.js';
-import { type KeyEncoder, keyFromHex } from './keys.js';
+import type { BackgroundJobs } from './jobs.js';
+import { keyFromHex } from './keys.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ManifestLog } from './manifest-log.js';
-import type { StoreSchema } from './schema.js';
-import { estimateBatchBytes } from './size.js';
 import type { CompactionStats, LevelStats } from './stats.js';
 import { generationsOf, levelOf, removeTableFile, writeTableFile } from './table-files.js';
-import type { OpenTable, TableCache } from './tables.js';
+import type { TableCache } from './tables.js';
 
 const MiB = 1024 * 1024;
 /** Level-0 files that trigger a compaction (LevelDB: 4): bounds the files a `get` consults. */
@@ -66,13 +60,24 @@ export function planCompaction(m: Manifest, keyed: boolean, held: ReadonlySet<nu
   if (l0.length === 0) return undefined;
   if (!keyed) {
     if (!force && level0.length < L0_COMPACTION_TRIGGER) return undefined;
-    const take: TableFileEntry[] = [];
-    for (const t of l0) {
-      if (take.length > 1 && sumBytes(take) + t.bytes > APPEND_ONLY_OUTPUT_BYTES) break;
-      take.push(t);
+    // Rows stay in generation order: merge the oldest run of consecutive files (any level) that
+    // fits the output size; files still held in memory are never taken.
+    const files = m.tables
+      .filter((t) => !(levelOf(t) === 0 && held.has(t.generation)))
+      .sort((a, b) => generationsOf(a).min - generationsOf(b).min);
+    const limit = held.size > 0 ? Math.min(...held) : Number.POSITIVE_INFINITY;
+    for (let i = 0; i < files.length; i++) {
+      const run: TableFileEntry[] = [];
+      for (let j = i; j < files.length && generationsOf(files[j]!).max < limit; j++) {
+        if (run.length > 0 && sumBytes(run) + files[j]!.bytes > APPEND_ONLY_OUTPUT_BYTES) break;
+        run.push(files[j]!);
+      }
+      if (run.length >= 2) {
+        return { l0: run.filter((t) => levelOf(t) === 0), l1: run.filter((t) => levelOf(t) >= 1), move: false, bytes: sumBytes(run) };
+      }
     }
-    if (take.length < 2 && !force) return undefined;
-    return { l0: take, l1: [], move: take.length === 1, bytes: sumBytes(take) };
+    // Nothing to merge: a lone level-0 file moves down (it is in order already).
+    return l0.length === 1 && level0.length === 1 && force ? { l0, l1: [], move: true, bytes: 0 } : undefined;
   }
   let lo: string | undefined;
   let hi: string | undefined;
@@ -101,34 +106,6 @@ export function compactionBehind(m: Manifest, pendingBytes: number, maxPendingBy
   return level0 >= L0_STOP_TRIGGER || pendingBytes > maxPendingBytes;
 }
 
-/** A block-by-block source over one table file's rows. */
-function tableSource(t: OpenTable): MergeSource {
-  let i = 0;
-  return {
-    async next() {
-      if (i >= t.blocks.length) return undefined;
-      const b = await t.block(i++);
-      return { batch: b.batch, keys: b.keys ?? [] };
-    },
-  };
-}
-
-/** A source over several non-overlapping files in key order (level 1). */
-function chainSource(files: OpenTable[]): MergeSource {
-  const sources = files.map(tableSource);
-  let i = 0;
-  return {
-    async next() {
-      while (i < sources.length) {
-        const run = await sources[i]!.next();
-        if (run) return run;
-        i++;
-      }
-      return undefined;
-    },
-  };
-}
-
 /** What a compaction job ended with. */
 export type CompactionOutcome = 'committed' | 'failed' | 'fatal';
 
@@ -144,8 +121,8 @@ export class Compactor {
 
   constructor(
     private readonly o: ResolvedOptions,
-    private readonly ss: StoreSchema,
-    private readonly keyEncoder: KeyEncoder | undefined,
+    private readonly keyed: boolean,
+    private readonly jobs: BackgroundJobs,
     private readonly handle: StoreHandle,
     private readonly life: Lifecycle,
     private readonly log: ManifestLog,
@@ -161,7 +138,10 @@ export class Compactor {
   async run(plan: CompactionPlan, signal: AbortSignal | undefined): Promise<CompactionOutcome> {
     this.running = true;
     const outputs: TableFileEntry[] = [];
-    const inputs = [...plan.l0, ...plan.l1];
+    // Keyed: level 0 then level 1 (the merge takes them apart); append-only: generation order.
+    const inputs = this.keyed
+      ? [...plan.l0, ...plan.l1]
+      : [...plan.l0, ...plan.l1].sort((a, b) => generationsOf(a).min - generationsOf(b).min);
     let committing = false;
     try {
       if (this.doubt) {
@@ -182,50 +162,21 @@ export class Compactor {
       const gens = inputs.map(generationsOf);
       const minGeneration = Math.min(...gens.map((g) => g.min));
       const maxGeneration = Math.max(...gens.map((g) => g.max));
-      const target = this.keyEncoder ? KEYED_OUTPUT_BYTES : APPEND_ONLY_OUTPUT_BYTES;
-      const opened = await Promise.all(inputs.map((t) => this.cache.open(t)));
+      const job = {
+        inputs,
+        level0: plan.l0.length,
+        minGeneration,
+        maxGeneration,
+        targetBytes: this.keyed ? KEYED_OUTPUT_BYTES : APPEND_ONLY_OUTPUT_BYTES,
+      };
       this.cache.pin(inputs.map((t) => t.name));
       try {
-        let pending: RecordBatch[] = [];
-        let pendingBytes = 0;
-        const emit = async (): Promise<void> => {
-          if (pending.length === 0) return;
-          const blocks = cutBlocks(this.ss.internal, pending);
-          pending = [];
-          pendingBytes = 0;
-          const built = encodeTable(this.ss, this.ss.internal, this.keyEncoder, blocks, minGeneration, maxGeneration);
-          const name = `c${maxGeneration}-${this.log.epoch}-${++this.seq}.arrow`;
-          outputs.push(
-            await writeTableFile(this.handle, built, { name, level: 1, minGeneration, maxGeneration }, this.o.flushRetry.stallMs),
-          );
-        };
-        const rowsOf = this.keyEncoder
-          ? mergeSorted(
-              [
-                ...opened
-                  .slice(0, plan.l0.length)
-                  .reverse()
-                  .map((t) => tableSource(t)),
-                chainSource(opened.slice(plan.l0.length)),
-              ],
-              // Level 1 is the bottom: nothing older can hold a deleted key, so deletes go.
-              {
-                schema: this.ss.internal,
-                ss: this.ss,
-                tombstone: this.ss.internal.fields.length - 1,
-                dropTombstones: true,
-                rows: BLOCK_MAX_ROWS,
-              },
-            )
-          : concatenated(opened);
-        for await (const batch of rowsOf) {
+        for await (const built of this.jobs.compactionOutputs(job, signal)) {
           if (signal?.aborted || this.life.dead) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
-          pending.push(batch);
-          pendingBytes += estimateBatchBytes(batch);
-          if (pendingBytes >= target) await emit();
-          await yieldToEventLoop();
+          const name = `c${maxGeneration}-${this.log.epoch}-${++this.seq}.arrow`;
+          const placement = { name, level: 1, minGeneration, maxGeneration, schemaVersion: this.log.manifest.schemaVersion ?? 1 };
+          outputs.push(await writeTableFile(this.handle, built, placement, this.o.flushRetry.stallMs));
         }
-        await emit();
       } finally {
         this.cache.unpin(inputs.map((t) => t.name));
       }
@@ -298,13 +249,6 @@ export class Compactor {
       ...this.counters,
       spaceAmplification: live > 0 ? tableBytes / live : 1,
     };
-  }
-}
-
-/** Append-only inputs concatenated in generation order, block by block. */
-async function* concatenated(tables: OpenTable[]): AsyncGenerator<RecordBatch> {
-  for (const t of tables) {
-    for (let i = 0; i < t.blocks.length; i++) yield (await t.block(i)).batch;
   }
 }
 

@@ -3,20 +3,16 @@
 // Never deletes a file that a commit of unknown outcome may name: such a commit is resolved by
 // content before the next attempt (docs/impl.md, "Manifest commits").
 
-import type { RecordBatch } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../errors.js';
 import type { TableFileEntry } from '../manifest/manifest.js';
 import type { ResolvedOptions } from '../options.js';
 import type { StoreHandle } from '../storage/adapter.js';
-import { indexEntries, sortedNewest } from '../table/sorted.js';
-import { cutBlocks, encodeTable } from '../table/writer.js';
-import { nowMs, yieldToEventLoop } from '../util/schedule.js';
-import type { KeyEncoder } from './keys.js';
+import { nowMs } from '../util/schedule.js';
+import type { BackgroundJobs, FlushJob } from './jobs.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ManifestLog } from './manifest-log.js';
 import type { MemTable } from './memtable.js';
 import type { MemtableTier } from './memtables.js';
-import type { StoreSchema } from './schema.js';
 import type { WriteStats } from './stats.js';
 import { removeTableFile, writeTableFile } from './table-files.js';
 
@@ -32,8 +28,9 @@ export class Flusher {
 
   constructor(
     private readonly o: ResolvedOptions,
-    private readonly ss: StoreSchema,
-    private readonly keyEncoder: KeyEncoder | undefined,
+    private readonly jobs: BackgroundJobs,
+    /** The WAL segments holding positions `first..last` (remote jobs read the rows there). */
+    private readonly segmentsOf: (first: number, last: number) => FlushJob['segments'],
     private readonly handle: StoreHandle,
     private readonly life: Lifecycle,
     private readonly log: ManifestLog,
@@ -66,17 +63,19 @@ export class Flusher {
       phase = 'write';
       m.flushAttempts += 1;
       name = `${m.generation}-${this.log.epoch}-${m.flushAttempts}.arrow`;
-      this.setStage(m, 'sorting rows');
-      const rows = this.content(m);
-      await yieldToEventLoop();
-      this.setStage(m, 'encoding');
-      const built = encodeTable(this.ss, this.ss.internal, this.keyEncoder, cutBlocks(this.ss.internal, rows), m.generation, m.generation);
-      await yieldToEventLoop();
+      this.setStage(m, 'building the table file');
+      const built = await this.jobs.buildFlush({
+        memtable: m,
+        generation: m.generation,
+        firstPosition: m.firstPosition,
+        lastPosition: m.lastPosition,
+        segments: this.segmentsOf(m.firstPosition, m.lastPosition),
+      });
       this.setStage(m, 'writing the table file');
       const entry = await writeTableFile(
         this.handle,
         built,
-        { name, level: 0, minGeneration: m.generation, maxGeneration: m.generation },
+        { name, level: 0, minGeneration: m.generation, maxGeneration: m.generation, schemaVersion: this.log.manifest.schemaVersion ?? 1 },
         this.o.flushRetry.stallMs,
       );
       this.setStage(m, 'committing the manifest');
@@ -124,11 +123,5 @@ export class Flusher {
     this.ws.lastFlushMs = ms;
     this.stage = 'idle';
     this.onCommitted();
-  }
-
-  /** The rows a memtable flushes: keyed, the newest version of each key (tombstones kept) in key order; else all, in order. */
-  private content(m: MemTable): RecordBatch[] {
-    if (!m.keyIndex) return m.batches;
-    return [sortedNewest(this.ss.internal, this.ss, m.batches, m.batches.length, indexEntries(m.keyIndex)).batch];
   }
 }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const src = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const CORE_DIRS = ['core', 'wal', 'manifest', 'metrics', 'testing'];
+const CORE_DIRS = ['core', 'wal', 'manifest', 'metrics', 'testing', 'drain'];
 const CORE_FILES = ['errors.ts', 'options.ts', 'storage/adapter.ts', 'storage/memory.ts', 'storage/resolve.ts'];
 const NODE_BUILTINS = /^(node:|fs$|fs\/|path$|os$|child_process$|worker_threads$|crypto$|url$|stream$|buffer$)/;
 const DOM_GLOBALS = /\b(window|document|navigator|indexedDB|localStorage|FileSystemSyncAccessHandle|new Worker|importScripts|self\.)\b/;
@@ -33,6 +33,22 @@ function code(file: string): string {
     .replace(/(['"`])(?:\\.|(?!\1).)*\1/g, "''");
 }
 
+/** Source files reachable from `entries` through relative imports, and every import edge among them. */
+function reachable(entries: string[]): { files: Set<string>; edges: [string, string][] } {
+  const files = new Set<string>();
+  const edges: [string, string][] = [];
+  const visit = (file: string): void => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const spec of imports(file)) {
+      edges.push([file, spec]);
+      if (spec.startsWith('.')) visit(join(dirname(file), spec).replace(/\.js$/, '.ts'));
+    }
+  };
+  for (const e of entries) visit(e);
+  return { files, edges };
+}
+
 describe('runtime-agnostic core', () => {
   const files = [...CORE_DIRS.flatMap(sourceFiles), ...CORE_FILES];
 
@@ -51,19 +67,23 @@ describe('runtime-agnostic core', () => {
   });
 
   it('nothing reachable from the memwal entry point imports node:*', () => {
-    const seen = new Set<string>();
-    const bad: string[] = [];
-    const visit = (file: string): void => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      for (const spec of imports(file)) {
-        if (NODE_BUILTINS.test(spec)) bad.push(`${file} -> ${spec}`);
-        if (spec.startsWith('.')) visit(join(dirname(file), spec).replace(/\.js$/, '.ts'));
-      }
-    };
-    visit('index.ts');
-    visit('worker.ts');
-    expect(seen.size).toBeGreaterThan(10);
-    expect(bad).toEqual([]);
+    const { files, edges } = reachable(['index.ts', 'worker.ts']);
+    expect(files.size).toBeGreaterThan(10);
+    expect(edges.filter(([, spec]) => NODE_BUILTINS.test(spec)).map(([f, spec]) => `${f} -> ${spec}`)).toEqual([]);
+  });
+
+  it('nothing reachable from memwal or memwal/worker reaches memwal/lance or @lancedb/lancedb (drain() is in the core)', () => {
+    const { files, edges } = reachable(['index.ts', 'worker.ts']);
+    expect(files).toContain('drain/drain.ts');
+    expect([...files].filter((f) => f === 'lance.ts' || f.startsWith('lance/'))).toEqual([]);
+    expect(edges.filter(([, spec]) => spec.startsWith('@lancedb/')).map(([f, spec]) => `${f} -> ${spec}`)).toEqual([]);
+  });
+
+  it('nothing reachable from memwal or memwal/worker is part of memwal/playwright or imports @playwright/*', () => {
+    const { files, edges } = reachable(['index.ts', 'worker.ts']);
+    expect(files).toContain('rpc/test-hook.ts'); // the page-side hook is the only piece of the kit in the product
+    expect([...files].filter((f) => f === 'playwright.ts' || f.startsWith('playwright/'))).toEqual([]);
+    const kitImports = edges.filter(([, spec]) => spec.startsWith('@playwright/') || spec === 'playwright' || spec === 'esbuild');
+    expect(kitImports.map(([f, spec]) => `${f} -> ${spec}`)).toEqual([]);
   });
 });

@@ -187,8 +187,9 @@ export function makeKeyEncoder(ss: StoreSchema): KeyEncoder {
   if (kinds.length === 1 && first.kind === 'int') {
     const col = ss.keyIndices[0]!;
     if (first.width < 8) {
-      // Int8..32, Uint8..32, Date<Day>, Time32: always safe integers.
-      return (batch) => Float64Array.from(batch.data.children[col]!.values as ArrayLike<number>);
+      // Int8..32, Uint8..32, Date<Day>, Time32: always safe integers. Decoded IPC buffers are
+      // padded to 8 bytes, so `values` may hold more elements than the batch has rows.
+      return (batch) => Float64Array.from((batch.data.children[col]!.values as Int32Array).subarray(0, batch.numRows));
     }
     const signed = first.signed;
     const flip = signed ? 0x80000000 : 0;

@@ -81,6 +81,8 @@ export class MemTable {
   visibleBatches = 0;
   /** Batches [0, durableBatches) are in durable WAL entries. */
   durableBatches = 0;
+  /** Position of the WAL entry holding this memtable's first batch (0: none yet). */
+  firstPosition = 0;
   /** Position of the WAL entry holding this memtable's last batch (0: none yet). */
   lastPosition = 0;
   state: MemTableState = 'active';

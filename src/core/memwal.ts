@@ -14,6 +14,7 @@ import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { BackgroundLoop } from './background.js';
 import { Backpressure } from './backpressure.js';
 import { Compactor } from './compaction.js';
+import { InlineJobs } from './jobs.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from './keys.js';
 import { Lifecycle } from './lifecycle.js';
@@ -26,7 +27,8 @@ import { decodePayload, recover, type WalRecord } from './recovery.js';
 import { Retention } from './retention.js';
 import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
-import { type StoreSchema, decodeSchema, describeSchemaDifference, encodeSchema, makeStoreSchema, schemasEqual } from './schema.js';
+import { type StoreSchema, decodeSchema, encodeSchema, makeStoreSchema } from './schema.js';
+import { evolutionProblem, evolveManifest, recordedVersions, SchemaVersions } from './schema-versions.js';
 import { TableCache } from './tables.js';
 import type {
   BackpressureStats,
@@ -47,6 +49,21 @@ import { type PendingEntry, WalWriter } from './wal-writer.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
+
+/** Storage usage figures older than this are refreshed (in the background) by the next stats call. */
+const ESTIMATE_MAX_AGE_MS = 1000;
+
+/** Open errors that are a schema the store cannot take (onSchemaMismatch decides). */
+const schemaMismatches = new WeakSet<MemWalError>();
+
+function isSchemaMismatch(e: MemWalError): boolean {
+  let x: unknown = e;
+  while (x instanceof MemWalError) {
+    if (schemaMismatches.has(x)) return true;
+    x = x.cause;
+  }
+  return false;
+}
 
 /** Hooks for hosts (the worker) that must see state changes before `open` resolves. */
 export interface OpenHooks {
@@ -96,9 +113,13 @@ export class MemWal implements MemWalApi {
   private background: BackgroundLoop | undefined;
   private reads: ReadView | undefined;
   private tableCache: TableCache | undefined;
+  /** The store's schema versions (set by the claim). */
+  private versions!: SchemaVersions;
   private compactor: Compactor | undefined;
   private retention!: Retention;
   private closePromise: Promise<void> | undefined;
+  private lastEstimate: { atMs: number; value: StorageEstimate } | undefined;
+  private estimating: Promise<void> | undefined;
 
   private constructor(opts: ResolvedOptions, schema: StoreSchema, adapter: StorageAdapter, hooks: OpenHooks) {
     this.opts = opts;
@@ -133,8 +154,21 @@ export class MemWal implements MemWalApi {
   static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {
     const opts = resolveOptions(options);
     const schema = makeStoreSchema(opts.schema, opts.primaryKey);
-    const w = new MemWal(opts, schema, resolveStorage(opts.storage), hooks);
-    await w.openStore();
+    const adapter = resolveStorage(opts.storage);
+    const w = new MemWal(opts, schema, adapter, hooks);
+    try {
+      await w.openStore();
+    } catch (e) {
+      if (opts.onSchemaMismatch !== 'reset' || !(e instanceof MemWalError) || !isSchemaMismatch(e)) throw e;
+      // The recorded schema cannot evolve into this one and the caller chose a fresh store.
+      opts.logger.warn(
+        `memwal: ${e.message}; onSchemaMismatch 'reset': destroying store ${opts.name} and creating it anew (its rows are gone)`,
+      );
+      await adapter.destroyStore(opts.name);
+      const fresh = new MemWal(opts, schema, adapter, hooks);
+      await fresh.openStore();
+      return fresh;
+    }
     return w;
   }
 
@@ -208,12 +242,17 @@ export class MemWal implements MemWalApi {
       check: (stored) => this.checkStored(stored),
       claimOf: (stored) => this.claimOf(stored),
       expectations: (m) => ({ mustKeepAfter: this.tier.retainedFrom(m), durableUpTo: m.positionHint }),
-      schema: this.schema.internal,
+      schemasOf: (stored) => {
+        if (!stored) return this.schema.internal;
+        const known = new SchemaVersions(this.schema, -1, recordedVersions(stored));
+        return (s) => known.knows(s);
+      },
       logger: opts.logger,
     });
     const m = this.log.manifest;
+    this.versions = new SchemaVersions(this.schema, m.schemaVersion ?? 1, recordedVersions(m));
     this.wal.start(handle, this.log.epoch, r.analysis.segments, r.nextPosition - 1, r.tornTailBytes);
-    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier);
+    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (b) => this.versions.project(b));
     if (this.memtables) {
       this.memtables.start(m);
       const limit = opts.flushRetry.stallMs;
@@ -226,12 +265,20 @@ export class MemWal implements MemWalApi {
           whole: (name) => settleWithin(handle.tableRead(name), limit, `read of table file ${name}`),
         },
         opts.blockCacheBytes,
+        this.versions,
       );
-      this.compactor = new Compactor(opts, this.schema, this.keyEncoder, handle, this.life, this.log, this.tableCache);
+      const cache = this.tableCache;
+      const jobs =
+        this.adapter.backgroundJobs?.(handle, this.schema, recordedVersions(m), m.schemaVersion ?? 1) ??
+        new InlineJobs(this.schema, this.keyEncoder, (t) => cache.open(t));
+      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, jobs, handle, this.life, this.log, this.tableCache);
       this.flusher = new Flusher(
         opts,
-        this.schema,
-        this.keyEncoder,
+        jobs,
+        (first, last) =>
+          this.wal.segments
+            .filter((s) => s.lastPosition >= first && s.firstPosition <= last)
+            .map((s) => ({ name: s.name, firstPosition: s.firstPosition, lastPosition: s.lastPosition })),
         handle,
         this.life,
         this.log,
@@ -267,12 +314,11 @@ export class MemWal implements MemWalApi {
     if (stored.mode !== this.tier.mode) {
       throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
     }
-    const storedSchema = decodeSchema(stored.schema);
-    if (!schemasEqual(storedSchema, this.schema.base)) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `option schema: differs from the schema of store ${name} (schema evolution is not supported): ${describeSchemaDifference(storedSchema, this.schema.base) ?? ''}`,
-      );
+    const problem = evolutionProblem(decodeSchema(stored.schema), this.schema.base, this.schema.primaryKey);
+    if (problem) {
+      const e = new MemWalError('InvalidArgument', `option schema: store ${name} cannot take the given schema: ${problem}`);
+      schemaMismatches.add(e);
+      throw e;
     }
     if (stored.primaryKey.join('\u0000') !== this.schema.primaryKey.join('\u0000')) {
       throw new MemWalError(
@@ -284,12 +330,21 @@ export class MemWal implements MemWalApi {
 
   /** The manifest that claims the store: epoch + 1 over `stored`, or a new store's first. */
   private claimOf(stored: Manifest | undefined): Manifest {
-    if (stored) return { ...cloneManifest(stored), writerEpoch: stored.writerEpoch + 1, version: stored.version + 1 };
+    if (stored) {
+      return {
+        ...cloneManifest(stored),
+        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name),
+        writerEpoch: stored.writerEpoch + 1,
+        version: stored.version + 1,
+      };
+    }
     return {
       formatVersion: MANIFEST_FORMAT_VERSION,
       layout: this.adapter.layout,
       mode: this.tier.mode,
       schema: encodeSchema(this.schema.base),
+      schemaVersion: 1,
+      schemas: [{ version: 1, schema: encodeSchema(this.schema.base) }],
       primaryKey: [...this.schema.primaryKey],
       writerEpoch: 1,
       version: 1,
@@ -313,15 +368,19 @@ export class MemWal implements MemWalApi {
         await this.life.progress.wait();
       }
       this.life.throwIfUnusable();
-      // A copy of just this payload: the batches own a compact buffer, not a view of the segment.
+      // A copy of just this payload: the batches own a compact buffer, not a view of the segment;
+      // written in an older schema version, projected onto the current one.
       const internal = this.schema.internal;
-      const batches = decodePayload(e.payload, e.position, internal, true).batches.map((b) => compactIfSparse(b, internal));
+      const batches = decodePayload(e.payload, e.position, (s) => this.versions.knows(s), true).batches.map((b) =>
+        compactIfSparse(this.versions.project(b), internal),
+      );
       const keys = this.keyEncoder ? batches.map((b) => this.keyEncoder!(b)) : undefined;
       const bytes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
       const m = memtables.active;
       const end = m.append(batches, keys, bytes);
       m.durableBatches = end;
       m.publish(end);
+      if (m.firstPosition === 0) m.firstPosition = e.position;
       m.lastPosition = e.position;
       this.wal.durableBatchCount += batches.length;
       this.writeStats_.replayedEntries += 1;
@@ -606,12 +665,26 @@ export class MemWal implements MemWalApi {
     return this.statsLock.read(() => this.storageSnapshot(est));
   }
 
+  /**
+   * The storage figures, never waiting on storage for long: the adapter is asked at most once per
+   * ESTIMATE_MAX_AGE_MS and a stats call that finds a fresh-enough answer (or one in flight and an
+   * older answer) uses it, so stats answer at full load even when the adapter's thread is busy.
+   */
   private async estimate(): Promise<StorageEstimate> {
-    try {
-      return (await this.adapter.estimate?.(this.opts.name)) ?? {};
-    } catch {
-      return {};
+    const now = nowMs();
+    if (!this.estimating && (this.lastEstimate === undefined || now - this.lastEstimate.atMs > ESTIMATE_MAX_AGE_MS)) {
+      this.estimating = (async () => {
+        try {
+          this.lastEstimate = { atMs: nowMs(), value: (await this.adapter.estimate?.(this.opts.name)) ?? {} };
+        } catch {
+          this.lastEstimate = { atMs: nowMs(), value: {} };
+        } finally {
+          this.estimating = undefined;
+        }
+      })();
     }
+    if (this.lastEstimate === undefined) await this.estimating;
+    return this.lastEstimate?.value ?? {};
   }
 
   private storageSnapshot(est: StorageEstimate): StorageStats {

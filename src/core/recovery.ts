@@ -119,29 +119,34 @@ export function analyzeWal(listed: ReadSegment[], expect: WalExpectations): WalA
   return { segments, entries, torn, lastPosition };
 }
 
+/** Accepts a payload's schema: the store's, or one of its recorded versions. */
+export type SchemaCheck = Schema | ((schema: Schema) => boolean);
+
 /**
- * Check that every entry after `after` decodes as Arrow IPC in `schema` (the payload is viewed,
- * not copied). Throws `Corruption` naming the position.
+ * Check that every entry after `after` decodes as Arrow IPC in a schema `known` accepts (the
+ * payload is viewed, not copied). Throws `Corruption` naming the position.
  */
-export function validatePayloads(entries: WalRecord[], after: number, schema: Schema): void {
+export function validatePayloads(entries: WalRecord[], after: number, known: SchemaCheck): void {
   for (const e of entries) {
     if (e.position <= after) continue;
-    decodePayload(e.payload, e.position, schema, false);
+    decodePayload(e.payload, e.position, known, false);
   }
 }
 
 /**
- * A WAL payload as a Table in `schema`. `copy`: decode from a copy of just this payload, so the
- * batches own a compact buffer instead of viewing the whole segment. Throws `Corruption`.
+ * A WAL payload as a Table in a schema `known` accepts (the store's schema, or one of its recorded
+ * versions). `copy`: decode from a copy of just this payload, so the batches own a compact buffer
+ * instead of viewing the whole segment. Throws `Corruption`.
  */
-export function decodePayload(payload: Uint8Array, position: number, schema: Schema, copy: boolean): Table {
+export function decodePayload(payload: Uint8Array, position: number, known: SchemaCheck, copy: boolean): Table {
   let table: Table;
   try {
     table = tableFromIPC(copy ? payload.slice() : payload) as Table;
   } catch (e) {
     throw new MemWalError('Corruption', `WAL entry ${position}: payload is not an Arrow IPC stream: ${String(e)}`);
   }
-  if (!schemasEqual(table.schema, schema)) throw new MemWalError('Corruption', `WAL entry ${position}: schema differs from the store's`);
+  const ok = typeof known === 'function' ? known(table.schema) : schemasEqual(table.schema, known);
+  if (!ok) throw new MemWalError('Corruption', `WAL entry ${position}: its schema is none the store recorded`);
   return table;
 }
 
@@ -182,8 +187,8 @@ export interface RecoveryContext {
   claimOf(stored: Manifest | undefined): Manifest;
   /** What the WAL must hold under manifest `m`. */
   expectations(m: Manifest): WalExpectations;
-  /** The schema payloads must decode to. */
-  schema: Schema;
+  /** The schemas payloads may be in, under the stored manifest (the versions it records). */
+  schemasOf(stored: Manifest | undefined): SchemaCheck;
   logger: { warn(message: string, ...details: unknown[]): void };
 }
 
@@ -211,7 +216,7 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
     before = await readSegments(ctx.handle, ctx.limitMs, before);
     const expect = stored ? ctx.expectations(stored) : { mustKeepAfter: 0, durableUpTo: 0 };
     checked = analyzeWal(before, expect);
-    validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schema);
+    validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schemasOf(stored));
     try {
       await ctx.log.claim(stored, ctx.claimOf(stored));
       break;
@@ -232,7 +237,7 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
   let analysis = checked;
   if (!unchanged) {
     analysis = analyzeWal(after, expect);
-    validatePayloads(analysis.entries, expect.mustKeepAfter, ctx.schema);
+    validatePayloads(analysis.entries, expect.mustKeepAfter, ctx.schemasOf(m));
   }
   let tornTailBytes = 0;
   for (const t of analysis.torn) {

@@ -3,7 +3,7 @@
 // entries back. Invariant: no entry after `tier.retainedFrom(manifest)` is ever removed, and
 // retention never runs after the store handle is released (close waits for it).
 
-import { type Table, tableFromIPC } from 'apache-arrow';
+import { type RecordBatch, Table, tableFromIPC } from 'apache-arrow';
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { StoreHandle } from '../storage/adapter.js';
@@ -28,6 +28,8 @@ export class Retention {
     private readonly log: ManifestLog,
     private readonly wal: WalWriter,
     private readonly tier: Tier,
+    /** A batch written in any recorded schema version, in the current one. */
+    private readonly project: (b: RecordBatch) => RecordBatch,
   ) {}
 
   /**
@@ -115,8 +117,10 @@ export class Retention {
         let progressed = false;
         for (const f of scanSegment(bytes, 0).frames) {
           if (f.position < pos || f.position > Math.min(durable, seg.lastPosition)) continue;
-          const t = tableFromIPC(f.payload) as Table;
-          yield { position: f.position, epoch: f.epoch, data: t };
+          const decoded = tableFromIPC(f.payload) as Table;
+          const batches = decoded.batches.map(this.project);
+          const data = batches.length > 0 ? new Table(batches) : decoded;
+          yield { position: f.position, epoch: f.epoch, data };
           pos = f.position + 1;
           progressed = true;
         }

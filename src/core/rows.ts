@@ -525,6 +525,11 @@ function boolData(n: number, value: boolean): Data {
  * `n` rows of `type`, all null (`allNull`) or all the type's default: zero bytes, so 0, '',
  * false, empty bytes/lists, epoch 0; struct children are null where nullable.
  */
+/** `n` nulls of `type` (a column added by schema evolution, for rows written before it). */
+export function nullData(type: DataType, n: number): Data {
+  return zeroData(type, n, true);
+}
+
 function zeroData(type: DataType, n: number, allNull: boolean): Data {
   const bitmap = allNull ? new Uint8Array((n + 7) >> 3) : EMPTY;
   const nulls = allNull ? n : 0;

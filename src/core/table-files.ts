@@ -20,6 +20,8 @@ export interface TablePlacement {
   level: number;
   minGeneration: number;
   maxGeneration: number;
+  /** The schema version the rows are written in (the current one). */
+  schemaVersion: number;
 }
 
 /**
@@ -39,6 +41,7 @@ export async function writeTableFile(handle: StoreHandle, built: BuiltTable, p: 
     level: p.level,
     minGeneration: p.minGeneration,
     maxGeneration: p.maxGeneration,
+    schemaVersion: p.schemaVersion,
   };
   if (built.minKey !== undefined && built.maxKey !== undefined) {
     entry.minKey = keyToHex(built.minKey);

@@ -14,7 +14,8 @@ import { cutBlocks } from '../table/writer.js';
 import { crc32c } from '../wal/crc32c.js';
 import { KeyIndex } from './keyindex.js';
 import { compareKeys, type Key, type KeyEncoder, keyString } from './keys.js';
-import type { StoreSchema } from './schema.js';
+import { type StoreSchema, schemasEqual } from './schema.js';
+import type { SchemaVersions } from './schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from './select.js';
 import { estimateBatchBytes } from './size.js';
 import type { ReadStats } from './stats.js';
@@ -31,8 +32,11 @@ export interface OpenTable {
   /** Per block: rows and first/last key (encoded; empty without a key). */
   readonly blocks: readonly { rows: number; first: string; last: string }[];
   readonly bloom: BloomFilter | undefined;
-  /** Block `i` (from the cache, or one ranged read). */
-  block(i: number): Promise<Block>;
+  /**
+   * Block `i` (from the cache, or one ranged read). `fill` false: a bulk reader (compaction) that
+   * neither fills the cache nor counts in the read stats.
+   */
+  block(i: number, fill?: boolean): Promise<Block>;
 }
 
 /** How the cache reaches storage (already time-limited by the caller). */
@@ -72,6 +76,8 @@ export class TableCache {
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly reads: TableReads,
     private readonly cacheBytes: number,
+    /** Schema versions of files written before the current one (absent: one version). */
+    private readonly versions?: SchemaVersions,
   ) {}
 
   /** The open table for `entry` (its index read once, then resident). */
@@ -133,31 +139,34 @@ export class TableCache {
   }
 
   private async openV2(entry: TableFileEntry): Promise<OpenTable> {
-    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l));
+    const written = this.versions ? this.versions.internalOf(entry.schemaVersion) : this.schema;
+    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), written);
     return {
       entry,
       blocks: index.blocks,
       bloom: index.bloom,
-      block: (i) => this.blockV2(entry, index, i),
+      block: (i, fill = true) => this.blockV2(entry, index, i, fill),
     };
   }
 
-  private async blockV2(entry: TableFileEntry, index: TableIndex, i: number): Promise<Block> {
+  private async blockV2(entry: TableFileEntry, index: TableIndex, i: number, fill: boolean): Promise<Block> {
     const key = `${entry.name}#${i}`;
     const hit = this.blocks.get(key);
     if (hit) {
-      this.stats.blockCacheHits++;
-      this.blocks.delete(key);
-      this.blocks.set(key, hit);
+      if (fill) {
+        this.stats.blockCacheHits++;
+        this.blocks.delete(key);
+        this.blocks.set(key, hit);
+      }
       return hit.block;
     }
-    this.stats.blockReads++;
+    if (fill) this.stats.blockReads++;
     const info = index.blocks[i]!;
     const bytes = await this.reads.range(entry.name, info.offset, info.length);
     const batch = this.inSchema(decodeBlock(entry.name, index, i, bytes));
     const block: Block = { batch, keys: this.keyEncoder?.(batch) };
     const size = estimateBatchBytes(batch) + (block.keys ? block.keys.length * 8 : 0);
-    if (size <= this.cacheBytes) {
+    if (fill && size <= this.cacheBytes) {
       this.blocks.set(key, { block, bytes: size });
       this.stats.blockCacheBytes += size;
       while (this.stats.blockCacheBytes > this.cacheBytes) {
@@ -207,9 +216,14 @@ export class TableCache {
     return { entry, blocks: bounds, bloom: undefined, block: (i) => Promise.resolve(decoded[i]!) };
   }
 
-  /** A decoded batch re-wrapped to use the store's internal schema object. */
+  /**
+   * A decoded batch in the store's current internal schema object: re-wrapped, or (written in an
+   * older schema version) projected: added columns null, dropped ones gone.
+   */
   private inSchema(b: RecordBatch): RecordBatch {
-    return b.schema === this.schema ? b : new RecordBatch(this.schema, b.data);
+    if (b.schema === this.schema) return b;
+    if (this.versions && !schemasEqual(b.schema, this.schema)) return this.versions.project(b);
+    return new RecordBatch(this.schema, b.data);
   }
 }
 

@@ -151,7 +151,15 @@ describe('MemWalClient over a MessageChannel', () => {
       for (let i = 0; i < 20 && (await c.backpressureStats()).activeCount === 0; i++) {
         const ac = new AbortController();
         const p = c.put(rows(i * 50, 50, 'x'.repeat(20)), { signal: ac.signal });
-        const settled = await Promise.race([p.then(() => true), new Promise((r) => setTimeout(() => r(false), 50))]);
+        // Either the put goes through, or it starts waiting for room (visible at once in activeCount).
+        let settled = false;
+        void p.then(
+          () => (settled = true),
+          () => (settled = true),
+        );
+        const deadline = Date.now() + 10_000;
+        while (!settled && (await c.backpressureStats()).activeCount === 0 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 5));
         if (!settled) {
           expect((await c.backpressureStats()).activeCount).toBe(1);
           ac.abort();

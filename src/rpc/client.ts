@@ -23,6 +23,7 @@ import { MemWalError, isMemWalError, isMemWalErrorCode, toMemWalError } from '..
 import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
 import { decodeArrow, decodeTable, encodeData, encodeSchema, transfersOf } from './arrow-wire.js';
 import type { ConnectMessage, Hello, HostApi, HostEvent, Page, WireError, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
+import { openThroughTestHook } from './test-hook.js';
 
 /** What openMemWal needs of a Worker (a DOM `Worker` is one). */
 export interface WorkerLike {
@@ -205,6 +206,8 @@ function connect(worker: WorkerLike): Promise<Connection> {
  * the worker dies during open. Browser main thread (any context with `Worker`).
  */
 export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = {}): Promise<MemWalClient> {
+  const underTest = openThroughTestHook(openMemWal, options, hooks); // memwal/playwright's init script only
+  if (underTest) return underTest;
   const { wire, logger } = toWire(options);
   const { worker, owned } = startWorker(options);
   let conn: Connection;

@@ -3,7 +3,9 @@
 // (memwal/testing conformanceCases) that every backend passes.
 
 import { MemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import type { BackgroundJobs } from '../core/jobs.js';
+import type { StoreSchema } from '../core/schema.js';
+import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
 import type { Logger } from '../options.js';
 
 /**
@@ -82,6 +84,14 @@ export interface StorageAdapter {
    * does not exist uses 0 bytes. Rejects with the adapter's I/O error.
    */
   estimate?(name: string): Promise<StorageEstimate>;
+  /**
+   * Optional: where this store's background jobs (building flushed and compacted table files)
+   * run, when the adapter offers a better place than the engine's thread (the browser's I/O
+   * worker, `storage/remote.ts`). `handle` is the store's open handle from this adapter (or a
+   * wrapper's), `schema` the store's schemas, `versions` every recorded schema version (data in
+   * older ones is projected onto `currentVersion`). Absent: the jobs run inline.
+   */
+  backgroundJobs?(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined;
 }
 
 /**
@@ -109,6 +119,13 @@ export interface StoreHandle {
    * manifest's epoch is newer than the segment's epoch, so no append of a stale writer lands.
    */
   walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void>;
+  /**
+   * Optional: append one WAL entry framed by the adapter (`encodeFrame(epoch, position,
+   * payload)`, docs/format.md §4) with the semantics of `walAppend`; resolves the frame's length.
+   * An adapter whose I/O runs elsewhere offers it so the frame copy and its CRC-32C are computed
+   * there, not on the engine's thread. `payload` is the caller's: it is not modified or kept.
+   */
+  walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number>;
   /** Cut segment `name` to `length` bytes, durably (torn-tail repair). */
   walTruncate(name: string, length: number): Promise<void>;
   /** Delete segment `name` (retention). Missing segments are not an error. */

@@ -2,13 +2,13 @@
 // the block offsets (Arrow's own) and memwal's block index and Bloom filter (schema metadata); a
 // block is one ranged read, checked against its CRC, decoded on its own. Pure; any runtime.
 
-import { type RecordBatch, Schema, Table, tableFromIPC, tableToIPC } from 'apache-arrow';
-import { Footer } from 'apache-arrow/ipc/metadata/file';
+import { type RecordBatch, type Schema, Table, tableFromIPC, tableToIPC } from 'apache-arrow';
 import { MemWalError } from '../errors.js';
 import { keyFromBytes } from '../core/keys.js';
 import { concatBytes, fromBase64 } from '../util/bytes.js';
 import { crc32c } from '../wal/crc32c.js';
 import { BloomFilter } from './bloom.js';
+import { type FooterInfo, readFooter } from './footer.js';
 import { ARROW_FILE_TRAILER_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
 
 /** Where one block lives in the file, and what memwal's index says of it. */
@@ -28,7 +28,7 @@ export interface TableIndex {
   bloom: BloomFilter | undefined;
   minGeneration: number;
   maxGeneration: number;
-  /** The file's schema, metadata dropped. */
+  /** The schema its blocks decode in (the store's, for the file's schema version). */
   schema: Schema;
   /** An Arrow IPC stream's schema message for `schema`, to decode one block on its own. */
   streamHead: Uint8Array;
@@ -48,7 +48,7 @@ export function blockRanges(file: Uint8Array): { offset: number; length: number 
     file.subarray(file.length - ARROW_FILE_TRAILER_BYTES - footerLength(file, 'file'), file.length - ARROW_FILE_TRAILER_BYTES),
     'file',
   );
-  return [...footer.recordBatches()].map((b) => ({ offset: Number(b.offset), length: b.metaDataLength + Number(b.bodyLength) }));
+  return footer.blocks.map((b) => ({ offset: b.offset, length: b.metaDataLength + b.bodyLength }));
 }
 
 function footerLength(trailer: Uint8Array, name: string): number {
@@ -58,9 +58,9 @@ function footerLength(trailer: Uint8Array, name: string): number {
   return new DataView(t.buffer, t.byteOffset, 4).getInt32(0, true);
 }
 
-function decodeFooter(bytes: Uint8Array, name: string): Footer {
+function decodeFooter(bytes: Uint8Array, name: string): FooterInfo {
   try {
-    return Footer.decode(bytes);
+    return readFooter(bytes);
   } catch (e) {
     throw corrupt(name, `its Arrow footer does not decode (${String(e)})`);
   }
@@ -98,6 +98,7 @@ export async function readTableIndex(
   name: string,
   size: number,
   read: (offset: number, length: number) => Promise<Uint8Array>,
+  schema: Schema,
 ): Promise<TableIndex> {
   if (size < 16) throw corrupt(name, `${size} bytes is too short for an Arrow file`);
   const tailLength = Math.min(size, 64 * 1024);
@@ -109,7 +110,7 @@ export async function readTableIndex(
     tail = concatBytes([more, tail]);
   }
   const footer = decodeFooter(tail.subarray(tail.length - ARROW_FILE_TRAILER_BYTES - length, tail.length - ARROW_FILE_TRAILER_BYTES), name);
-  const meta = footer.schema.metadata;
+  const meta = footer.metadata;
   if (meta.get(META_FORMAT) !== String(TABLE_FORMAT_V2))
     throw corrupt(name, `footer says format ${meta.get(META_FORMAT) ?? 'none'}, not ${TABLE_FORMAT_V2}`);
   const gens = /^(\d+)-(\d+)$/.exec(meta.get(META_GENERATIONS) ?? '');
@@ -124,10 +125,9 @@ export async function readTableIndex(
     if (e instanceof MemWalError) throw e;
     throw corrupt(name, `its index is not base64 (${String(e)})`);
   }
-  const ranges = [...footer.recordBatches()];
+  const ranges = footer.blocks;
   if (ranges.length !== described.length) throw corrupt(name, `${ranges.length} record batches but ${described.length} indexed blocks`);
-  const blocks = ranges.map((r, i) => ({ ...described[i]!, offset: Number(r.offset), length: r.metaDataLength + Number(r.bodyLength) }));
-  const schema = new Schema(footer.schema.fields);
+  const blocks = ranges.map((r, i) => ({ ...described[i]!, offset: r.offset, length: r.metaDataLength + r.bodyLength }));
   const head = tableToIPC(new Table(schema), 'stream');
   return {
     blocks,

@@ -2,8 +2,12 @@
 // tests can pin what the engine does when storage misbehaves (LevelDB's fault-injection Env).
 // Runs in every runtime.
 
+import type { BackgroundJobs } from '../core/jobs.js';
+import type { StoreSchema } from '../core/schema.js';
 import { MemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { encodeFrame } from '../wal/codec.js';
+import { FRAME_HEADER_BYTES } from '../wal/format.js';
+import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
@@ -208,6 +212,27 @@ class FaultSession implements StoreHandle {
         return () => this.inner.walAppend(name, offset, data);
       },
     });
+  }
+
+  /** As `walAppend` of the framed entry; forwarded as `walAppendEntry` where the inner adapter has it. */
+  async walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
+    const copy = payload.slice();
+    const frameLength = FRAME_HEADER_BYTES + copy.length;
+    const inner = this.inner;
+    await this.mutate('walAppend', {
+      forward: async () => {
+        if (inner.walAppendEntry) await inner.walAppendEntry(name, offset, epoch, position, copy);
+        else await inner.walAppend(name, offset, encodeFrame(epoch, position, copy));
+      },
+      crashOutcome: (random) => {
+        const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
+        if (outcome === 0) return undefined;
+        const frame = encodeFrame(epoch, position, copy);
+        const data = outcome === 1 ? frame : frame.subarray(0, int(random, frame.length));
+        return () => inner.walAppend(name, offset, data);
+      },
+    });
+    return frameLength;
   }
 
   walTruncate(name: string, length: number): Promise<void> {
@@ -458,6 +483,15 @@ export class FaultInjectingStorage implements StorageAdapter {
   async destroyStore(name: string): Promise<void> {
     await this.faults.settling;
     return this.inner.destroyStore(name);
+  }
+
+  /**
+   * The inner adapter's background jobs for the inner handle of `handle` (they read the store's
+   * files directly, so faults apply to the writes and commits the engine makes, not to the jobs'
+   * reads).
+   */
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
+    return handle instanceof FaultSession ? this.inner.backgroundJobs?.(handle.inner, schema, versions, currentVersion) : undefined;
   }
 
   /** The inner adapter's estimate, or `{}` when it has none. */

@@ -1,0 +1,137 @@
+// Schema evolution: a store follows its app's releases — added nullable columns and dropped non-key
+// columns — with data of every version (WAL entries, table files of both formats) read, tailed and
+// compacted in the current schema; other changes fail at open, naming the column and the rule.
+
+import { cp, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { NodeFileStorage } from '../node.js';
+import { MemoryStorage } from '../storage/memory.js';
+import { MemWal } from './memwal.js';
+import { rejection, storeName } from './testkit.test-util.js';
+
+const quiet = { warn: () => undefined };
+const v1 = new Schema([new Field('id', new Int64(), false), new Field('value', new Float64(), true), new Field('name', new Utf8(), true)]);
+/** Release 2: a nullable column added in the middle. */
+const v2 = new Schema([
+  new Field('id', new Int64(), false),
+  new Field('note', new Utf8(), true),
+  new Field('value', new Float64(), true),
+  new Field('name', new Utf8(), true),
+]);
+/** Release 3: 'value' dropped. */
+const v3 = new Schema([new Field('id', new Int64(), false), new Field('note', new Utf8(), true), new Field('name', new Utf8(), true)]);
+
+const open = (storage: MemoryStorage, name: string, schema: Schema, extra = {}) =>
+  MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 50, logger: quiet, ...extra });
+
+describe('schema evolution', () => {
+  it('an added nullable column: old rows read it as null from memory, WAL and table files; new rows carry it; compaction rewrites in the new schema', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    const a = await open(storage, name, v1);
+    await a.put(Array.from({ length: 120 }, (_, i) => ({ id: i, value: i, name: `a${i}` }))); // table files
+    await a.waitForFlushDrain();
+    await a.put([{ id: 500, value: 5, name: 'in-the-wal' }]);
+    await a.abort(); // the last put is replayed from the WAL at the next open
+
+    const b = await open(storage, name, v2);
+    await b.put([{ id: 1000, note: 'new', value: 1, name: 'b' }]);
+    const t = await b.scan();
+    expect(t.schema.fields.map((f) => f.name)).toEqual(['id', 'note', 'value', 'name']);
+    expect(t.numRows).toBe(122);
+    expect(await b.get({ id: 7 })).toEqual({ id: 7n, note: null, value: 7, name: 'a7' });
+    expect(await b.get({ id: 500 })).toEqual({ id: 500n, note: null, value: 5, name: 'in-the-wal' });
+    expect(await b.get({ id: 1000 })).toMatchObject({ note: 'new' });
+    // tail projects older entries too
+    for await (const e of b.tail((await b.walStats()).oldestPosition)) expect(e.data.schema.fields.map((f) => f.name)).toContain('note');
+    await b.compact();
+    expect(await b.get({ id: 9 })).toEqual({ id: 9n, note: null, value: 9, name: 'a9' });
+    await b.close();
+  });
+
+  it('a dropped non-key column disappears from every read of old data', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    const a = await open(storage, name, v2);
+    await a.put(Array.from({ length: 80 }, (_, i) => ({ id: i, note: `n${i}`, value: i, name: `a${i}` })));
+    await a.close();
+    const b = await open(storage, name, v3);
+    expect(await b.get({ id: 3 })).toEqual({ id: 3n, note: 'n3', name: 'a3' });
+    expect((await b.scan()).schema.fields.map((f) => f.name)).toEqual(['id', 'note', 'name']);
+    await b.close();
+    // Going back to a schema that has 'value' again is an added nullable column: old values are not resurrected.
+    const c = await open(storage, name, v2);
+    expect(await c.get({ id: 3 })).toMatchObject({ note: 'n3' });
+    await c.close();
+  });
+
+  it('other changes fail at open, naming the column and the rule, before anything is claimed', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    const a = await open(storage, name, v1);
+    await a.put([{ id: 1, value: 1, name: 'x' }]);
+    await a.close();
+    const h = await storage.openStore(name, { timeoutMs: 0 });
+    const epoch = (await h.manifestLoad())!.writerEpoch;
+    await h.release();
+    const cases: [Schema, string[], RegExp][] = [
+      [
+        new Schema([new Field('id', new Int64(), false), new Field('value', new Utf8(), true), new Field('name', new Utf8(), true)]),
+        ['id'],
+        /"value".*keeps its type/,
+      ],
+      [
+        new Schema([new Field('id', new Int64(), false), new Field('value', new Float64(), false), new Field('name', new Utf8(), true)]),
+        ['id'],
+        /"value".*nullability/,
+      ],
+      [new Schema([...v1.fields, new Field('must', new Utf8(), false)]), ['id'], /"must" must be nullable/],
+      [v1, [], /primary key \[id\], not \[\]/],
+    ];
+    for (const [schema, primaryKey, why] of cases) {
+      const e = await rejection(MemWal.open({ name, schema, primaryKey, storage, logger: quiet }));
+      expect(e.code).toBe('InvalidArgument');
+      expect(e.message).toMatch(why);
+    }
+    const look = await storage.openStore(name, { timeoutMs: 0 });
+    expect((await look.manifestLoad())!.writerEpoch).toBe(epoch);
+    await look.release();
+  });
+
+  it("onSchemaMismatch 'reset' destroys and recreates the store, and says so", async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    const a = await open(storage, name, v1);
+    await a.put([{ id: 1, value: 1, name: 'x' }]);
+    await a.close();
+    const warnings: string[] = [];
+    const incompatible = new Schema([new Field('id', new Int64(), false), new Field('value', new Utf8(), true)]);
+    const b = await MemWal.open({
+      name,
+      schema: incompatible,
+      primaryKey: ['id'],
+      storage,
+      onSchemaMismatch: 'reset',
+      logger: { warn: (m: string) => warnings.push(m) },
+    });
+    expect((await b.scan()).numRows).toBe(0);
+    expect(warnings.join('\n')).toMatch(/reset.*destroying store/);
+    await b.put([{ id: 2, value: 'two' }]);
+    await b.close();
+  });
+
+  it('a store written by release 0.1 takes an added column', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'memwal-evolve-'));
+    await cp(join(import.meta.dirname, '../../test/fixtures/release-0.1'), root, { recursive: true });
+    const w = await MemWal.open({ name: 'keyed', schema: v2, primaryKey: ['id'], storage: new NodeFileStorage(root), logger: quiet });
+    expect(await w.get({ id: 42 })).toEqual({ id: 42n, note: null, value: 63, name: 'r2-42' });
+    await w.put([{ id: 42, note: 'later', value: 1, name: 'r3-42' }]);
+    await w.compact();
+    expect(await w.get({ id: 42 })).toMatchObject({ note: 'later' });
+    expect(await w.get({ id: 43 })).toMatchObject({ note: null, name: 'r2-43' });
+    await w.close();
+  });
+});

@@ -1,0 +1,218 @@
+// LanceSink in-process: drain(store, { sink }) from Node file stores, with the model check (the
+// Lance table equals scan() of the store at the drained position) under seeded random loads;
+// exactly once across retries, duplicates and an interrupted apply; schema rules; and the
+// apache-arrow module boundary (SPEC §12).
+
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Field, Int64, Schema, Utf8, tableFromArrays } from 'apache-arrow';
+import type * as LanceModule from '@lancedb/lancedb';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MemWal } from '../core/memwal.js';
+import type { WalEntry } from '../core/stats.js';
+import { drain } from '../drain/drain.js';
+import { NodeFileStorage } from '../node.js';
+import { rng } from '../testing/rng.js';
+import { LanceSink, lanceArrow } from './sink.js';
+import { appendSchema, keyedSchema, lanceRows, lanceSnapshot, randomAppendLoad, randomKeyedLoad, scanRows } from './testkit.test-util.js';
+
+const lancedb = createRequire(import.meta.url)('@lancedb/lancedb') as typeof LanceModule;
+const dirs: string[] = [];
+const tempDir = (tag: string): string => {
+  const d = mkdtempSync(join(tmpdir(), `memwal-lance-${tag}-`));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const quiet = { warn: () => undefined };
+
+async function openStore(root: string, name: string, schema: Schema, keyed: boolean): Promise<MemWal> {
+  return MemWal.open({
+    name,
+    schema,
+    ...(keyed ? { primaryKey: [schema.fields[0]!.name] } : {}),
+    storage: new NodeFileStorage(root),
+    maxMemtableRows: 300, // flushes and table files during the load, so scan() reads every tier
+    logger: quiet,
+  });
+}
+
+async function entries(store: MemWal, from = 1): Promise<WalEntry[]> {
+  const out: WalEntry[] = [];
+  for await (const e of store.tail(from)) out.push(e);
+  return out;
+}
+
+describe('drain into a LanceSink in-process', () => {
+  for (const seed of [1, 2, 3]) {
+    it(`keyed store (seed ${seed}): the Lance table equals scan() at the drained position under random puts, overwrites and deletes`, async () => {
+      const r = rng(seed);
+      const root = tempDir('store');
+      const uri = tempDir('lance');
+      const store = await openStore(root, 'events', keyedSchema, true);
+      const sink = new LanceSink({ uri, table: 'events', primaryKey: ['id'], optimizeEvery: 4 });
+      const d = drain(store, { sink, storeId: 'events', batchBytes: 2048 + Math.floor(r() * 16384), logger: quiet });
+      await randomKeyedLoad(store, r, 120);
+      const { position } = await store.sync();
+      await d.waitForApplied(position);
+      expect(await lanceRows(uri, 'events', 'events', keyedSchema)).toEqual(await scanRows(store, keyedSchema));
+      const stats = await d.drainStats();
+      expect(stats.appliedPosition).toBe(position);
+      expect(stats.lagEntries).toBe(0);
+      expect(stats.shipments).toBeGreaterThan(1);
+      expect(stats.failureCount).toBe(0);
+      expect(sink.stats()).toMatchObject({ failures: 0 });
+      expect(sink.stats().optimizations).toBeGreaterThan(0); // compaction between applies changes no row
+      await d.stop();
+      await store.close();
+      await sink.close();
+    });
+  }
+
+  it('append-only store: every row lands exactly once, and a second drain after a restart adds only new entries', async () => {
+    const r = rng(7);
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    let store = await openStore(root, 'log', appendSchema, false);
+    let seq = await randomAppendLoad(store, r, 60);
+    const sink = new LanceSink({ uri, table: 'logs' });
+    let d = drain(store, { sink, storeId: 'log', batchBytes: 4096, logger: quiet });
+    await d.waitForApplied((await store.sync()).position);
+    await d.stop();
+    await store.close();
+
+    store = await openStore(root, 'log', appendSchema, false);
+    seq = await randomAppendLoad(store, r, 30, seq);
+    d = drain(store, { sink: new LanceSink({ uri, table: 'logs' }), storeId: 'log', batchBytes: 4096, logger: quiet });
+    await d.waitForApplied((await store.sync()).position);
+    const lance = await lanceRows(uri, 'logs', 'log', appendSchema);
+    expect(lance).toEqual(await scanRows(store, appendSchema));
+    expect(lance.length).toBe(seq);
+    await d.stop();
+    await store.close();
+  });
+
+  it('a duplicated or retried apply is skipped, and a first position beyond applied + 1 is refused', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const store = await openStore(root, 's1', keyedSchema, true);
+    await randomKeyedLoad(store, rng(11), 10);
+    const all = await entries(store);
+    const sink = new LanceSink({ uri, table: 't', primaryKey: ['id'] });
+    expect((await sink.apply('s1', all.slice(0, 6))).appliedPosition).toBe(all[5]!.position);
+    const before = await lanceSnapshot(uri, 't');
+    expect((await sink.apply('s1', all.slice(0, 6))).appliedPosition).toBe(all[5]!.position); // duplicate
+    expect((await sink.apply('s1', all.slice(2, 4))).appliedPosition).toBe(all[5]!.position); // older retry
+    expect(await lanceSnapshot(uri, 't')).toEqual(before);
+    await expect(sink.apply('s1', all.slice(7))).rejects.toMatchObject({ code: 'InvalidArgument', message: /positions skip/ });
+    expect(await lanceSnapshot(uri, 't')).toEqual(before);
+    expect((await sink.apply('s1', all.slice(3))).appliedPosition).toBe(all[all.length - 1]!.position); // overlap
+    expect(await lanceRows(uri, 't', 's1', keyedSchema)).toEqual(await scanRows(store, keyedSchema));
+    expect(sink.stats()).toMatchObject({ duplicates: 2, refusals: 1 });
+    await store.close();
+  });
+
+  for (const keyed of [false, true]) {
+    it(`${keyed ? 'keyed' : 'append-only'}: an apply whose data committed but whose position did not is re-applied without duplicates`, async () => {
+      const schema = keyed ? keyedSchema : appendSchema;
+      const root = tempDir('store');
+      const uri = tempDir('lance');
+      const store = await openStore(root, 'crashy', schema, keyed);
+      if (keyed) await randomKeyedLoad(store, rng(5), 20);
+      else await randomAppendLoad(store, rng(5), 20);
+      const all = await entries(store);
+      const options = { uri, table: 't', ...(keyed ? { primaryKey: ['id'] } : {}) };
+      await new LanceSink(options).apply('crashy', all.slice(0, 8));
+      await new LanceSink(options).apply('crashy', all.slice(8, 14));
+      // Lose the second position commit: the data of entries 9..14 is in the table, the
+      // recorded position says 8 (what a SIGKILL between the two commits leaves).
+      const db = await lancedb.connect(uri);
+      const positions = await db.openTable('t_memwal_positions');
+      await positions.update({ where: "store = 'crashy'", values: { position: String(all[7]!.position) } });
+      const sink = new LanceSink(options);
+      expect(await sink.appliedPosition('crashy')).toBe(all[7]!.position);
+      await sink.apply('crashy', all.slice(8));
+      expect(await lanceRows(uri, 't', 'crashy', schema)).toEqual(await scanRows(store, schema));
+      await store.close();
+    });
+  }
+
+  it('two stores drain into one table without touching each other’s rows, even with the same keys', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const a = await openStore(root, 'a', keyedSchema, true);
+    const b = await openStore(root, 'b', keyedSchema, true);
+    const sink = new LanceSink({ uri, table: 'shared', primaryKey: ['id'] });
+    const da = drain(a, { sink, storeId: 'a', logger: quiet });
+    const db = drain(b, { sink, storeId: 'b', logger: quiet });
+    await Promise.all([randomKeyedLoad(a, rng(21), 40, 30), randomKeyedLoad(b, rng(22), 40, 30)]);
+    await Promise.all([da.waitForApplied((await a.sync()).position), db.waitForApplied((await b.sync()).position)]);
+    expect(await lanceRows(uri, 'shared', 'a', keyedSchema)).toEqual(await scanRows(a, keyedSchema));
+    expect(await lanceRows(uri, 'shared', 'b', keyedSchema)).toEqual(await scanRows(b, keyedSchema));
+    expect((await sink.positions()).map((p) => p.storeId).sort()).toEqual(['a', 'b']);
+    await Promise.all([da.stop(), db.stop(), a.close(), b.close()]);
+  });
+});
+
+describe('schema rules of the Lance table', () => {
+  const v1 = new Schema([new Field('seq', new Int64(), false), new Field('note', new Utf8(), true)]);
+  const v2 = new Schema([...v1.fields, new Field('tag', new Utf8(), true)]);
+
+  it('a store with an added nullable column extends the table; older rows read null there', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'evo' });
+    const old = await openStore(root, 'old', v1, false);
+    await old.put([{ seq: 1, note: 'a' }]);
+    await sink.apply('old', await entries(old));
+    const young = await openStore(root, 'young', v2, false);
+    await young.put([{ seq: 2, note: 'b', tag: 't' }]);
+    await sink.apply('young', await entries(young));
+    await old.put([{ seq: 3, note: 'c' }]); // the old schema still drains: the table's extra column is nullable
+    await sink.apply('old', await entries(old, 2));
+    expect(await lanceRows(uri, 'evo', 'young', v2)).toEqual(['["2","b","t"]']);
+    expect(await lanceRows(uri, 'evo', 'old', v2)).toEqual(['["1","a",null]', '["3","c",null]']);
+    await Promise.all([old.close(), young.close()]);
+  });
+
+  it('a column of another type or a new non-nullable column is refused with InvalidArgument, changing nothing', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'strict' });
+    const base = await openStore(root, 'base', v1, false);
+    await base.put([{ seq: 1, note: 'a' }]);
+    await sink.apply('base', await entries(base));
+    const before = await lanceSnapshot(uri, 'strict');
+    const retyped = await openStore(root, 'retyped', new Schema([new Field('seq', new Utf8(), false)]), false);
+    await retyped.put([{ seq: 'x' }]);
+    await expect(sink.apply('retyped', await entries(retyped))).rejects.toMatchObject({ code: 'InvalidArgument', message: /seq is Utf8/ });
+    const strict = await openStore(root, 'strict', new Schema([...v1.fields, new Field('must', new Int64(), false)]), false);
+    await strict.put([{ seq: 1, note: 'a', must: 1 }]);
+    await expect(sink.apply('strict', await entries(strict))).rejects.toMatchObject({
+      code: 'InvalidArgument',
+      message: /must is new and not nullable/,
+    });
+    const keyed = await openStore(root, 'keyed', keyedSchema, true);
+    await keyed.put([{ id: 1 }]);
+    await expect(sink.apply('keyed', await entries(keyed))).rejects.toMatchObject({ code: 'InvalidArgument', message: /append-only/ });
+    expect(await lanceSnapshot(uri, 'strict')).toEqual(before);
+    await Promise.all([base.close(), retyped.close(), strict.close(), keyed.close()]);
+  });
+});
+
+describe('the apache-arrow boundary', () => {
+  it('LanceDB refuses a table made by memwal’s ESM apache-arrow, and takes the sink’s (IPC bytes in, LanceDB’s Arrow out)', async () => {
+    const uri = tempDir('lance');
+    const db = await lancedb.connect(uri);
+    const esm = tableFromArrays({ seq: BigInt64Array.of(1n) });
+    await expect(db.createTable('esm', esm as never)).rejects.toThrow();
+    const own = lanceArrow.tableFromArrays({ seq: BigInt64Array.of(1n) });
+    expect(await (await db.createTable('cjs', own)).countRows()).toBe(1);
+    expect(lanceArrow).not.toBe(await import('apache-arrow'));
+    db.close();
+  });
+});

@@ -1,0 +1,72 @@
+// RemoteStorage over a MessageChannel to a host serving MemoryStorage (the I/O worker's protocol,
+// in one Node thread): every conformance case, and a store whose flushes and compactions are built
+// on the far side.
+
+import { describe, expect, it } from 'vitest';
+import { MemWal } from '../core/memwal.js';
+import { rows, schema, storeName } from '../core/testkit.test-util.js';
+import { conformanceCases } from '../testing/conformance.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
+import { MemoryStorage } from './memory.js';
+import { type IoEndpoint, RemoteStorage } from './remote.js';
+import { type IoScope, serveStorage } from './remote-host.js';
+
+/** A RemoteStorage whose I/O "worker" is the other end of a MessageChannel; counts the jobs run there. */
+function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: string[] } {
+  const jobs: string[] = [];
+  const storage = new RemoteStorage('memory', () => {
+    const { port1, port2 } = new MessageChannel();
+    port2.addEventListener('message', (ev: MessageEvent) => {
+      const op = (ev.data as { op?: string }).op;
+      if (op === 'buildFlush' || op === 'compactOpen') jobs.push(op);
+    });
+    serveStorage(port2 as unknown as IoScope, inner);
+    port2.start();
+    port1.start();
+    return port1 as unknown as IoEndpoint;
+  });
+  return { storage, jobs };
+}
+
+describe('RemoteStorage conformance (over a MessageChannel)', () => {
+  for (const c of conformanceCases(() => remote().storage)) it(c.name, () => c.run());
+});
+
+describe('a store on RemoteStorage', () => {
+  it('flushes and compactions are built on the far side, and the store reads right', async () => {
+    const { storage, jobs } = remote();
+    const name = storeName();
+    const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 200, logger: { warn: () => undefined } });
+    for (let round = 0; round < 3; round++) for (let i = 0; i < 2_000; i += 100) await w.put(rows(i, 100, `r${round}-`));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    expect(jobs).toContain('buildFlush');
+    expect(jobs).toContain('compactOpen');
+    expect((await w.scan()).numRows).toBe(2_000);
+    expect(await w.get({ id: 1234 })).toMatchObject({ name: 'r2-1234' });
+    await w.close();
+    const again = await MemWal.open({ name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } });
+    expect((await again.scan()).numRows).toBe(2_000);
+    await again.close();
+  });
+
+  it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes)', async () => {
+    const faults = new FaultInjectingStorage(remote().storage);
+    const w = await MemWal.open({
+      name: storeName(),
+      schema,
+      primaryKey: ['id'],
+      storage: faults,
+      flushRetry: { baseMs: 1, maxMs: 5 },
+      logger: { warn: () => undefined },
+    });
+    await w.put(rows(0, 10));
+    faults.failNext('tableWrite', 2);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect((await w.writeStats()).flushFailureCount).toBe(2);
+    expect((await w.scan()).numRows).toBe(10);
+    await w.close();
+  });
+});

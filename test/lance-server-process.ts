@@ -1,0 +1,92 @@
+// Starts examples/lance-server/server.ts as a child process for tests (vitest, Playwright) and
+// the drain bench, and kills it with SIGKILL. Node only.
+
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const SERVER = fileURLToPath(new URL('../examples/lance-server/server.ts', import.meta.url));
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Ports for servers these tests start: `MEMWAL_TEST_PORT_BASE` (default 5290) plus a per-file
+ * offset, so test files running in parallel never share one.
+ */
+export function testPort(offset: number): number {
+  return Number(process.env.MEMWAL_TEST_PORT_BASE ?? 5290) + offset;
+}
+
+/** Settings of one server process (see examples/lance-server/README.md). */
+export interface LanceServerOptions {
+  uri: string;
+  port: number;
+  tokens: Record<string, string | string[]>;
+  table?: string;
+  /** Key columns; `[]` for append-only. Default `['id']`. */
+  primaryKey?: string[];
+  maxBodyBytes?: number;
+  allowOrigin?: string;
+}
+
+/** A running server: `kill()` sends SIGKILL and resolves once it exited (idempotent). */
+export interface LanceServer {
+  url: string;
+  child: ChildProcess;
+  log(): string;
+  kill(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+
+/** Start the example server and resolve once it listens (rejects with its output if it exits first or takes over 20 s). */
+export async function startLanceServer(o: LanceServerOptions): Promise<LanceServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', SERVER], {
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      LANCE_URI: o.uri,
+      LANCE_TABLE: o.table ?? 'events',
+      LANCE_PRIMARY_KEY: (o.primaryKey ?? ['id']).join(','),
+      PORT: String(o.port),
+      DRAIN_TOKENS: JSON.stringify(o.tokens),
+      ...(o.maxBodyBytes ? { MAX_BODY_BYTES: String(o.maxBodyBytes) } : {}),
+      ...(o.allowOrigin ? { ALLOW_ORIGIN: o.allowOrigin } : {}),
+      RUST_LOG: 'error',
+    },
+  });
+  running.add(child);
+  let output = '';
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      running.delete(child);
+      resolve();
+    }),
+  );
+  const kill = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  };
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`lance-server did not listen within 20 s:\n${output}`)), 20_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      output += d.toString();
+      if (output.includes('lance-server listening on')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`lance-server exited before listening:\n${output}`));
+    });
+  }).catch(async (e) => {
+    await kill();
+    throw e;
+  });
+  return { url: `http://127.0.0.1:${o.port}`, child, log: () => output, kill };
+}
