@@ -6,7 +6,9 @@ import * as Comlink from 'comlink';
 import { arrowBatches, dropCachedData, payloadPool, rowChunks } from './data.js';
 import { uniqueName } from './measure.js';
 import {
+  CURRENT,
   destroyStore,
+  INLINE,
   memoryClose,
   memoryIngest,
   memoryOpen,
@@ -37,11 +39,11 @@ const api = {
   ping: (): string => 'pong',
   /** Case 1: MiB/s of one repetition. */
   rawOpfs: (totalMiB: number): Promise<number> => rawOpfsWrite(totalMiB, uniqueName('raw')),
-  /** Case 2: one repetition of `count` ≈1 MiB batches. */
-  memwalArrow: (count: number, writers: number, shape: StoreShape): Promise<IngestResult> =>
-    memwalArrow(arrowBatches(count), writers, shape),
-  /** Case 3 (in-worker): one repetition of `rows` rows. */
-  memwalRows: (rows: number): Promise<IngestResult> => memwalRows(rowChunks(rows)),
+  /** Case 2: one repetition of `count` ≈1 MiB batches (`inline`: without the I/O worker). */
+  memwalArrow: (count: number, writers: number, shape: StoreShape, inline = false): Promise<IngestResult> =>
+    memwalArrow(arrowBatches(count), writers, shape, inline ? INLINE : CURRENT),
+  /** Case 3 (in-worker): one repetition of `rows` rows (`inline`: without the I/O worker). */
+  memwalRows: (rows: number, inline = false): Promise<IngestResult> => memwalRows(rowChunks(rows), inline ? INLINE : CURRENT),
   /** Case 4: rows/s of one repetition of `peer`. */
   peerRows: (peer: PeerName, rows: number): Promise<number> => peerRows(peer, rowChunks(rows)),
   /** Case 6, in three phases so the runner can read the heap between them. */

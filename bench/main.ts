@@ -20,16 +20,18 @@ const baseline = Comlink.wrap<BaselineWorkerApi>(new Worker(new URL('./baseline.
  * runner can attach its profiler to it; `openMemWal({ worker })` leaves it running on close.
  */
 const hostWorker = new Worker(new URL('./host.worker.ts', import.meta.url), { type: 'module' });
+/** The same host with storage I/O on its own thread (no I/O worker), for the stats case. */
+const hostInlineWorker = new Worker(new URL('./host-inline.worker.ts', import.meta.url), { type: 'module' });
 
 /** A client on a fresh store in the host worker (append-only unless `keyed`). */
-async function openClient(keyed: boolean): Promise<{ db: MemWalClient; done: () => Promise<void> }> {
+async function openClient(keyed: boolean, inline = false): Promise<{ db: MemWalClient; done: () => Promise<void> }> {
   const name = uniqueName('client');
   const db = await openMemWal({
     name,
     schema: BENCH_SCHEMA,
     ...(keyed ? { primaryKey: ['id'] } : {}),
     storage: 'opfs',
-    worker: hostWorker,
+    worker: inline ? hostInlineWorker : hostWorker,
     logger: { warn: () => undefined },
   });
   return {
@@ -75,10 +77,10 @@ export interface StatsUnderLoad {
  * load) while this thread polls memtableStats, backpressureStats and metrics, each in its own
  * loop (call, time it, pause 2 ms), as a dashboard would.
  */
-async function statsUnderLoad(count: number, writers: number): Promise<StatsUnderLoad> {
+async function statsUnderLoad(count: number, writers: number, inline = false): Promise<StatsUnderLoad> {
   const data = arrowBatches(count);
   const bytes = data.reduce((n, b) => n + batchBytes(b), 0);
-  const { db, done } = await openClient(false);
+  const { db, done } = await openClient(false, inline);
   const latencies: StatsUnderLoad['latencies'] = { memtableStats: [], backpressureStats: [], metrics: [] };
   const staleness: number[] = [];
   /** When the page saw each put resolve, in order. */

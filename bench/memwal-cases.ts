@@ -23,6 +23,9 @@ export interface Engine {
 
 export const CURRENT: Engine = { MemWal, defaultBrowserStorage };
 
+/** This checkout with storage I/O and background jobs on the engine's own thread (no I/O worker). */
+export const INLINE: Engine = { MemWal, defaultBrowserStorage: () => defaultBrowserStorage({ ioWorker: false }) };
+
 function options(name: string, shape: StoreShape, extra: Partial<MemWalOptions> = {}, engine = CURRENT): MemWalOptions {
   return {
     name,

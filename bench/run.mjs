@@ -359,10 +359,10 @@ async function traced(context, page, work) {
 
 /**
  * Task durations per thread inside the window between the page's marks `bench-load-start` and
- * `bench-load-end`: for the engine thread (the one running host.worker's script), the page's
- * main thread, and any other worker thread of the page's process.
+ * `bench-load-end`: for the engine thread (the one running the script `hostScript`), the page's
+ * main thread, and any other worker thread of the page's process (the I/O worker among them).
  */
-function taskFigures(events) {
+function taskFigures(events, hostScript) {
   const mark = (name) => events.filter((e) => e.name === name && String(e.cat).includes('user_timing')).at(-1)?.ts;
   const t0 = mark('bench-load-start');
   const t1 = mark('bench-load-end');
@@ -375,8 +375,8 @@ function taskFigures(events) {
     const url = e.name === 'FunctionCall' ? e.args?.data?.url : undefined;
     if (url) (scripts.get(key(e)) ?? scripts.set(key(e), new Set()).get(key(e))).add(basename(url).replace(/-[\w-]{8}\.js$/, '.js'));
   }
-  const engine = [...scripts].find(([, s]) => [...s].some((u) => u.startsWith('host.worker')))?.[0];
-  if (!engine) throw new Error('trace: no thread ran host.worker');
+  const engine = [...scripts].find(([, s]) => [...s].some((u) => u.startsWith(hostScript)))?.[0];
+  if (!engine) throw new Error(`trace: no thread ran ${hostScript}`);
   const pid = engine.split(':')[0];
   const tasks = new Map();
   for (const e of events) {
@@ -580,7 +580,8 @@ const CASE_RUNNERS = {
   async arrow(call) {
     // Keyed stores ingest several times slower (the key index): a quarter of the volume keeps
     // the run short; with ~3.5x estimated bytes per input byte it still overruns the budget.
-    // With a baseline, each variant also runs on it (`baseline_memwal_1w`, …), interleaved.
+    // 1w and pk_1w also run on this checkout without the I/O worker (`inline_`) and, with a
+    // baseline, on the baseline (`baseline_`), interleaved rep by rep.
     const variants = [
       ['memwal_1w', 1, false, SIZE.ingestMiB],
       ['memwal_8w', 8, false, SIZE.ingestMiB],
@@ -588,15 +589,13 @@ const CASE_RUNNERS = {
       ['memwal_pk_8w', 8, true, SIZE.ingestMiB / 4],
     ]
       .filter(([name]) => wanted(name))
-      .flatMap((v) => (baselineCommit ? [v, [`baseline_${v[0]}`, ...v.slice(1)]] : [v]));
-    const run = ([name, writers, keyed], n) =>
-      call(
-        ([b, c, w, k]) => globalThis.bench[b].memwalArrow(c, w, { keyed: k }),
-        name.startsWith('baseline_') ? 'baseline' : 'api',
-        n,
-        writers,
-        keyed,
+      .flatMap((v) =>
+        v[1] === 1 ? [v, [`inline_${v[0]}`, ...v.slice(1)], ...(baselineCommit ? [[`baseline_${v[0]}`, ...v.slice(1)]] : [])] : [v],
       );
+    const run = ([name, writers, keyed], n) =>
+      name.startsWith('baseline_')
+        ? call(([c, w, k]) => globalThis.bench.baseline.memwalArrow(c, w, { keyed: k }), n, writers, keyed)
+        : call(([c, w, k, i]) => globalThis.bench.api.memwalArrow(c, w, { keyed: k }, i), n, writers, keyed, name.startsWith('inline_'));
     for (const v of variants) await run(v, 8); // warm-up
     const res = Object.fromEntries(variants.map(([name]) => [name, []]));
     for (let i = 0; i < REPS; i++) for (const v of variants) res[v[0]].push(await run(v, v[3]));
@@ -638,78 +637,115 @@ const CASE_RUNNERS = {
    * client; then the same load traced, for the engine thread's longest task.
    */
   async stats(call, _cdp, { context, page }) {
-    const reps = await guarded('stats', () =>
-      repeat('stats under load', REPS, () => call(([c]) => globalThis.bench.statsUnderLoad(c, 8), SIZE.ingestMiB)),
-    );
-    if (!reps) return;
-    for (const k of ['memtableStats', 'backpressureStats', 'metrics']) {
-      record(
-        'stats_p50_ms',
-        k,
-        reps.map((r) => percentile(r.latencies[k], 50)),
-        'ms',
-      );
-      record(
-        'stats_p99_ms',
-        k,
-        reps.map((r) => percentile(r.latencies[k], 99)),
-        'ms',
-      );
-      record(
-        'stats_max_ms',
-        k,
-        reps.map((r) => Math.max(...r.latencies[k])),
-        'ms',
-      );
-    }
-    const stale = reps.flatMap((r) => r.staleness);
-    record(
-      'stats_staleness_ms',
-      'memtableStats',
-      reps.map((r) => percentile(r.staleness, 99)),
-      'ms',
-    );
-    details.stats_staleness = {
-      samples: stale.length,
-      stale: stale.filter((x) => x > 0).length,
-      p99: percentile(stale, 99),
-      max: Math.max(...stale),
-    };
-    record(
-      'ingest_mibps',
-      'memwal_client_8w',
-      reps.map((r) => r.bytes / MiB / (r.ms / 1000)),
-      'MiB/s',
-    );
-    // The same load again, traced (separate reps, so tracing cannot slow the figures above).
-    const tracedReps = [];
+    // Two hosts, interleaved rep by rep: the product's default (storage I/O in an I/O worker) and
+    // the same with storage I/O on the engine's thread (`inline_`, as before issue 11).
+    const hosts = [
+      ['', false],
+      ['inline_', true],
+    ];
+    const load = (inline) => call(([c, i]) => globalThis.bench.statsUnderLoad(c, 8, i), SIZE.ingestMiB, inline);
+    const reps = { '': [], inline_: [] };
+    const traces = { '': [], inline_: [] };
+    for (const [, inline] of hosts) await guarded(`stats/${inline}`, () => load(inline)); // warm-up
     for (let i = 0; i < REPS; i++) {
-      const t = await guarded('stats/trace', async () => {
-        const [r, events] = await traced(context, page, () => call(([c]) => globalThis.bench.statsUnderLoad(c, 8), SIZE.ingestMiB));
-        return { ...taskFigures(events), statsP99Ms: percentile(r.latencies.memtableStats, 99) };
-      });
-      if (t) tracedReps.push(t);
+      for (const [prefix, inline] of hosts) {
+        const r = await guarded(`stats/${prefix}`, () => load(inline));
+        if (r) reps[prefix].push(r);
+      }
     }
-    if (tracedReps.length) {
-      const rec = (c, f) => record(c, 'memwal_host', tracedReps.map(f), 'ms');
-      rec('engine_thread_longest_task_ms', (t) => t.engine.longestMs);
-      rec('engine_thread_longest_task_cpu_ms', (t) => t.engine.longestCpuMs ?? Number.NaN);
-      rec('engine_thread_task_p99_ms', (t) => t.engine.p99Ms);
+    // The same load again, traced (separate reps, so tracing cannot slow the figures above).
+    for (let i = 0; i < Math.min(REPS, 3); i++) {
+      for (const [prefix, inline] of hosts) {
+        const t = await guarded(`stats/trace/${prefix}`, async () => {
+          const [r, events] = await traced(context, page, () => load(inline));
+          return {
+            ...taskFigures(events, inline ? 'host-inline.worker' : 'host.worker'),
+            statsP99Ms: percentile(r.latencies.memtableStats, 99),
+          };
+        });
+        if (t) traces[prefix].push(t);
+      }
+    }
+    log('stats under load: done');
+    for (const [prefix] of hosts) {
+      const rs = reps[prefix];
+      if (!rs.length) continue;
+      for (const k of ['memtableStats', 'backpressureStats', 'metrics']) {
+        const e = `${prefix}${k}`;
+        record(
+          'stats_p50_ms',
+          e,
+          rs.map((r) => percentile(r.latencies[k], 50)),
+          'ms',
+        );
+        record(
+          'stats_p99_ms',
+          e,
+          rs.map((r) => percentile(r.latencies[k], 99)),
+          'ms',
+        );
+        record(
+          'stats_max_ms',
+          e,
+          rs.map((r) => Math.max(...r.latencies[k])),
+          'ms',
+        );
+      }
+      record(
+        'stats_staleness_ms',
+        `${prefix}memtableStats`,
+        rs.map((r) => percentile(r.staleness, 99)),
+        'ms',
+      );
+      const stale = rs.flatMap((r) => r.staleness);
+      details[`${prefix}stats_staleness`] = {
+        samples: stale.length,
+        stale: stale.filter((x) => x > 0).length,
+        p99: percentile(stale, 99),
+        max: Math.max(...stale),
+      };
+      record(
+        'ingest_mibps',
+        `${prefix}memwal_client_8w`,
+        rs.map((r) => r.bytes / MiB / (r.ms / 1000)),
+        'MiB/s',
+      );
+      details[`${prefix}stats_pooled`] = Object.fromEntries(
+        ['memtableStats', 'backpressureStats', 'metrics'].map((k) => {
+          const all = rs.flatMap((r) => r.latencies[k]);
+          return [k, { samples: all.length, p50: percentile(all, 50), p99: percentile(all, 99), max: Math.max(...all) }];
+        }),
+      );
+      const ts = traces[prefix];
+      if (!ts.length) continue;
+      const host = `memwal_host${prefix ? '_inline' : ''}`;
+      record(
+        'engine_thread_longest_task_ms',
+        host,
+        ts.map((t) => t.engine.longestMs),
+        'ms',
+      );
+      record(
+        'engine_thread_longest_task_cpu_ms',
+        host,
+        ts.map((t) => t.engine.longestCpuMs ?? Number.NaN),
+        'ms',
+      );
+      record(
+        'engine_thread_task_p99_ms',
+        host,
+        ts.map((t) => t.engine.p99Ms),
+        'ms',
+      );
       record(
         'page_longest_task_ms',
-        'stats_load',
-        tracedReps.map((t) => t.page?.longestMs ?? 0),
+        `stats_load${prefix ? '_inline' : ''}`,
+        ts.map((t) => t.page?.longestMs ?? 0),
         'ms',
       );
-      details.engine_thread = tracedReps;
-      log(`engine thread under load: longest task ${tracedReps.map((t) => t.engine.longestMs.toFixed(1)).join(', ')} ms`);
+      details[`${prefix}engine_thread`] = ts;
+      log(`${host}: longest task on the engine thread ${ts.map((t) => t.engine.longestMs.toFixed(1)).join(', ')} ms`);
     }
-    details.stats_pooled = Object.fromEntries(
-      ['memtableStats', 'backpressureStats', 'metrics'].map((k) => {
-        const all = reps.flatMap((r) => r.latencies[k]);
-        return [k, { samples: all.length, p50: percentile(all, 50), p99: percentile(all, 99), max: Math.max(...all) }];
-      }),
-    );
   },
 
   /** Case 6: ≥ 1 GiB through a 64 MiB budget (append-only store, 8 writers); heap read over CDP. */
@@ -1048,21 +1084,26 @@ const label = (n) => (n >= 1e6 ? `${n / 1e6}m` : `${n / 1e3}k`);
 /** Cases 3 and 4 on `rows` rows: memwal in the worker and through the client, then each peer. */
 async function rowsCase(call, rows, name, repsOf) {
   const runner = (engine) => (n) =>
-    engine === 'memwal'
-      ? call(([r]) => globalThis.bench.api.memwalRows(r), n)
+    engine === 'memwal' || engine === 'memwal_inline'
+      ? call(([r, i]) => globalThis.bench.api.memwalRows(r, i), n, engine === 'memwal_inline')
       : engine === 'memwal_baseline'
         ? call(([r]) => globalThis.bench.baseline.memwalRows(r), n)
         : engine === 'memwal_client'
           ? call(([r]) => globalThis.bench.clientRows(r), n)
           : call(([q, r]) => globalThis.bench.api.peerRows(q, r), engine, n);
-  const engines = ['memwal', ...(baselineCommit && rows === SIZE.smallRows ? ['memwal_baseline'] : []), 'memwal_client', ...PEERS]
+  const engines = [
+    'memwal',
+    ...(rows === SIZE.smallRows ? ['memwal_inline', ...(baselineCommit ? ['memwal_baseline'] : [])] : []),
+    'memwal_client',
+    ...PEERS,
+  ]
     .filter((e) => wanted(e) && (repsOf[e] ?? REPS) > 0)
     .map((e) => [e, () => runner(e)(rows)]);
   // Warm-up with a small set (JIT, wasm compile, PGlite start-up), then interleave engines per rep.
   const warm = Math.min(rows, 10_000);
   for (const [e] of engines) await guarded(`${name}/${e}`, () => runner(e)(warm));
   const samples = Object.fromEntries(engines.map(([e]) => [e, []]));
-  const drained = { memwal: [], memwal_baseline: [], memwal_client: [] };
+  const drained = { memwal: [], memwal_inline: [], memwal_baseline: [], memwal_client: [] };
   for (let i = 0; i < REPS; i++) {
     for (const [engine, run] of engines) {
       if (i >= (repsOf[engine] ?? REPS)) continue;
@@ -1131,13 +1172,19 @@ function computeRatios() {
       if (get('ingest_mibps', e)) r[`bytes_${e.replace('memwal_', '')}_vs_raw_opfs`] = get('ingest_mibps', e) / raw;
     }
   }
-  // With compaction (this checkout) ÷ the baseline, same run: issue 14 allows at most −10 %.
-  for (const e of ['memwal_1w', 'memwal_8w', 'memwal_pk_1w', 'memwal_pk_8w']) {
-    if (get('ingest_mibps', e) && get('ingest_mibps', `baseline_${e}`)) {
-      r[`ingest_${e.replace('memwal_', '')}_vs_baseline`] = get('ingest_mibps', e) / get('ingest_mibps', `baseline_${e}`);
-    }
+  // This checkout (with compaction) ÷ the baseline, same run: issue 14 allows at most −10 %;
+  // `inline_`: without the I/O worker, closer to the baseline's threading.
+  for (const e of ['memwal_1w', 'memwal_pk_1w']) {
+    const base = get('ingest_mibps', `baseline_${e}`);
+    if (!base) continue;
+    if (get('ingest_mibps', e)) r[`ingest_${e.replace('memwal_', '')}_vs_baseline`] = get('ingest_mibps', e) / base;
+    if (get('ingest_mibps', `inline_${e}`))
+      r[`ingest_${e.replace('memwal_', '')}_inline_vs_baseline`] = get('ingest_mibps', `inline_${e}`) / base;
   }
-  if (get(small, 'memwal') && get(small, 'memwal_baseline')) r.rows_vs_baseline = get(small, 'memwal') / get(small, 'memwal_baseline');
+  if (get(small, 'memwal_baseline')) {
+    if (get(small, 'memwal')) r.rows_vs_baseline = get(small, 'memwal') / get(small, 'memwal_baseline');
+    if (get(small, 'memwal_inline')) r.rows_inline_vs_baseline = get(small, 'memwal_inline') / get(small, 'memwal_baseline');
+  }
   const stall = cases.memorystall_ingest_mibps?.memwal_8w;
   if (stall) r.memorystall_slowest_vs_fastest = stall.min / stall.max;
   const mem = cases.memory_ingest_mibps?.memwal_8w;
