@@ -14,6 +14,7 @@
 //                                        bench/results/profile-<case>-<thread>.cpuprofile.json
 //   --baseline=<ref>     BENCH_BASELINE  an older memwal the ingest cases also run (default e7a7360,
 //                                        main before compaction; `none`: skip)
+//   BENCH_STALL_REPS (default 10: reps of the memorystall case)
 //   CHROMIUM_PATH, BENCH_PORT (default 5780), BENCH_COI=0 (no cross-origin isolation)
 
 import { execFileSync } from 'node:child_process';
@@ -93,7 +94,7 @@ const SIZE = QUICK
       bigRows: 100_000,
       memoryMiB: 256,
       memoryReps: 1,
-      stallReps: 2,
+      stallReps: Number(process.env.BENCH_STALL_REPS ?? 2),
       walMiB: 16,
       readRows: 50_000,
       bigReadRows: 200_000,
@@ -105,7 +106,7 @@ const SIZE = QUICK
       bigRows: 1_000_000,
       memoryMiB: 1024,
       memoryReps: 2,
-      stallReps: 10,
+      stallReps: Number(process.env.BENCH_STALL_REPS ?? 10),
       walMiB: 64,
       readRows: 1_000_000,
       bigReadRows: 4_000_000,
@@ -174,11 +175,24 @@ const started = performance.now();
 
 class WorkerCdp {
   static async attach(context, page, urlPart) {
-    const cdp = await context.newCDPSession(page);
-    const { targetInfos } = await cdp.send('Target.getTargets');
-    const target = targetInfos.find((t) => t.type === 'worker' && t.url.includes(urlPart));
+    const target = (await WorkerCdp.workers(context, page)).find((t) => t.url.includes(urlPart));
     if (!target) throw new Error(`no worker target matching ${urlPart}`);
-    const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: target.targetId, flatten: false });
+    return WorkerCdp.attachTo(context, page, target.targetId);
+  }
+
+  /** The worker targets of the browser (nested ones, such as memwal's I/O workers, included). */
+  static async workers(context, page) {
+    const cdp = await context.newCDPSession(page);
+    try {
+      return (await cdp.send('Target.getTargets')).targetInfos.filter((t) => t.type === 'worker');
+    } finally {
+      await cdp.detach();
+    }
+  }
+
+  static async attachTo(context, page, targetId) {
+    const cdp = await context.newCDPSession(page);
+    const { sessionId } = await cdp.send('Target.attachToTarget', { targetId, flatten: false });
     return new WorkerCdp(cdp, sessionId);
   }
 
@@ -480,14 +494,38 @@ async function main() {
     const profiled = async (name, work) => {
       if (PROFILE !== name) return work();
       const targets = [[hostCdp ? 'host-worker' : 'bench-worker', hostCdp ?? cdp0], ...(pageCdp ? [['page', pageCdp]] : [])];
-      for (const [, t] of targets) {
+      const start = async (t) => {
         await t.send('Profiler.enable');
         await t.send('Profiler.setSamplingInterval', { interval: 200 });
         await t.send('Profiler.start');
-      }
+      };
+      for (const [, t] of targets) await start(t);
+      // memwal's I/O workers start with their first store: profile each one as it appears.
+      const seen = new Set();
+      let polling = true;
+      const poller = (async () => {
+        while (polling) {
+          for (const w of await WorkerCdp.workers(context, page).catch(() => [])) {
+            if (!w.url.includes('io.worker') || seen.has(w.targetId)) continue;
+            seen.add(w.targetId);
+            const t = await WorkerCdp.attachTo(context, page, w.targetId).catch(() => undefined);
+            if (
+              t &&
+              (await start(t).then(
+                () => true,
+                () => false,
+              ))
+            )
+              targets.push([`io-worker-${seen.size}`, t]);
+          }
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      })();
       try {
         return await work();
       } finally {
+        polling = false;
+        await poller;
         for (const [who, t] of targets) {
           const { profile } = await t.send('Profiler.stop');
           // *.json: git-ignored; DevTools' Performance panel loads it as a .cpuprofile.
