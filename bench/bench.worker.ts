@@ -16,13 +16,14 @@ import {
   memwalArrow,
   memwalRows,
   recovery,
+  takeWarnings,
   type IngestResult,
   type MemoryResult,
   type RecoveryResult,
   type StoreShape,
 } from './memwal-cases.js';
 import { closePeers, peerRows, type PeerName } from './peers.js';
-import { rawOpfsWrite } from './raw-opfs.js';
+import { rawOpfsRangeReads, rawOpfsWrite } from './raw-opfs.js';
 import {
   readsClose,
   readsOpen,
@@ -39,6 +40,8 @@ const api = {
   ping: (): string => 'pong',
   /** Case 1: MiB/s of one repetition. */
   rawOpfs: (totalMiB: number): Promise<number> => rawOpfsWrite(totalMiB, uniqueName('raw')),
+  /** Case 1b: ms per 64 KiB ranged read from a `fileMiB` file, three ways. */
+  rawOpfsRangeReads: (fileMiB: number, reads: number) => rawOpfsRangeReads(fileMiB, reads, uniqueName('range')),
   /** Case 2: one repetition of `count` ≈1 MiB batches (`inline`: without the I/O worker). */
   memwalArrow: (count: number, writers: number, shape: StoreShape, inline = false): Promise<IngestResult> =>
     memwalArrow(arrowBatches(count), writers, shape, inline ? INLINE : CURRENT),
@@ -63,6 +66,8 @@ const api = {
   readsScan,
   readsSwitchToDexie,
   readsClose,
+  /** What memwal warned about since the last call (run.mjs keeps it per case). */
+  takeWarnings,
   /** Delete a store the page wrote through its client. */
   destroyStore,
   /** Drop cached data (between cases, so the heap of later cases is not inflated). */

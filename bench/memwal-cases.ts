@@ -26,13 +26,31 @@ export const CURRENT: Engine = { MemWal, defaultBrowserStorage };
 /** This checkout with storage I/O and background jobs on the engine's own thread (no I/O worker). */
 export const INLINE: Engine = { MemWal, defaultBrowserStorage: () => defaultBrowserStorage({ ioWorker: false }) };
 
+/** The stores' warnings (backpressure is expected here; a failing compaction or flush says so too). */
+const warnings: string[] = [];
+let warningCount = 0;
+const logger = {
+  warn(message: string, ...details: unknown[]): void {
+    warningCount += 1;
+    if (warnings.length < 50)
+      warnings.push([message, ...details.map((d) => (d instanceof Error ? d.message : String(d)))].join(' ').slice(0, 500));
+  },
+};
+
+/** The warnings logged since the last call (the first 50 of them) and how many there were. */
+export function takeWarnings(): { count: number; first: string[] } {
+  const out = { count: warningCount, first: warnings.splice(0) };
+  warningCount = 0;
+  return out;
+}
+
 function options(name: string, shape: StoreShape, extra: Partial<MemWalOptions> = {}, engine = CURRENT): MemWalOptions {
   return {
     name,
     schema: BENCH_SCHEMA,
     ...(shape.keyed ? { primaryKey: ['id'] } : {}),
     storage: engine.defaultBrowserStorage(),
-    logger: { warn: () => undefined }, // backpressure warnings are expected here
+    logger,
     ...extra,
   };
 }

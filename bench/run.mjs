@@ -50,8 +50,21 @@ const list = (s) =>
 
 const QUICK = args.quick || process.env.BENCH_QUICK === '1';
 const REPS = Number(args.reps ?? process.env.BENCH_REPS ?? (QUICK ? 3 : 5));
-const ALL_CASES = ['raw', 'arrow', 'rows100k', 'rows1m', 'stats', 'mainthread', 'memory', 'memorystall', 'recovery', 'reads', 'reads4m'];
-const GROUPS = { ingest: ['raw', 'arrow'], rows: ['rows100k', 'rows1m'] };
+const ALL_CASES = [
+  'raw',
+  'rawread',
+  'arrow',
+  'rows100k',
+  'rows1m',
+  'stats',
+  'mainthread',
+  'memory',
+  'memorystall',
+  'recovery',
+  'reads',
+  'reads4m',
+];
+const GROUPS = { ingest: ['raw', 'rawread', 'arrow'], rows: ['rows100k', 'rows1m'] };
 const chosen = (list(args.only ?? process.env.BENCH_CASES) ?? ALL_CASES).flatMap((c) => GROUPS[c] ?? [c]);
 for (const c of chosen)
   if (!ALL_CASES.includes(c))
@@ -565,6 +578,8 @@ async function main() {
     for (const c of CASES) {
       const t = performance.now();
       await profiled(c, () => CASE_RUNNERS[c](call, cdp0, { context, page }));
+      const warnings = await call(() => globalThis.bench.api.takeWarnings());
+      if (warnings.count) (details.warnings ??= {})[c] = warnings;
       const lt = await call(() => globalThis.bench.takeLongTasks());
       (details.pageLongTasks ??= {})[c] = {
         count: lt.length,
@@ -612,6 +627,21 @@ const CASE_RUNNERS = {
   async raw(call) {
     const mibps = await repeat('raw OPFS', REPS, () => call(([m]) => globalThis.bench.api.rawOpfs(m), SIZE.ingestMiB));
     record('ingest_mibps', 'raw_opfs', mibps, 'MiB/s');
+  },
+
+  /**
+   * Case 1b: what one 64 KiB ranged read from a 16 MiB OPFS file costs, read whole and sliced
+   * (OpfsStorage.tableReadRange today), through File.slice, and through a read-only sync handle.
+   */
+  async rawread(call) {
+    const res = await repeat('raw OPFS ranged reads', REPS, () => call(() => globalThis.bench.api.rawOpfsRangeReads(16, 50)));
+    for (const k of ['whole', 'fileSlice', 'syncHandle'])
+      record(
+        'range_read_ms',
+        k,
+        res.map((r) => r[k]),
+        'ms',
+      );
   },
 
   /** Case 2: Arrow ingest, 1 and 8 writers, append-only and keyed; engines interleaved per rep. */
