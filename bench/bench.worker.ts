@@ -51,7 +51,8 @@ const api = {
   peerRows: (peer: PeerName, rows: number): Promise<number> => peerRows(peer, rowChunks(rows)),
   /** Case 6, in three phases so the runner can read the heap between them. */
   memoryOpen: (shape: StoreShape): Promise<void> => (payloadPool(), memoryOpen(shape)),
-  memoryIngest: (totalMiB: number, writers: number): Promise<MemoryResult> => memoryIngest(totalMiB, writers, payloadPool()),
+  memoryIngest: (totalMiB: number, writers: number, limitMs?: number): Promise<MemoryResult> =>
+    memoryIngest(totalMiB, writers, payloadPool(), limitMs),
   memoryProbe,
   memoryClose,
   /** Case 7: one repetition. */

@@ -175,6 +175,8 @@ export interface MemoryResult {
   slowestPutMs: number;
   /** From the last acknowledgement until every flush committed, ms. */
   drainMs: number;
+  /** True when the rep hit its time limit (ingest or drain); `ingestedBytes` is what was acknowledged. */
+  timedOut: boolean;
   compaction: CompactionFigures | undefined;
 }
 
@@ -187,7 +189,12 @@ export async function memoryOpen(shape: StoreShape): Promise<void> {
 }
 
 /** Ingest `totalMiB` of ≈1 MiB batches (fresh ids, payloads from `pool`) from `writers` writers. */
-export async function memoryIngest(totalMiB: number, writers: number, pool: BatchPayload[]): Promise<MemoryResult> {
+export async function memoryIngest(
+  totalMiB: number,
+  writers: number,
+  pool: BatchPayload[],
+  limitMs = Number.POSITIVE_INFINITY,
+): Promise<MemoryResult> {
   const { db } = memoryDb!;
   const budgetBytes = 64 * MiB;
   let peak = 0;
@@ -217,16 +224,31 @@ export async function memoryIngest(totalMiB: number, writers: number, pool: Batc
   ingestedBytes += batchBytes(first);
   k = 1;
   const target = totalMiB * MiB;
+  let issuedBytes = ingestedBytes;
   let slowestPutMs = 0;
+  // Past `limitMs` (ingest and drain together) the rep stops: waiting puts are aborted, and the
+  // rep counts what was acknowledged until then (a stall shows as a rep that timed out).
+  // The signal governs only the backpressure wait; a put stuck past admission (a WAL append that
+  // never settles) is left behind instead, through `stopped`.
+  const stop = new AbortController();
+  const timer = Number.isFinite(limitMs) ? setTimeout(() => stop.abort(), limitMs) : undefined;
+  const stopped = new Promise<'stopped'>((resolve) => stop.signal.addEventListener('abort', () => resolve('stopped')));
   const loop = async (): Promise<void> => {
-    while (ingestedBytes < target) {
+    while (issuedBytes < target && !stop.signal.aborted) {
       const b = withIds(pool[k % pool.length]!, k * rowsPerBatch);
       k += 1;
-      ingestedBytes += batchBytes(b);
+      issuedBytes += batchBytes(b);
       const t = now();
-      const p = db.put(b);
+      const p = db.put(b, { signal: stop.signal });
+      p.catch(() => undefined); // one left behind at the limit rejects unobserved
       sample();
-      await p;
+      try {
+        if ((await Promise.race([p, stopped])) === 'stopped') return;
+      } catch (e) {
+        if (stop.signal.aborted) return;
+        throw e;
+      }
+      ingestedBytes += batchBytes(b);
       slowestPutMs = Math.max(slowestPutMs, now() - t);
     }
   };
@@ -235,8 +257,12 @@ export async function memoryIngest(totalMiB: number, writers: number, pool: Batc
   running = false;
   await sampler;
   const t1 = now();
-  await db.waitForFlushDrain();
+  await Promise.race([db.waitForFlushDrain({ signal: stop.signal }), stopped]).catch((e: unknown) => {
+    if (!stop.signal.aborted) throw e;
+  });
   const drainMs = now() - t1;
+  clearTimeout(timer);
+  const timedOut = stop.signal.aborted;
   const ws = await db.writeStats();
   const bp = await db.backpressureStats();
   return {
@@ -251,6 +277,7 @@ export async function memoryIngest(totalMiB: number, writers: number, pool: Batc
     flushFailures: ws.flushFailureCount,
     slowestPutMs,
     drainMs,
+    timedOut,
     compaction: await compactionFigures(db),
   };
 }
@@ -283,13 +310,16 @@ export async function memoryProbe(): Promise<unknown> {
   };
 }
 
-/** Close and delete the case-6 store; resolves how long `close()` and the deletion took (ms). */
-export async function memoryClose(): Promise<{ closeMs: number; destroyMs: number }> {
+/**
+ * Close and delete the case-6 store (`abort`: without flushing, after a rep that timed out);
+ * resolves how long `close()` (or `abort()`) and the deletion took (ms).
+ */
+export async function memoryClose(abort = false): Promise<{ closeMs: number; destroyMs: number }> {
   const m = memoryDb;
   memoryDb = undefined;
   if (!m) return { closeMs: 0, destroyMs: 0 };
   const t0 = now();
-  await m.db.close();
+  await (abort ? m.db.abort() : m.db.close());
   const t1 = now();
   await destroyStore(m.name);
   return { closeMs: t1 - t0, destroyMs: now() - t1 };

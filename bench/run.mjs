@@ -14,7 +14,8 @@
 //                                        bench/results/profile-<case>-<thread>.cpuprofile.json
 //   --baseline=<ref>     BENCH_BASELINE  an older memwal the ingest cases also run (default e7a7360,
 //                                        main before compaction; `none`: skip)
-//   BENCH_STALL_REPS (default 10: reps of the memorystall case)
+//   BENCH_STALL_REPS (default 10: reps of the memorystall case; each memory or memorystall rep
+//                    stops at 240 s, quick 120 s, and counts as timed out: a stall)
 //   CHROMIUM_PATH, BENCH_PORT (default 5780), BENCH_COI=0 (no cross-origin isolation)
 
 import { execFileSync } from 'node:child_process';
@@ -108,6 +109,7 @@ const SIZE = QUICK
       memoryMiB: 256,
       memoryReps: 1,
       stallReps: Number(process.env.BENCH_STALL_REPS ?? 2),
+      memoryLimitMs: 120_000,
       walMiB: 16,
       readRows: 50_000,
       bigReadRows: 200_000,
@@ -120,6 +122,7 @@ const SIZE = QUICK
       memoryMiB: 1024,
       memoryReps: 2,
       stallReps: Number(process.env.BENCH_STALL_REPS ?? 10),
+      memoryLimitMs: 240_000,
       walMiB: 64,
       readRows: 1_000_000,
       bigReadRows: 4_000_000,
@@ -831,11 +834,11 @@ const CASE_RUNNERS = {
           if (n % 300 === 0) log('memory: still running', JSON.stringify(await call(() => globalThis.bench.api.memoryProbe())));
         }
       })();
-      const r = await call(([m]) => globalThis.bench.api.memoryIngest(m, 8), SIZE.memoryMiB);
+      const r = await call(([m, l]) => globalThis.bench.api.memoryIngest(m, 8, l), SIZE.memoryMiB, SIZE.memoryLimitMs);
       sampling = false;
       await sampler;
       const after = await cdp.heapBytes(true);
-      await call(() => globalThis.bench.api.memoryClose());
+      await call(([a]) => globalThis.bench.api.memoryClose(a), r.timedOut);
       const closed = await cdp.heapBytes(true);
       res.push({ ...r, heapBefore: before, heapPeak: peakHeap, heapAfter: after, heapClosed: closed });
       log(
@@ -891,8 +894,9 @@ const CASE_RUNNERS = {
       res.map((r) => r.ingestedBytes / MiB / (r.ms / 1000)),
       'MiB/s',
     );
-    details.memory = res.map(({ samples, backpressureWaits, flushes, drainMs, slowestPutMs, compaction }) => ({
+    details.memory = res.map(({ samples, backpressureWaits, flushes, drainMs, slowestPutMs, timedOut, compaction }) => ({
       samples,
+      timedOut,
       backpressureWaits,
       flushes,
       drainMs,
@@ -973,11 +977,11 @@ const CASE_RUNNERS = {
         })();
         let r;
         try {
-          r = await call(([m]) => globalThis.bench.api.memoryIngest(m, 8), SIZE.memoryMiB);
+          r = await call(([m, l]) => globalThis.bench.api.memoryIngest(m, 8, l), SIZE.memoryMiB, SIZE.memoryLimitMs);
         } finally {
           ingesting = false;
           await watch;
-          const closed = await call(() => globalThis.bench.api.memoryClose());
+          const closed = await call(([a]) => globalThis.bench.api.memoryClose(a), r?.timedOut ?? true);
           if (r) Object.assign(r, closed);
         }
         return r;
@@ -985,12 +989,13 @@ const CASE_RUNNERS = {
       if (!r) break;
       res.push(r);
       log(
-        `memorystall rep ${i + 1}: ${(r.ingestedBytes / MiB / (r.ms / 1000)).toFixed(1)} MiB/s, slowest put ${r.slowestPutMs.toFixed(0)} ms, drain ${(r.drainMs / 1000).toFixed(1)} s, flush failures ${r.flushFailures}, compaction ${JSON.stringify(r.compaction)}`,
+        `memorystall rep ${i + 1}: ${(r.ingestedBytes / MiB / (r.ms / 1000)).toFixed(1)} MiB/s${r.timedOut ? ' (TIMED OUT)' : ''}, slowest put ${r.slowestPutMs.toFixed(0)} ms, drain ${(r.drainMs / 1000).toFixed(1)} s, flush failures ${r.flushFailures}, compaction ${JSON.stringify(r.compaction)}`,
       );
     }
     if (!res.length) return;
     const rates = res.map((r) => r.ingestedBytes / MiB / (r.ms / 1000));
     record('memorystall_ingest_mibps', 'memwal_8w', rates, 'MiB/s');
+    record('memorystall_timed_out_reps', 'memwal_8w', [res.filter((r) => r.timedOut).length], 'reps');
     record(
       'memorystall_slowest_put_ms',
       'memwal_8w',
@@ -998,8 +1003,9 @@ const CASE_RUNNERS = {
       'ms',
     );
     details.memorystall = res.map(
-      ({ ms, slowestPutMs, drainMs, flushes, flushFailures, backpressureWaits, closeMs, destroyMs, compaction }) => ({
+      ({ ms, timedOut, slowestPutMs, drainMs, flushes, flushFailures, backpressureWaits, closeMs, destroyMs, compaction }) => ({
         ms,
+        timedOut,
         slowestPutMs,
         drainMs,
         flushes,
@@ -1255,6 +1261,9 @@ function computeRatios() {
   }
   const stall = cases.memorystall_ingest_mibps?.memwal_8w;
   if (stall) r.memorystall_slowest_vs_fastest = stall.min / stall.max;
+  // Reps that hit their time limit (a stall), out of those run.
+  const stalled = cases.memorystall_timed_out_reps?.memwal_8w;
+  if (stalled && stall) r.memorystall_timed_out_reps = stalled.median;
   const mem = cases.memory_ingest_mibps?.memwal_8w;
   if (mem && mem.reps > 1) r.memory_slowest_vs_fastest = mem.min / mem.max;
   return r;
