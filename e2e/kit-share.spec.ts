@@ -1,4 +1,4 @@
-// memwal/playwright with tabs: 'share' (SPEC §10): every tab's open goes through the kit, so the
+// memwal/playwright with tabs: 'share' (README, "Many tabs"): every tab's open goes through the kit, so the
 // leader's worker is the kit's, its faults apply, and crash() hands the store to the other tab,
 // whose new worker is the kit's too. Skips until openMemWal knows `tabs` (the multi-tab branch).
 

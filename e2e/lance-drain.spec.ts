@@ -1,4 +1,4 @@
-// Scale-out end to end (SPEC §12, issue 13 "Done when"): a browser store, a Node store and a
+// Scale-out end to end (docs/scale-out.md): a browser store, a Node store and a
 // Durable Object store drain into ONE Lance dataset through the example Lance server while they
 // write — the page's store through its main-thread client (worker, OPFS) with fetch and CORS,
 // the Durable Object through the example Worker in real workerd, the Node store from this

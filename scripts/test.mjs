@@ -1,6 +1,7 @@
-// `npm test`: format and lint check (Biome), typecheck, unit tests (vitest), browser e2e (Playwright: memwal's
-// e2e/ and the example app's suite on memwal/playwright), then one closing line
-// `memwal: N passed, N failed` that counts both runners. Exits non-zero on any failure.
+// `npm test`: format and lint check (Biome), typecheck, unit tests (vitest, the packed tarball's contents included),
+// browser e2e (Playwright: memwal's e2e/, the example app's suite on memwal/playwright, and the todo app on the
+// packed tarball, scripts/example.mjs), then one closing line `memwal: N passed, N failed` that counts every runner.
+// Exits non-zero on any failure.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,8 +34,13 @@ if (existsSync(vitestJson)) {
 
 /** Run a Playwright suite (`args` after `playwright test`) and count its results. */
 function playwright(name, args) {
+  counted(name, 'npx', ['playwright', 'test', ...args]);
+}
+
+/** Run `cmd args --reporter=list,json` (a Playwright run) and count the results of its JSON report. */
+function counted(name, cmd, args) {
   const pwJson = join(out, `playwright-${name}.json`);
-  const pwStatus = run('npx', ['playwright', 'test', ...args, '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
+  const pwStatus = run(cmd, [...args, '--reporter=list,json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: pwJson, CI: '1' });
   if (existsSync(pwJson)) {
     const s = JSON.parse(readFileSync(pwJson, 'utf8')).stats;
     passed += s.expected;
@@ -51,6 +57,10 @@ if (process.env.MEMWAL_SKIP_E2E !== '1') {
   console.log('== example app on memwal/playwright (examples/kit-demo)');
   if (run('npx', ['tsc', '-p', 'examples/kit-demo/tsconfig.json']) !== 0) failed += 1;
   playwright('kit-demo', ['-c', 'examples/kit-demo/playwright.config.ts']);
+  // Packs memwal (reusing the tarball the unit tests packed: cached by content), installs it into
+  // examples/todo, typechecks and builds the app, and runs its suite on the production build.
+  console.log('== example app on the packed tarball (examples/todo)');
+  counted('todo', 'node', ['scripts/example.mjs']);
 }
 
 console.log(`memwal: ${passed} passed, ${failed} failed, ${skipped} skipped`);

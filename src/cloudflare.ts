@@ -1,5 +1,5 @@
 // memwal/cloudflare: the Cloudflare Workers entry point. DurableObjectStorageAdapter keeps stores
-// in a SQLite-backed Durable Object's storage (SPEC §5, "Durable Objects"). Imports no
+// in a SQLite-backed Durable Object's storage (docs/format.md). Imports no
 // `cloudflare:*` module: the storage it needs is typed structurally.
 
 import type { MemWalOptions } from './options.js';

@@ -1,5 +1,5 @@
 // memwal/deno: the Deno entry point. DenoFileStorage keeps stores in local files with the same
-// protocol and layout as memwal/node (SPEC §5, "Node/Deno files"). Deno 2+ only.
+// protocol and layout as memwal/node (docs/format.md). Deno 2+ only.
 
 import { FileStorage } from './storage/fs.js';
 import type { FileStorageOptions } from './storage/fs.js';

@@ -8,6 +8,9 @@
  * `BackpressureTimeout`, `Locked`.
  * Outcome unknown (the data may or may not be durable): `IOError`, `QuotaExceeded`, `Fenced`,
  * and `Closed` when it ends a put that was already admitted.
+ * `LeaderChanged` (`openMemWal({ tabs: 'share' })` only): the tab hosting the store went away
+ * while the call was with it. Like `Closed`: not written when the leader had not accepted the
+ * call (the message says so), outcome unknown for a put it had accepted.
  * Store state: `Corruption` (open found an invalid WAL entry that is not a torn tail),
  * `Truncated` (`tail` asked for entries already removed by retention).
  */
@@ -22,7 +25,8 @@ export type MemWalErrorCode =
   | 'IOError'
   | 'QuotaExceeded'
   | 'Corruption'
-  | 'Truncated';
+  | 'Truncated'
+  | 'LeaderChanged';
 
 const CODES: ReadonlySet<string> = new Set<MemWalErrorCode>([
   'InvalidArgument',
@@ -36,6 +40,7 @@ const CODES: ReadonlySet<string> = new Set<MemWalErrorCode>([
   'QuotaExceeded',
   'Corruption',
   'Truncated',
+  'LeaderChanged',
 ]);
 
 /** The single error class of memwal. `code` survives the worker boundary with `message`. */

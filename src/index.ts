@@ -1,7 +1,40 @@
 // memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
 
 export { MemWal, type OpenHooks } from './core/memwal.js';
-export { openMemWal, MemWalClient, type OpenMemWalOptions, type WorkerLike } from './rpc/client.js';
+export { openMemWal, MemWalClient, type OpenMemWalOptions, type TypedOpenMemWalOptions, type WorkerLike } from './rpc/client.js';
+export { destroyMemWal, type DestroyMemWalOptions } from './rpc/destroy.js';
+export {
+  defineSchema,
+  int8,
+  int16,
+  int32,
+  int64,
+  uint8,
+  uint16,
+  uint32,
+  uint64,
+  float32,
+  float64,
+  bool,
+  utf8,
+  largeUtf8,
+  binary,
+  largeBinary,
+  fixedSizeBinary,
+  dateDay,
+  dateMillisecond,
+  timestamp,
+  type Column,
+  type Columns,
+  type InputRow,
+  type OutputRow,
+  type TypedSchema,
+  type RowTypes,
+  type UntypedRows,
+  type RowsOf,
+  type ColumnName,
+  type SchemaColumn,
+} from './define-schema.js';
 export { MemWalError, isMemWalError, type MemWalErrorCode } from './errors.js';
 export { MemoryStorage, sharedMemoryStorage } from './storage/memory.js';
 export type {
@@ -22,6 +55,7 @@ export type {
   PutResult,
   WalEntry,
   WriterState,
+  Role,
 } from './core/stats.js';
 export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, Logger, StorageOption } from './options.js';
 export {

@@ -1,4 +1,4 @@
-// memwal/lance: the Node entry point for draining memwal stores into a Lance dataset (SPEC §12,
+// memwal/lance: the Node entry point for draining memwal stores into a Lance dataset (docs/scale-out.md,
 // docs/scale-out.md). Needs @lancedb/lancedb 0.31.0 installed; nothing here is reachable from
 // `memwal`, whose `drain()` runs in every runtime.
 

@@ -1,4 +1,4 @@
-// memwal/node: the Node entry point. NodeFileStorage keeps stores in local files (SPEC §5,
+// memwal/node: the Node entry point. NodeFileStorage keeps stores in local files (docs/format.md,
 // "Node/Deno files"). Node 20+ only; the only entry point besides tests that imports node:*.
 
 import { resolve } from 'node:path';

@@ -48,7 +48,7 @@ export interface MemWalOptions {
    * `'opfs'` where sync access handles exist, else `'indexeddb'`.
    */
   storage?: StorageOption;
-  /** `false`: WAL-only mode, a durable queue without memtables (SPEC §4.9). Default true. */
+  /** `false`: WAL-only mode, a durable queue without memtables (docs/impl.md §4). Default true. */
   enableMemtable?: boolean;
   /** Default true: a put resolves only once its WAL entry is durable. */
   durableWrite?: boolean;
@@ -95,7 +95,7 @@ export interface MemWalOptions {
   maxPendingCompactionBytes?: number;
   /**
    * What open does when the store's recorded schema cannot evolve into `schema` (added nullable
-   * columns and dropped non-key columns can; docs/impl.md §11): `'throw'` (default) rejects
+   * columns and dropped non-key columns can; docs/impl.md §12): `'throw'` (default) rejects
    * `InvalidArgument` naming the column and the rule; `'reset'` destroys the store and creates it
    * anew with `schema`, warning through `logger` — every row of the old store is gone.
    */

@@ -1,4 +1,4 @@
-// memwal/playwright: a Playwright test kit for apps built on memwal (SPEC §11, docs/testing.md).
+// memwal/playwright: a Playwright test kit for apps built on memwal (docs/testing.md).
 // Node (the Playwright test process); needs @playwright/test. Re-exports only.
 
 export { test, expect, type MemWalFixtures } from './playwright/fixture.js';

@@ -1,4 +1,4 @@
-// SPEC §3 / issue 6 item 4: `memwal` and `memwal/worker` bundle for the browser without any
+// `memwal` and `memwal/worker` bundle for the browser without any
 // runtime module (`node:*`, `cloudflare:*`, the `Deno` global), and `memwal/cloudflare` bundles
 // for workerd without `node:*` (it types Durable Object storage structurally, so it needs no
 // `cloudflare:*` module either).

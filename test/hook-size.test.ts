@@ -1,4 +1,4 @@
-// SPEC §11: memwal/playwright's page-side hook costs nothing in a production build unless its
+// docs/testing.md: memwal/playwright's page-side hook costs nothing in a production build unless its
 // init script runs. Builds test/hook-size (a small app) with Vite twice, with the hook and with
 // src/rpc/test-hook.ts replaced by a module that always answers "no hook", and compares the
 // gzipped main chunks (limit 2 kB).

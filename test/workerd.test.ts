@@ -1,6 +1,6 @@
 // memwal in real workerd (Cloudflare's runtime, from npm): the adapter conformance cases inside a
 // SQLite-backed Durable Object. The example Worker (SIGKILL, metrics, memory) is in
-// test/examples.test.ts; here it drains into the example Lance server (SPEC §12). Each test
+// test/examples.test.ts; here it drains into the example Lance server (docs/scale-out.md). Each test
 // starts and kills workerd.
 
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -61,7 +61,7 @@ describe('DurableObjectStorageAdapter conformance inside workerd', () => {
   }
 });
 
-describe('scale-out: a Durable Object store and a Node store drain into one Lance dataset (SPEC §12)', () => {
+describe('scale-out: a Durable Object store and a Node store drain into one Lance dataset (docs/scale-out.md)', () => {
   /** The example's schema (examples/cloudflare/api.ts). */
   const doSchema = new Schema([
     new Field('id', new Int64(), false),

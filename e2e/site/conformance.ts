@@ -2,7 +2,7 @@
 // access handles exist) and exposes them to Playwright as `window.harness`.
 
 import * as Comlink from 'comlink';
-import type { Harness, Layout, StealResult, VersionChangeResult } from './protocol.js';
+import type { Harness, Layout, StaleWriterResult, StealResult, VersionChangeResult } from './protocol.js';
 import type { StorageWorkerApi } from './storage.worker.js';
 
 interface StorageWorker {
@@ -72,6 +72,65 @@ async function stealAcrossWorkers(layout: Layout): Promise<StealResult> {
   }
 }
 
+/**
+ * Worker A writes with its lock loss held back, so it keeps writing after worker B stole its lock:
+ * it creates a segment between B's open and B's claim, then tries every mutation after the
+ * claim. B lists the WAL after its claim while A still holds its handles; the page lets A learn
+ * of the loss 300 ms later, and B reads what A left.
+ */
+async function staleWriter(layout: Layout): Promise<StaleWriterResult> {
+  const store = storeName('stale');
+  const a = spawn();
+  const b = spawn();
+  try {
+    // On the workers' own threads: the held-back lock loss is in this worker's navigator.locks.
+    await a.api.inline();
+    await b.api.inline();
+    await a.api.holdLockLoss();
+    await a.api.open(layout, store, { timeoutMs: 0 });
+    await a.api.commit(layout, 0, 1);
+    await a.api.tableWrite('1-1-1.arrow', 24, 5);
+    const stealOpen = await b.api.open(layout, store, { steal: true });
+    const appendInWindow = await a.api.append('1-1', 0, 100, 1);
+    const newWriterClaim = await b.api.commit(layout, 1, 2);
+    const appendAfterClaim = await a.api.append('1-1', 100, 50, 2);
+    const newSegmentAfterClaim = await a.api.append('1-151', 0, 10, 3);
+    const truncate = await a.api.truncate('1-1', 0);
+    const removeSegment = await a.api.removeSegment('1-1');
+    const tableWrite = await a.api.tableWrite('1-1-2.arrow', 8, 4);
+    const tableRemove = await a.api.tableRemove('1-1-1.arrow');
+    const commitAtCurrentVersion = await a.api.commit(layout, 2, 1);
+    const listing = b.api.segments();
+    await sleep(300);
+    await a.api.releaseLockLoss();
+    const segmentsSeenByNewWriter = await listing;
+    const tablesSeenByNewWriter = await b.api.tableList();
+    const manifestSeenByNewWriter = await b.api.manifest();
+    const oldWriterLostReason = await a.api.lostReason();
+    await b.api.release();
+    await b.api.destroy(layout, store);
+    return {
+      stealOpen,
+      appendInWindow,
+      newWriterClaim,
+      appendAfterClaim,
+      newSegmentAfterClaim,
+      truncate,
+      removeSegment,
+      tableWrite,
+      tableRemove,
+      commitAtCurrentVersion,
+      segmentsSeenByNewWriter,
+      tablesSeenByNewWriter,
+      manifestSeenByNewWriter,
+      oldWriterLostReason,
+    };
+  } finally {
+    a.terminate();
+    b.terminate();
+  }
+}
+
 /** A writer in a worker; the page deletes the "memwal" IndexedDB database under it. */
 function databaseDeletedUnderWriter(layout: Layout): Promise<VersionChangeResult> {
   return withWorker(async (w) => {
@@ -95,9 +154,10 @@ function databaseDeletedUnderWriter(layout: Layout): Promise<VersionChangeResult
 }
 
 const harness: Harness = {
-  conformance: (layout) => withWorker((w) => w.conformance(layout)),
+  conformance: (layout, ioWorker) => withWorker((w) => w.conformance(layout, ioWorker)),
   quota: (layout) => withWorker((w) => w.quota(layout)),
   stealAcrossWorkers,
+  staleWriter,
   databaseDeletedUnderWriter,
 };
 

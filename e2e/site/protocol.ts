@@ -47,6 +47,31 @@ export interface StealResult {
   segmentsAfterTerminate: Outcome<[string, number][]>;
 }
 
+/**
+ * A stale writer that has not yet learnt that its lock was stolen (its lock loss held back) keeps
+ * calling while a newer writer claims: what each of its calls did, and what the newer one sees.
+ */
+export interface StaleWriterResult {
+  stealOpen: Outcome;
+  /** The old writer creates segment 1-1 after the new writer opened, before it claimed. */
+  appendInWindow: Outcome;
+  newWriterClaim: Outcome;
+  /** After the claim: an append to the segment it holds (lands and is replayed, or Fenced). */
+  appendAfterClaim: Outcome;
+  /** After the claim, every other mutation of the old writer. */
+  newSegmentAfterClaim: Outcome;
+  truncate: Outcome;
+  removeSegment: Outcome;
+  tableWrite: Outcome;
+  tableRemove: Outcome;
+  commitAtCurrentVersion: Outcome;
+  /** What the new writer lists and reads after the claim (it waits for the old writer's handles). */
+  segmentsSeenByNewWriter: Outcome<[string, number[]][]>;
+  tablesSeenByNewWriter: Outcome<string[]>;
+  manifestSeenByNewWriter: Outcome<[number, number] | undefined>;
+  oldWriterLostReason: string | undefined;
+}
+
 /** What a writer saw when another context deleted the "memwal" database under it. */
 export interface VersionChangeResult {
   lostReason: string | undefined;
@@ -56,8 +81,10 @@ export interface VersionChangeResult {
 
 /** `window.harness` of conformance.html: every call uses fresh dedicated module workers. */
 export interface Harness {
-  conformance(layout: Layout): Promise<CaseResult[]>;
+  /** Every conformance case; `ioWorker` false: the adapter itself on the worker's thread. */
+  conformance(layout: Layout, ioWorker: boolean): Promise<CaseResult[]>;
   quota(layout: Layout): Promise<QuotaResult>;
   stealAcrossWorkers(layout: Layout): Promise<StealResult>;
+  staleWriter(layout: Layout): Promise<StaleWriterResult>;
   databaseDeletedUnderWriter(layout: Layout): Promise<VersionChangeResult>;
 }

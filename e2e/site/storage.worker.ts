@@ -4,7 +4,7 @@
 import * as Comlink from 'comlink';
 import { MemWalError } from '../../src/errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../../src/manifest/manifest.js';
-import type { LockOptions, StoreHandle } from '../../src/storage/adapter.js';
+import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage/adapter.js';
 import { resolveBrowserStorage } from '../../src/storage/browser.js';
 import { conformanceCases } from '../../src/testing/conformance.js';
 import type { CaseResult, Layout, Outcome, QuotaResult } from './protocol.js';
@@ -40,11 +40,37 @@ function pattern(length: number, seed: number): Uint8Array {
 
 let handle: StoreHandle | undefined;
 let lostReason: string | undefined;
+/** Whether this worker's adapters run on its own thread (`inline()`) or in their I/O worker (the default). */
+let ioWorker = true;
+
+/** This worker's adapter for `layout`. */
+const adapterFor = (layout: Layout): StorageAdapter => resolveBrowserStorage(layout, { ioWorker });
+
+/**
+ * While set, this worker learns that its Web Lock was stolen only when the page releases it:
+ * the rejection that tells a holder of the steal is held back, as for a writer whose thread is
+ * busy or frozen. Its other calls run normally, so it keeps writing as a stale writer would.
+ */
+let heldLockLoss: { released: Promise<void>; release: () => void } | undefined;
+const locks = navigator.locks;
+const request = locks.request.bind(locks) as (...args: unknown[]) => Promise<unknown>;
+(locks as unknown as { request: (...args: unknown[]) => Promise<unknown> }).request = (...args) =>
+  request(...args).catch(async (e: unknown) => {
+    if (heldLockLoss && (e as Error)?.name === 'AbortError') await heldLockLoss.released;
+    throw e;
+  });
 
 const api = {
-  async conformance(layout: Layout): Promise<CaseResult[]> {
+  /** From now on this worker's adapters run on its own thread: OpfsStorage or IndexedDbStorage themselves. */
+  inline(): void {
+    ioWorker = false;
+  },
+
+  /** Every conformance case, through the I/O worker (`ioWorker`, the default) or on this thread. */
+  async conformance(layout: Layout, viaIoWorker = true): Promise<CaseResult[]> {
+    ioWorker = viaIoWorker;
     const results: CaseResult[] = [];
-    for (const c of conformanceCases(() => resolveBrowserStorage(layout))) {
+    for (const c of conformanceCases(() => adapterFor(layout))) {
       try {
         await c.run();
         results.push({ layout, name: c.name, ok: true });
@@ -58,7 +84,7 @@ const api = {
 
   /** 4 MiB WAL appends until one fails; then, with the segment removed, 4 MiB table files until one fails. */
   async quota(layout: Layout): Promise<QuotaResult> {
-    const adapter = resolveBrowserStorage(layout);
+    const adapter = adapterFor(layout);
     const store = `quota-${layout}-${Math.random().toString(36).slice(2, 10)}`;
     const h = await adapter.openStore(store, { timeoutMs: 0 });
     const chunk = randomBytes(4 * MiB);
@@ -95,13 +121,64 @@ const api = {
   /** Opens `store` into this worker's one handle, remembering the reason it is later lost. */
   open(layout: Layout, store: string, options: Pick<LockOptions, 'timeoutMs' | 'steal'>): Promise<Outcome> {
     return attempt(async () => {
-      handle = await resolveBrowserStorage(layout).openStore(store, { ...options, onLost: (r) => (lostReason = r) });
+      handle = await adapterFor(layout).openStore(store, { ...options, onLost: (r) => (lostReason = r) });
       return undefined;
     });
   },
 
   lostReason(): string | undefined {
     return lostReason;
+  },
+
+  /** From now on, hold back the news that this worker's lock was stolen (see heldLockLoss). */
+  holdLockLoss(): void {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    heldLockLoss = { released, release };
+  },
+
+  /** Deliver any held-back lock loss now. */
+  releaseLockLoss(): void {
+    heldLockLoss?.release();
+    heldLockLoss = undefined;
+  },
+
+  truncate(segment: string, length: number): Promise<Outcome> {
+    return attempt(() => handle!.walTruncate(segment, length));
+  },
+
+  removeSegment(segment: string): Promise<Outcome> {
+    return attempt(() => handle!.walRemove(segment));
+  },
+
+  /** Writes table file `name` of `length` pattern bytes. */
+  tableWrite(name: string, length: number, seed: number): Promise<Outcome> {
+    return attempt(() => handle!.tableWrite(name, [pattern(length, seed)]));
+  },
+
+  tableRemove(name: string): Promise<Outcome> {
+    return attempt(() => handle!.tableRemove(name));
+  },
+
+  tableList(): Promise<Outcome<string[]>> {
+    return attempt(async () => (await handle!.tableList()).sort());
+  },
+
+  /** The manifest's writer epoch and version, as `[epoch, version]`. */
+  manifest(): Promise<Outcome<[number, number] | undefined>> {
+    return attempt(async () => {
+      const m = await handle!.manifestLoad();
+      return m ? [m.writerEpoch, m.version] : undefined;
+    });
+  },
+
+  /** Every WAL segment listed now, with its bytes as numbers (small segments only). */
+  segments(): Promise<Outcome<[string, number[]][]>> {
+    return attempt(async () => {
+      const out: [string, number[]][] = [];
+      for (const s of await handle!.walList()) out.push([s.name, [...(await handle!.walRead(s.name))]]);
+      return out.sort(([a], [b]) => (a < b ? -1 : 1));
+    });
   },
 
   /** Commits a minimal manifest of `epoch`, version `expectedVersion + 1`. */
@@ -142,7 +219,7 @@ const api = {
   },
 
   destroy(layout: Layout, store: string): Promise<Outcome> {
-    return attempt(() => resolveBrowserStorage(layout).destroyStore(store));
+    return attempt(() => adapterFor(layout).destroyStore(store));
   },
 
   /** The pattern `append(…, length, seed)` writes, for comparisons in the page. */

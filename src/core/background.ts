@@ -6,7 +6,7 @@
 import { MemWalError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import { backoffMs, sleep } from '../util/schedule.js';
-import { type CompactionPlan, type Compactor, compactionBehind, planCompaction } from './compaction.js';
+import { type CompactionPlan, type CompactionPolicy, type Compactor, compactionBehind, planCompaction } from './compaction.js';
 import type { Flusher } from './flusher.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ManifestLog } from './manifest-log.js';
@@ -34,6 +34,7 @@ export class BackgroundLoop {
     private readonly compactor: Compactor,
     private readonly log: ManifestLog,
     private readonly keyed: boolean,
+    private readonly policy: CompactionPolicy,
   ) {
     life.onTerminal(() => this.stop.abort());
   }
@@ -106,7 +107,7 @@ export class BackgroundLoop {
   private plan(force: boolean): CompactionPlan | undefined {
     const held = new Set<number>();
     for (const f of this.tier.frozen) held.add(f.generation);
-    return planCompaction(this.log.manifest, this.keyed, held, force);
+    return planCompaction(this.log.manifest, this.keyed, held, force, this.policy);
   }
 
   private async flushLane(): Promise<void> {
@@ -128,7 +129,10 @@ export class BackgroundLoop {
         // 4. Compaction is behind (too many level-0 files or pending bytes): wait for it, so that
         //    reads stay bounded; puts feel it through the budget (cause 'compaction'). A close
         //    flushes anyway: the data must reach a table file.
-        if (!this.life.stopping && compactionBehind(this.log.manifest, this.pendingBytes(), this.o.maxPendingCompactionBytes)) {
+        if (
+          !this.life.stopping &&
+          compactionBehind(this.log.manifest, this.pendingBytes(), this.o.maxPendingCompactionBytes, this.policy)
+        ) {
           if (!this.stalled) this.compactor.noteStall();
           this.stalled = true;
           this.kickCompaction();

@@ -1,5 +1,5 @@
 // Backpressure: the admission ladder (the one place a put may wait for room) and the
-// BackpressureStats it keeps, with the active-waiter guard of the seed PR (SPEC §4.5-4.6).
+// BackpressureStats it keeps, with the active-waiter guard of the seed PR (docs/impl.md §5–6).
 
 import { MemWalError } from '../errors.js';
 import type { Logger } from '../options.js';

@@ -1,4 +1,4 @@
-// Compaction (SPEC §8, docs/impl.md §3b): the policy that picks table files to merge, and the job
+// Compaction (docs/impl.md §3, "Compaction"): the policy that picks table files to merge, and the job
 // that merges them into level 1 and swaps inputs for outputs in one manifest commit. Never on the
 // put path; never moves the replay cursor; outputs are orphans until the commit; inputs are
 // deleted only after the commit is known and no reader holds them.
@@ -23,13 +23,30 @@ export const L0_STOP_TRIGGER = 12;
 /**
  * Level-0 bytes, as a fraction of the level-1 bytes they overlap, that trigger a compaction: under
  * uniform overwrite level 0 holds stale versions of level-1 rows, so this bounds space
- * amplification near 1 + 0.3 (docs/impl.md §3b has the measurement behind it).
+ * amplification near 1 + 0.3 (docs/impl.md §3, "Compaction", has the measurement behind it).
  */
 export const SPACE_AMP_TRIGGER = 0.3;
 /** Level-1 files of keyed stores are cut at about this size (so compaction rewrites ranges, not everything). */
 export const KEYED_OUTPUT_BYTES = 8 * MiB;
 /** Append-only compaction concatenates level-0 files into files of about this size. */
 export const APPEND_ONLY_OUTPUT_BYTES = 64 * MiB;
+
+/** The compaction policy's numbers (docs/impl.md §3, "Compaction", says how the defaults were chosen). */
+export interface CompactionPolicy {
+  level0Trigger: number;
+  level0Stop: number;
+  spaceAmpTrigger: number;
+  keyedOutputBytes: number;
+  appendOnlyOutputBytes: number;
+}
+
+export const DEFAULT_COMPACTION_POLICY: CompactionPolicy = {
+  level0Trigger: L0_COMPACTION_TRIGGER,
+  level0Stop: L0_STOP_TRIGGER,
+  spaceAmpTrigger: SPACE_AMP_TRIGGER,
+  keyedOutputBytes: KEYED_OUTPUT_BYTES,
+  appendOnlyOutputBytes: APPEND_ONLY_OUTPUT_BYTES,
+};
 
 /** The files one compaction merges. */
 export interface CompactionPlan {
@@ -49,7 +66,13 @@ const sumBytes = (ts: readonly TableFileEntry[]): number => ts.reduce((n, t) => 
  * compaction must not take (a reader would see their rows twice). `force`: every level-0 file
  * (`compact()`), whatever the triggers say.
  */
-export function planCompaction(m: Manifest, keyed: boolean, held: ReadonlySet<number>, force: boolean): CompactionPlan | undefined {
+export function planCompaction(
+  m: Manifest,
+  keyed: boolean,
+  held: ReadonlySet<number>,
+  force: boolean,
+  policy: CompactionPolicy = DEFAULT_COMPACTION_POLICY,
+): CompactionPlan | undefined {
   const level0 = m.tables.filter((t) => levelOf(t) === 0).sort((a, b) => a.generation - b.generation);
   const level1 = m.tables.filter((t) => levelOf(t) >= 1);
   const l0: TableFileEntry[] = [];
@@ -59,7 +82,7 @@ export function planCompaction(m: Manifest, keyed: boolean, held: ReadonlySet<nu
   }
   if (l0.length === 0) return undefined;
   if (!keyed) {
-    if (!force && level0.length < L0_COMPACTION_TRIGGER) return undefined;
+    if (!force && level0.length < policy.level0Trigger) return undefined;
     // Rows stay in generation order: merge the oldest run of consecutive files (any level) that
     // fits the output size; files still held in memory are never taken.
     const files = m.tables
@@ -69,7 +92,7 @@ export function planCompaction(m: Manifest, keyed: boolean, held: ReadonlySet<nu
     for (let i = 0; i < files.length; i++) {
       const run: TableFileEntry[] = [];
       for (let j = i; j < files.length && generationsOf(files[j]!).max < limit; j++) {
-        if (run.length > 0 && sumBytes(run) + files[j]!.bytes > APPEND_ONLY_OUTPUT_BYTES) break;
+        if (run.length > 0 && sumBytes(run) + files[j]!.bytes > policy.appendOnlyOutputBytes) break;
         run.push(files[j]!);
       }
       if (run.length >= 2) {
@@ -92,7 +115,7 @@ export function planCompaction(m: Manifest, keyed: boolean, held: ReadonlySet<nu
     .sort((a, b) => (a.minKey! < b.minKey! ? -1 : 1));
   const l0Bytes = sumBytes(l0);
   const l1Bytes = sumBytes(l1);
-  const due = force || level0.length >= L0_COMPACTION_TRIGGER || l0Bytes >= SPACE_AMP_TRIGGER * l1Bytes;
+  const due = force || level0.length >= policy.level0Trigger || l0Bytes >= policy.spaceAmpTrigger * l1Bytes;
   if (!due) return undefined;
   // The oldest level-0 file overlapping nothing moves down without a rewrite.
   if (l1.length === 0 && l0.length === 1) return { l0, l1: [], move: true, bytes: 0 };
@@ -100,10 +123,15 @@ export function planCompaction(m: Manifest, keyed: boolean, held: ReadonlySet<nu
 }
 
 /** Whether flushes must wait for compaction: too many level-0 files, or too many pending bytes. */
-export function compactionBehind(m: Manifest, pendingBytes: number, maxPendingBytes: number): boolean {
+export function compactionBehind(
+  m: Manifest,
+  pendingBytes: number,
+  maxPendingBytes: number,
+  policy: CompactionPolicy = DEFAULT_COMPACTION_POLICY,
+): boolean {
   let level0 = 0;
   for (const t of m.tables) if (levelOf(t) === 0) level0++;
-  return level0 >= L0_STOP_TRIGGER || pendingBytes > maxPendingBytes;
+  return level0 >= policy.level0Stop || pendingBytes > maxPendingBytes;
 }
 
 /** What a compaction job ended with. */
@@ -122,6 +150,7 @@ export class Compactor {
   constructor(
     private readonly o: ResolvedOptions,
     private readonly keyed: boolean,
+    private readonly policy: CompactionPolicy,
     private readonly jobs: BackgroundJobs,
     private readonly handle: StoreHandle,
     private readonly life: Lifecycle,
@@ -167,7 +196,7 @@ export class Compactor {
         level0: plan.l0.length,
         minGeneration,
         maxGeneration,
-        targetBytes: this.keyed ? KEYED_OUTPUT_BYTES : APPEND_ONLY_OUTPUT_BYTES,
+        targetBytes: this.keyed ? this.policy.keyedOutputBytes : this.policy.appendOnlyOutputBytes,
       };
       this.cache.pin(inputs.map((t) => t.name));
       try {

@@ -1,4 +1,4 @@
-// The flush of one frozen memtable (SPEC §4.3): its newest row per key sorted into a table file of
+// The flush of one frozen memtable (docs/impl.md §3): its newest row per key sorted into a table file of
 // format 2 (blocks, index, Bloom filter), made durable, committed by a manifest edit, published.
 // Never deletes a file that a commit of unknown outcome may name: such a commit is resolved by
 // content before the next attempt (docs/impl.md, "Manifest commits").
@@ -111,7 +111,7 @@ export class Flusher {
     this.stage = `generation ${m.generation} attempt ${m.flushAttempts}: ${s}`;
   }
 
-  /** The synchronous publish step of a committed flush (SPEC §4.4). */
+  /** The synchronous publish step of a committed flush (docs/impl.md §4). */
   private publish(m: MemTable, entry: TableFileEntry, start: number): void {
     m.pendingTable = undefined;
     this.tier.committed(m);

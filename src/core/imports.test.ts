@@ -1,4 +1,4 @@
-// The core is runtime-agnostic (SPEC §1): no DOM, Worker or node:* module anywhere in it, and
+// The core is runtime-agnostic (README): no DOM, Worker or node:* module anywhere in it, and
 // nothing reachable from the `memwal` entry point imports node:*.
 
 import { readFileSync, readdirSync } from 'node:fs';

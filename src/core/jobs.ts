@@ -1,4 +1,4 @@
-// Background jobs behind one seam (docs/impl.md §10): building the table file of a frozen memtable
+// Background jobs behind one seam (docs/impl.md §11): building the table file of a frozen memtable
 // and the outputs of a compaction — the CPU-heavy work (sorting, encoding, CRCs, merging). The
 // inline implementation runs them on the engine's thread (Node, Deno, workerd); a browser store
 // runs them in its I/O worker (storage/remote.ts). Either way the engine writes and commits.

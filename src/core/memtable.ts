@@ -1,5 +1,5 @@
 // A memtable: Arrow record batches in insert order, their encoded keys, a key index over the
-// visible prefix, and a slice-aware byte estimate (SPEC §2, §4.2).
+// visible prefix, and a slice-aware byte estimate .
 
 import type { RecordBatch } from 'apache-arrow';
 import type { TableFileEntry } from '../manifest/manifest.js';

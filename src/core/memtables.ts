@@ -107,7 +107,7 @@ export class MemtableTier implements Tier {
     return this.frozen.find((f) => f.state === 'frozen');
   }
 
-  /** A flush committed (sync, SPEC §4.4): out of the budget now, out of the read view after grace. */
+  /** A flush committed (sync, docs/impl.md §4): out of the budget now, out of the read view after grace. */
   committed(m: MemTable): void {
     this.committedGeneration = m.generation;
     m.state = 'committed';
@@ -122,6 +122,20 @@ export class MemtableTier implements Tier {
     }
     this.bp.wake();
     this.life.progress.notify();
+  }
+
+  /** The invariants of the file header, checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    for (let i = 1; i < this.frozen.length; i++) {
+      if (this.frozen[i]!.generation <= this.frozen[i - 1]!.generation) throw new Error('frozen memtables out of generation order');
+    }
+    const last = this.frozen[this.frozen.length - 1];
+    if (last && last.generation >= this.active.generation)
+      throw new Error(`frozen generation ${last.generation} >= active ${this.active.generation}`);
+    for (const m of [...this.frozen, this.active]) {
+      if (m.visibleBatches > m.batches.length || m.durableBatches > m.batches.length)
+        throw new Error(`memtable ${m.generation}: a prefix beyond its batches`);
+    }
   }
 
   retainedFrom(m: Manifest): number {

@@ -645,3 +645,23 @@ describe('errors', () => {
     await w.close();
   });
 });
+
+describe('invariants', () => {
+  it('hold after every step of a concurrent load with freezes, flushes and a non-durable mode', async () => {
+    for (const durableWrite of [true, false]) {
+      const w = await open(new MemoryStorage(), { maxMemtableRows: 37, durableWrite, maxWalBufferBytes: 4096 });
+      const pending: Promise<unknown>[] = [];
+      for (let i = 0; i < 200; i++) {
+        pending.push(w.put(rows(i * 3, 3)));
+        w.checkInvariants();
+        if (i % 17 === 0) await w.forceSealActive();
+        if (i % 5 === 0) await Promise.resolve();
+        w.checkInvariants();
+      }
+      await Promise.all(pending);
+      await w.sync();
+      w.checkInvariants();
+      await w.close();
+    }
+  });
+});

@@ -2,7 +2,7 @@
 // public API to the parts that do the work (LevelDB's DBImpl over log::Writer, Recover and
 // BackgroundCompaction). docs/impl.md §1 maps the parts; every await here is at a part's call.
 
-import type { RecordBatch, Table } from 'apache-arrow';
+import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arrow';
 import { MemWalError, toMemWalError } from '../errors.js';
 import { MANIFEST_FORMAT_VERSION, type Manifest, cloneManifest } from '../manifest/manifest.js';
@@ -13,7 +13,7 @@ import { resolveStorage } from '../storage/resolve.js';
 import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { BackgroundLoop } from './background.js';
 import { Backpressure } from './backpressure.js';
-import { Compactor } from './compaction.js';
+import { type CompactionPolicy, Compactor, DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import { InlineJobs } from './jobs.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from './keys.js';
@@ -46,6 +46,7 @@ import type {
 } from './stats.js';
 import { type Tier, WalOnlyTier } from './tier.js';
 import { type PendingEntry, WalWriter } from './wal-writer.js';
+import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
@@ -65,9 +66,11 @@ function isSchemaMismatch(e: MemWalError): boolean {
   return false;
 }
 
-/** Hooks for hosts (the worker) that must see state changes before `open` resolves. */
+/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
 export interface OpenHooks {
   onStateChange?: (s: WriterState) => void;
+  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
+  compactionPolicy?: Partial<CompactionPolicy>;
 }
 
 function zeroWriteStats(): WriteStats {
@@ -94,8 +97,9 @@ function zeroWriteStats(): WriteStats {
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
  * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
  */
-export class MemWal implements MemWalApi {
+export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   private readonly opts: ResolvedOptions;
+  private readonly policy: CompactionPolicy;
   private readonly schema: StoreSchema;
   private readonly adapter: StorageAdapter;
   private readonly keyEncoder: KeyEncoder | undefined;
@@ -127,6 +131,7 @@ export class MemWal implements MemWalApi {
     this.adapter = adapter;
     this.keyEncoder = schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined;
     this.life = new Lifecycle(opts.name, opts.logger, hooks.onStateChange);
+    this.policy = { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy };
     this.life.onTerminal(() => this.backpressure.wake());
     this.wal = new WalWriter(opts, schema.internal, this.life, this.writeStats_, {
       onDurable: (e) => this.onDurable(e),
@@ -151,6 +156,10 @@ export class MemWal implements MemWalApi {
    * key or mode, before anything is claimed), `NotSupported` (recorded layout unusable here),
    * `Locked`, `Corruption`, or the storage error.
    */
+  static open<S extends Schema, K extends SchemaColumn<S> = never>(
+    options: Omit<MemWalOptions, 'schema' | 'primaryKey'> & { schema: S; primaryKey?: K[] },
+    hooks?: OpenHooks,
+  ): Promise<MemWal<RowsOf<S, K>>>;
   static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {
     const opts = resolveOptions(options);
     const schema = makeStoreSchema(opts.schema, opts.primaryKey);
@@ -271,7 +280,7 @@ export class MemWal implements MemWalApi {
       const jobs =
         this.adapter.backgroundJobs?.(handle, this.schema, recordedVersions(m), m.schemaVersion ?? 1) ??
         new InlineJobs(this.schema, this.keyEncoder, (t) => cache.open(t));
-      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, jobs, handle, this.life, this.log, this.tableCache);
+      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, this.policy, jobs, handle, this.life, this.log, this.tableCache);
       this.flusher = new Flusher(
         opts,
         jobs,
@@ -295,6 +304,7 @@ export class MemWal implements MemWalApi {
         this.compactor,
         this.log,
         this.keyEncoder !== undefined,
+        this.policy,
       );
       this.reads = new ReadView(this.schema, this.keyEncoder, this.memtables, () => this.log.manifest.tables, this.tableCache);
     }
@@ -401,6 +411,17 @@ export class MemWal implements MemWalApi {
     return this.life.subscribe(listener);
   }
 
+  /** Always `'in-process'`: this writer runs here. */
+  role(): 'in-process' {
+    return 'in-process';
+  }
+
+  /** Checks the parts' invariants (docs/impl.md §1; cheap, for tests). Throws an Error naming a broken one. */
+  checkInvariants(): void {
+    this.wal.checkInvariants();
+    this.memtables?.checkInvariants();
+  }
+
   /** The writer's current state. */
   get writerState(): WriterState {
     return this.life.state;
@@ -430,7 +451,7 @@ export class MemWal implements MemWalApi {
    * or the writer was fenced after the rows were admitted), `Closed` from `abort()` after
    * admission. `signal` governs only the backpressure wait.
    */
-  async put(data: RecordBatch | Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     return this.write(toBatches(data, this.schema), opts.signal);
   }
@@ -439,7 +460,7 @@ export class MemWal implements MemWalApi {
    * Delete rows by primary key: writes tombstones that hide older versions in every tier.
    * `NotSupported` without a primary key or in WAL-only mode; otherwise as `put`.
    */
-  async delete(keys: Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     this.requireMemtable('delete');
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
@@ -550,6 +571,7 @@ export class MemWal implements MemWalApi {
    * The newest version of the row with this primary key, or undefined (absent or deleted).
    * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
    */
+  get(key: R['key']): Promise<R['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     this.requireMemtable('get');
@@ -561,7 +583,7 @@ export class MemWal implements MemWalApi {
    * order (deleted keys absent), without one every row in insertion order. `columns` projects.
    * `NotSupported` in WAL-only mode.
    */
-  async scan(opts: { columns?: string[] } = {}): Promise<Table> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
     this.life.throwIfUnusable();
     this.requireMemtable('scan');
     const batches: RecordBatch[] = [];
@@ -575,7 +597,9 @@ export class MemWal implements MemWalApi {
    * (one block per table file, plus a sorted copy of each memtable's index). `limit` caps the
    * total rows yielded.
    */
-  scanBatches(opts: { columns?: string[]; limit?: number } = {}): AsyncIterable<RecordBatch> {
+  scanBatches<C extends ColumnName<R> = ColumnName<R>>(
+    opts: { columns?: C[]; limit?: number } = {},
+  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     const writer = this;

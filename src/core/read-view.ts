@@ -1,4 +1,4 @@
-// Reads (SPEC §4.4, §8): a consistent capture of memtables and table files, `get` that reads at most
+// Reads (docs/impl.md §4): a consistent capture of memtables and table files, `get` that reads at most
 // one block per table file its key range and Bloom filter admit, and `scan`/`scanBatches` as a
 // k-way merge in key order (append-only: in insertion order) holding one block per source.
 // Invariant: a view is captured in one synchronous step (no hole, no double) and pins its files.

@@ -1,4 +1,4 @@
-// WAL retention and the consumer cursor (SPEC §4.9): segments wholly at or below the retention
+// WAL retention and the consumer cursor (docs/impl.md §4): segments wholly at or below the retention
 // cursor are removed; `markConsumed` moves the consumer cursor durably; `tail` reads durable
 // entries back. Invariant: no entry after `tier.retainedFrom(manifest)` is ever removed, and
 // retention never runs after the store handle is released (close waits for it).

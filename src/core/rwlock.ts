@@ -1,4 +1,4 @@
-// An async read/write lock for one JS thread, with reader preference (SPEC §4.6): stats reads
+// An async read/write lock for one JS thread, with reader preference (docs/impl.md §6): stats reads
 // take the read side and never queue behind a writer that is merely waiting. Runs in every runtime.
 
 /**

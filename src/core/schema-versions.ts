@@ -1,4 +1,4 @@
-// Schema evolution (docs/impl.md §11): which changes a store's schema may undergo (added nullable
+// Schema evolution (docs/impl.md §12): which changes a store's schema may undergo (added nullable
 // columns, dropped non-key columns), the versions the manifest records, and the projection of
 // data written in an older version onto the current one (added columns null, dropped ones gone).
 // Pure; any runtime.

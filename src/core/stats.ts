@@ -1,7 +1,8 @@
-// Stats shapes returned by the stats accessors (SPEC §4.6) and the public API interface that
+// Stats shapes returned by the stats accessors (docs/impl.md §6) and the public API interface that
 // MemWal (in-process) and MemWalClient (main thread) both implement.
 
 import type { RecordBatch, Table } from 'apache-arrow';
+import type { ColumnName, RowTypes, UntypedRows } from '../define-schema.js';
 
 /**
  * The memtable tier (MemTable mode only; WAL-only mode rejects with `NotSupported`).
@@ -189,17 +190,47 @@ export interface WalEntry {
 
 export type WriterState = 'waiting-for-lock' | 'open' | 'fenced' | 'poisoned' | 'closed';
 
-/** The API shared by `MemWal` (in-process) and `MemWalClient` (main thread, via a worker). */
-export interface MemWalApi {
-  put(data: RecordBatch | Table | Record<string, unknown>[], opts?: { signal?: AbortSignal }): Promise<PutResult>;
-  delete(keys: Table | Record<string, unknown>[], opts?: { signal?: AbortSignal }): Promise<PutResult>;
-  get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined>;
-  scan(opts?: { columns?: string[] }): Promise<Table>;
-  scanBatches(opts?: { columns?: string[]; limit?: number }): AsyncIterable<RecordBatch>;
+/**
+ * Where calls of a store are served: `'in-process'` (`MemWal`), `'leader'` (this tab's worker
+ * hosts the store: every `openMemWal` client of the default `tabs: 'exclusive'`, and the tab
+ * elected under `tabs: 'share'`) or `'follower'` (another tab's worker hosts it; calls are
+ * forwarded there).
+ */
+export type Role = 'leader' | 'follower' | 'in-process';
+
+/**
+ * The API shared by `MemWal` (in-process) and `MemWalClient` (main thread, via a worker). `R`
+ * holds the row types: typed when the schema came from `defineSchema`, any object otherwise.
+ * Rejections are `MemWalError`s; what each code means for a write is in `errors.ts`.
+ */
+export interface MemWalApi<R extends RowTypes = UntypedRows> {
+  /**
+   * Write rows (a `RecordBatch`, a `Table` or plain row objects); with a primary key an upsert.
+   * Resolves once the WAL entry holding them is durable (`durableWrite`, the default) or once
+   * they are visible in memory. `signal` governs only the wait for backpressure. Rejects
+   * `InvalidArgument` (nothing written) for rows that do not match the schema.
+   */
+  put(data: RecordBatch | Table | R['input'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  /** Write tombstones for these primary keys; as `put`. `NotSupported` without a primary key. */
+  delete(keys: Table | R['key'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  /** The newest version of the row with this key, or `undefined`. `NotSupported` without a primary key. */
+  get(key: R['key']): Promise<R['output'] | undefined>;
+  /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */
+  scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<R['columns'], C>>>;
+  /** The rows of `scan` batch by batch, with bounded memory; `limit` caps the rows. */
+  scanBatches<C extends ColumnName<R> = ColumnName<R>>(opts?: {
+    columns?: C[];
+    limit?: number;
+  }): AsyncIterable<RecordBatch<Pick<R['columns'], C>>>;
+  /** Resolves once everything accepted so far is durable, with the last durable position. */
   sync(): Promise<{ position: number }>;
+  /** Freeze the active memtable now; `sealedGeneration` is null when it was empty. */
   forceSealActive(): Promise<{ sealedGeneration: number | null }>;
+  /** Resolves once every memtable frozen so far has committed its flush (waiting through retries). */
   waitForFlushDrain(opts?: { signal?: AbortSignal }): Promise<void>;
+  /** Memtable tier stats (`NotSupported` in WAL-only mode). Answers on a poisoned writer. */
   memtableStats(): Promise<MemTableStats>;
+  /** Backpressure waits. Always answers. */
   backpressureStats(): Promise<BackpressureStats>;
   compactionStats(): Promise<CompactionStats>;
   readStats(): Promise<ReadStats>;
@@ -207,10 +238,21 @@ export interface MemWalApi {
   walStats(): Promise<WalStats>;
   writeStats(): Promise<WriteStats>;
   storageStats(): Promise<StorageStats>;
+  /** Every stat as Prometheus text exposition (format 0.0.4) with a `store` label. */
   metrics(): Promise<string>;
+  /**
+   * Durable WAL entries from `fromPosition` in order, then the end, or with `follow` more as
+   * they turn durable (until close or `signal`). `Truncated` below the oldest retained entry.
+   */
   tail(fromPosition: number, opts?: { follow?: boolean; signal?: AbortSignal }): AsyncIterable<WalEntry>;
+  /** A consumer is done with every entry up to `position`; the WAL keeps later ones for it. */
   markConsumed(position: number): Promise<void>;
+  /** Call `listener` on every later state change; returns the unsubscribe function. */
   onStateChange(listener: (s: WriterState) => void): () => void;
+  /** Where this store's calls are served (see `Role`). */
+  role(): Role;
+  /** Stop admitting, make accepted puts durable, flush, release. Idempotent. */
   close(): Promise<void>;
+  /** Stop now, without I/O (accepted puts replay at the next open). Idempotent, never rejects. */
   abort(): Promise<void>;
 }

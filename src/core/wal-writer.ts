@@ -189,6 +189,22 @@ export class WalWriter {
     };
   }
 
+  /** The invariants of the file header, checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    if (!(this.durablePosition < this.nextPosition))
+      throw new Error(`durablePosition ${this.durablePosition} >= nextPosition ${this.nextPosition}`);
+    let bytes = 0;
+    let batches = 0;
+    this.queue.forEach((e, i) => {
+      if (e.position !== this.durablePosition + 1 + i)
+        throw new Error(`queued entry ${i} has position ${e.position}, expected ${this.durablePosition + 1 + i}`);
+      bytes += e.bytes;
+      batches += e.batches.length;
+    });
+    if (bytes !== this.pendingBytes) throw new Error(`pendingBytes ${this.pendingBytes} != ${bytes} queued`);
+    if (batches !== this.pendingBatches) throw new Error(`pendingBatches ${this.pendingBatches} != ${batches} queued`);
+  }
+
   stopTimer(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
@@ -266,10 +282,12 @@ export class WalWriter {
    * it throws. Each attempt is limited to walRetry.timeoutMs.
    */
   private async append(e: PendingEntry): Promise<void> {
-    const payload = tableToIPC(new Table(this.schema, e.batches), 'stream');
+    const encode = (): Uint8Array => tableToIPC(new Table(this.schema, e.batches), 'stream');
+    let payload = encode();
     const handle = this.handle;
     // Where the adapter frames entries itself (its I/O runs elsewhere), the frame copy and its CRC
-    // leave this thread too.
+    // leave this thread too. Such an adapter may take the payload over (transfer its buffer): a
+    // retry encodes it again.
     const frameLength = FRAME_HEADER_BYTES + payload.length;
     const frame = handle.walAppendEntry ? undefined : encodeFrame(this.epoch, e.position, payload);
     let seg = this.current;
@@ -304,6 +322,7 @@ export class WalWriter {
         this.o.logger.warn(`memwal: ${err.message}; retry ${attempt}`);
         await sleep(backoffMs(attempt, this.o.walRetry.baseMs, this.o.walRetry.maxMs));
         if (this.life.dead) throw err;
+        if (!frame) payload = encode();
         try {
           await settleWithin(this.handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
         } catch (t) {

@@ -1,4 +1,4 @@
-// drain(): the writer side of scale-out (SPEC §12, docs/scale-out.md). Follows a store's `tail`,
+// drain(): the writer side of scale-out (docs/scale-out.md). Follows a store's `tail`,
 // ships runs of entries to a sink (in-process) or an HTTP endpoint (Arrow IPC over fetch), and
 // calls `markConsumed` only with the position the sink reported durable. Runtime-agnostic: no
 // node:*, no DOM; runs in browser workers and pages, Node, Deno and Durable Objects.

@@ -1,7 +1,7 @@
 // LanceSink in-process: drain(store, { sink }) from Node file stores, with the model check (the
 // Lance table equals scan() of the store at the drained position) under seeded random loads;
 // exactly once across retries, duplicates and an interrupted apply; schema rules; and the
-// apache-arrow module boundary (SPEC §12).
+// apache-arrow module boundary (docs/scale-out.md).
 
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // LanceSink: applies drained WAL entries to a Lance dataset through @lancedb/lancedb, exactly once
-// per (storeId, position) (SPEC §12, docs/scale-out.md "Exactly once"). Node only.
+// per (storeId, position) (docs/scale-out.md "Exactly once"). Node only.
 //
 // LanceDB checks `instanceof` against the CommonJS build of apache-arrow it resolves itself, so
 // every Arrow object handed to it is made by that module instance (loaded through
@@ -485,7 +485,7 @@ interface Plan {
 
 /**
  * How the wire's user columns fit the table: same names and types; a wire column the table lacks
- * is added if nullable (SPEC §9's added nullable field); a table column the wire lacks is
+ * is added if nullable (docs/impl.md §12); a table column the wire lacks is
  * written as null if nullable (§9's dropped field). Anything else is `InvalidArgument`.
  */
 function planSchema(columns: ArrowField[], table: ArrowSchema | undefined, keyed: boolean): SchemaPlan {

@@ -222,6 +222,37 @@ describe('promtool check metrics', () => {
       }),
     ],
     [
+      'a snapshot with compaction, levels and read figures',
+      snapshot({
+        compaction: {
+          tableCount: 5,
+          tableBytes: 40_000_000,
+          levels: [
+            { level: 0, files: 3, bytes: 12_000_000 },
+            { level: 1, files: 2, bytes: 28_000_000 },
+          ],
+          pendingBytes: 40_000_000,
+          running: true,
+          completedCount: 7,
+          failureCount: 1,
+          bytesRead: 90_000_000,
+          bytesWritten: 80_000_000,
+          spaceAmplification: 1.42,
+          l0StallCount: 2,
+        },
+        reads: {
+          gets: 1000,
+          tableFilesConsulted: 1200,
+          bloomNegatives: 3400,
+          bloomPositives: 1150,
+          bloomFalsePositives: 12,
+          blockReads: 800,
+          blockCacheHits: 400,
+          blockCacheBytes: 6_000_000,
+        },
+      }),
+    ],
+    [
       'awkward values: escaped store name, tiny and huge numbers, unknown state',
       snapshot({
         store: 'a"b\\c\nd',

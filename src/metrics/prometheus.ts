@@ -1,4 +1,4 @@
-// Renders one stats snapshot as Prometheus text exposition format 0.0.4 (SPEC §4.6).
+// Renders one stats snapshot as Prometheus text exposition format 0.0.4 (docs/impl.md §6).
 // Pure string building; runs in every runtime.
 
 import type {
@@ -50,7 +50,7 @@ const gauge = (name: string, value: Value, help: string): Family => ({ name, typ
 const counter = (name: string, value: Value, help: string): Family => ({ name, type: 'counter', value, help });
 const seconds = (ms: number): number => ms / 1000;
 
-// In exposition order. Counters count from this open (SPEC §4.6).
+// In exposition order. Counters count from this open (docs/impl.md §6).
 const FAMILIES: readonly Family[] = [
   // Memory and backpressure: the budget and what is held against it.
   gauge(

@@ -1,27 +1,56 @@
 // Arrow <-> Arrow IPC stream bytes for the worker boundary, with the transfer lists that make the
-// bytes move instead of being copied. Any runtime with postMessage.
+// bytes move instead of being copied, and the rebuilding of a schema sent as plain data
+// (client-wire.ts). The worker imports it; the main thread loads it only when it decodes a Table
+// or encodes Arrow input. Any runtime with postMessage.
 
-import { RecordBatch, Table, tableFromIPC, tableToIPC, type Schema } from 'apache-arrow';
-import type { WireArrow, WireData } from './protocol.js';
+import {
+  Binary,
+  BinaryView,
+  Bool,
+  type DataType,
+  Date_,
+  Decimal,
+  Dictionary,
+  Duration,
+  Field,
+  FixedSizeBinary,
+  FixedSizeList,
+  Float,
+  Int,
+  Interval,
+  LargeBinary,
+  LargeList,
+  LargeUtf8,
+  List,
+  Map_,
+  Null,
+  RecordBatch,
+  Schema,
+  Struct,
+  Table,
+  Time,
+  Timestamp,
+  Type,
+  Union,
+  Utf8,
+  Utf8View,
+  tableFromIPC,
+  tableToIPC,
+} from 'apache-arrow';
+import { MemWalError } from '../errors.js';
+import { isArrowBatch, isArrowTable, isWireArrow } from './client-wire.js';
+import type { WireArrow, WireData, WireField, WireSchema, WireType } from './protocol.js';
+
+export { transfersOf } from './client-wire.js';
 
 /**
  * The IPC bytes of `data`, in a buffer of their own (safe to transfer: nothing else views it).
  * A RecordBatch travels as a one-batch stream and comes back as a RecordBatch.
  */
 export function encodeArrow(data: Table | RecordBatch): WireArrow {
-  const isBatch = data instanceof RecordBatch;
-  const table = isBatch ? new Table([data]) : data;
+  const isBatch = isArrowBatch(data);
+  const table = isBatch ? new Table([data]) : (data as Table);
   return { kind: isBatch ? 'batch' : 'table', ipc: ownBuffer(tableToIPC(table, 'stream')) };
-}
-
-/** A schema as an IPC stream without record batches (how the schema option crosses). */
-export function encodeSchema(schema: Schema): Uint8Array {
-  return ownBuffer(tableToIPC(new Table(schema), 'stream'));
-}
-
-/** The schema of `encodeSchema`'s bytes. */
-export function decodeSchema(ipc: Uint8Array): Schema {
-  return (tableFromIPC(ipc) as Table).schema;
 }
 
 /** The Table of `w` (zero-copy views over the received bytes). */
@@ -38,7 +67,7 @@ export function decodeArrow(w: WireArrow): Table | RecordBatch {
 
 /** Put/delete input for the wire: Arrow as IPC bytes, anything else as is (structured clone). */
 export function encodeData(data: unknown): WireData {
-  if (data instanceof Table || data instanceof RecordBatch) return encodeArrow(data);
+  if (isArrowTable(data) || isArrowBatch(data)) return encodeArrow(data);
   return data as WireData;
 }
 
@@ -47,15 +76,70 @@ export function decodeData(w: WireData): Table | RecordBatch | Record<string, un
   return isWireArrow(w) ? decodeArrow(w) : w;
 }
 
-function isWireArrow(w: unknown): w is WireArrow {
-  return typeof w === 'object' && w !== null && !Array.isArray(w) && (w as WireArrow).ipc instanceof Uint8Array;
+/** The schema `schemaToWire` described. Throws `InvalidArgument` for a type it cannot rebuild. */
+export function schemaFromWire(w: WireSchema): Schema {
+  return new Schema(w.fields.map(fieldFromWire), new Map(w.metadata));
 }
 
-/** The buffers to transfer with `values` (the IPC bytes of each WireArrow among them). */
-export function transfersOf(...values: unknown[]): ArrayBuffer[] {
-  const out: ArrayBuffer[] = [];
-  for (const v of values) if (isWireArrow(v) && v.ipc.buffer instanceof ArrayBuffer) out.push(v.ipc.buffer);
-  return out;
+function fieldFromWire(w: WireField): Field {
+  return new Field(w.name, typeFromWire(w.type), w.nullable, new Map(w.metadata));
+}
+
+function typeFromWire(w: WireType): DataType {
+  const p = w as unknown as Record<string, never>;
+  const children = (w.children ?? []).map(fieldFromWire);
+  switch (w.typeId) {
+    case Type.Null:
+      return new Null();
+    case Type.Int:
+      return new Int(p.isSigned, p.bitWidth);
+    case Type.Float:
+      return new Float(p.precision);
+    case Type.Binary:
+      return new Binary();
+    case Type.LargeBinary:
+      return new LargeBinary();
+    case Type.BinaryView:
+      return new BinaryView();
+    case Type.Utf8:
+      return new Utf8();
+    case Type.LargeUtf8:
+      return new LargeUtf8();
+    case Type.Utf8View:
+      return new Utf8View();
+    case Type.Bool:
+      return new Bool();
+    case Type.Decimal:
+      return new Decimal(p.scale, p.precision, p.bitWidth);
+    case Type.Date:
+      return new Date_(p.unit);
+    case Type.Time:
+      return new Time(p.unit, p.bitWidth);
+    case Type.Timestamp:
+      return new Timestamp(p.unit, p.timezone);
+    case Type.Interval:
+      return new Interval(p.unit);
+    case Type.Duration:
+      return new Duration(p.unit);
+    case Type.FixedSizeBinary:
+      return new FixedSizeBinary(p.byteWidth);
+    case Type.List:
+      return new List(children[0]!);
+    case Type.LargeList:
+      return new LargeList(children[0]!);
+    case Type.FixedSizeList:
+      return new FixedSizeList(p.listSize, children[0]!);
+    case Type.Struct:
+      return new Struct(children);
+    case Type.Map:
+      return new Map_(children[0]! as never, p.keysSorted);
+    case Type.Union:
+      return new Union(p.mode, p.typeIds, children);
+    case Type.Dictionary:
+      return new Dictionary(typeFromWire(p.dictionary), typeFromWire(p.indices) as never, p.id, p.isOrdered);
+    default:
+      throw new MemWalError('InvalidArgument', `option schema: Arrow type id ${String(w.typeId)} is not supported`);
+  }
 }
 
 /** `bytes` itself when it spans its whole buffer, else a compact copy (a transfer moves the whole buffer). */

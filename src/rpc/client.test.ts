@@ -8,7 +8,17 @@ import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { type MemWalClient, openMemWal, type OpenMemWalOptions, type WorkerLike } from './client.js';
 import { PAGE_MAX_ITEMS } from './host.js';
-import { channelWorker, lateHostWorker, quiet, rows, schema, storeName, stubGlobalWorker, threadWorker } from './rpc.test-util.js';
+import {
+  channelWorker,
+  lateHostWorker,
+  quiet,
+  rejection,
+  rows,
+  schema,
+  storeName,
+  stubGlobalWorker,
+  threadWorker,
+} from './rpc.test-util.js';
 
 const clients: MemWalClient[] = [];
 afterEach(async () => {
@@ -19,15 +29,6 @@ async function open(worker: WorkerLike, extra: Partial<OpenMemWalOptions> = {}, 
   const c = await openMemWal({ name: storeName(), schema, primaryKey: ['id'], storage: 'memory', logger: quiet, worker, ...extra }, hooks);
   clients.push(c);
   return c;
-}
-
-async function rejection(p: Promise<unknown>): Promise<MemWalError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as MemWalError;
-  }
-  throw new Error('expected a rejection');
 }
 
 async function until(cond: () => Promise<boolean> | boolean, ms = 5000): Promise<void> {

@@ -1,9 +1,9 @@
 // MemWalClient: the MemWalApi of the browser main thread. openMemWal() starts a dedicated module
-// worker (or attaches to yours) hosting MemWal, and every call goes there over comlink; a dead
-// worker is noticed (error event, lifetime Web Lock) so no call ever hangs on it.
+// worker (or attaches to yours, or with `tabs: 'share'` to the tab that hosts the store) hosting
+// MemWal, and every call goes there over comlink; a dead worker is noticed so no call ever hangs.
 
 import * as Comlink from 'comlink';
-import type { RecordBatch, Table } from 'apache-arrow';
+import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { OpenHooks } from '../core/memwal.js';
 import type {
   BackpressureStats,
@@ -13,25 +13,28 @@ import type {
   MemTableStats,
   MemWalApi,
   PutResult,
+  Role,
   StorageStats,
   WalEntry,
   WalStats,
   WriteStats,
   WriterState,
 } from '../core/stats.js';
-import { MemWalError, isMemWalError, isMemWalErrorCode, toMemWalError } from '../errors.js';
+import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
+import { MemWalError, isMemWalError } from '../errors.js';
 import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
-import { decodeArrow, decodeTable, encodeData, encodeSchema, transfersOf } from './arrow-wire.js';
-import type { ConnectMessage, Hello, HostApi, HostEvent, Page, WireError, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
+import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
+import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
+import { TabsLink } from './tabs.js';
 import { openThroughTestHook } from './test-hook.js';
+import { type ClientLink, type Remote, type WorkerLike, GOODBYE_TIMEOUT_MS, fromWire, openWorkerLink, withTimeout } from './worker-link.js';
 
-/** What openMemWal needs of a Worker (a DOM `Worker` is one). */
-export interface WorkerLike {
-  postMessage(message: unknown, transfer: Transferable[]): void;
-  addEventListener(type: 'message' | 'error', listener: (ev: Event) => void): void;
-  removeEventListener(type: 'message' | 'error', listener: (ev: Event) => void): void;
-  terminate(): void;
-}
+export type { WorkerLike } from './worker-link.js';
+
+type ArrowCodec = Awaited<ReturnType<typeof arrowCodec>>;
+
+/** A tail that meets this many leader changes in a row without an entry gives up (rejects `LeaderChanged`). */
+const MAX_TAIL_RESUMES = 3;
 
 /**
  * `MemWalOptions` for the main thread. `storage` is `'opfs'`, `'indexeddb'`, `'memory'` (that
@@ -43,181 +46,81 @@ export type OpenMemWalOptions = Omit<MemWalOptions, 'storage'> & {
   storage?: WireStorage;
   /**
    * An already-started worker that calls `hostMemWal()` (memwal/worker). It is yours: `close()`
-   * and `abort()` detach from it but do not terminate it.
+   * and `abort()` detach from it but do not terminate it. Not with `tabs: 'share'` (a new leader
+   * tab must be able to start a worker: give `workerUrl`).
    */
   worker?: WorkerLike;
   /** URL of a module worker script that calls `hostMemWal()`, for bundlers that cannot follow memwal's default. */
   workerUrl?: string | URL;
+  /**
+   * `'exclusive'` (default): this client's worker is the store's only writer; another tab's open
+   * waits for it (or fails `Locked`, or steals). `'share'`: every tab of the origin that opens the
+   * store with `'share'` uses it at once: the tab holding the lock hosts it (the leader), the
+   * others forward their calls there, and another tab takes over when the leader tab closes,
+   * reloads or crashes (calls it had accepted reject `LeaderChanged`). Needs Web Locks and
+   * BroadcastChannel.
+   */
+  tabs?: 'exclusive' | 'share';
 };
 
-/** How long openMemWal waits for a worker to answer its handshake before giving up (`NotSupported`). */
-export const WORKER_HANDSHAKE_TIMEOUT_MS = 30_000;
-/** A host that announces itself after our connect message gets a second one after this long. */
-const RECONNECT_DELAY_MS = 250;
-/** How long `abort()` (and detaching from your worker) waits for the worker before going on. */
-const GOODBYE_TIMEOUT_MS = 1000;
-
-type Remote = Comlink.Remote<HostApi>;
-
-interface Connection {
-  port: MessagePort;
-  remote: Remote;
-  lockName: string | undefined;
-  hello: Hello;
-}
-
-const locks = (): LockManager | undefined => (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
-
-function uuid(): string {
-  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
-  return c?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-}
-
-/** The MemWalError a rejected call carries (rebuilt from the wire), or a mapped local failure. */
-function fromWire(e: unknown, context: string): MemWalError {
-  const w = (e as Partial<WireError> | null)?.memwalError;
-  if (w && isMemWalErrorCode(w.code)) return new MemWalError(w.code, w.message);
-  // Posting failed here: an argument that cannot be structured-cloned is the caller's mistake.
-  const name = (e as { name?: unknown } | null)?.name;
-  return toMemWalError(e, context, name === 'DataCloneError' ? 'InvalidArgument' : 'IOError');
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => resolve(undefined), ms);
-    p.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
-}
-
-function describeErrorEvent(ev: Event): string {
-  const e = ev as ErrorEvent;
-  return e.message ? `${e.message}${e.filename ? ` (${e.filename}:${e.lineno})` : ''}` : 'the worker script failed to load or run';
-}
+/** `OpenMemWalOptions` whose schema types the rows (`defineSchema`) and whose key names its columns. */
+export type TypedOpenMemWalOptions<S extends Schema, K extends string> = Omit<OpenMemWalOptions, 'schema' | 'primaryKey'> & {
+  schema: S;
+  primaryKey?: K[];
+};
 
 /** Options as posted, validated here first (InvalidArgument before any worker starts). */
-function toWire(options: OpenMemWalOptions): { wire: WireOpenOptions; logger: Logger } {
+function toWire(options: OpenMemWalOptions): { wire: WireOpenOptions; logger: Logger; tabs: 'exclusive' | 'share' } {
   if (typeof options !== 'object' || options === null) throw new MemWalError('InvalidArgument', 'options must be an object');
-  const { worker, workerUrl, ...rest } = options;
+  const { worker, workerUrl, tabs = 'exclusive', ...rest } = options;
   if (typeof rest.storage === 'object' && rest.storage !== null) {
     throw new MemWalError('InvalidArgument', 'option storage: an adapter object cannot be posted to a worker; host it with memwal/worker');
   }
+  if (tabs !== 'exclusive' && tabs !== 'share') throw new MemWalError('InvalidArgument', "option tabs: must be 'exclusive' or 'share'");
   if (worker !== undefined && workerUrl !== undefined)
     throw new MemWalError('InvalidArgument', 'option worker: give worker or workerUrl, not both');
   if (worker !== undefined && (typeof worker !== 'object' || worker === null || typeof worker.postMessage !== 'function')) {
     throw new MemWalError('InvalidArgument', 'option worker: must be a Worker running hostMemWal()');
+  }
+  if (worker !== undefined && tabs === 'share') {
+    throw new MemWalError(
+      'InvalidArgument',
+      "option worker: not with tabs: 'share' (each tab that becomes the leader starts its own worker; give workerUrl instead)",
+    );
   }
   if (workerUrl !== undefined && typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) {
     throw new MemWalError('InvalidArgument', 'option workerUrl: must be a string or a URL');
   }
   const resolved = resolveOptions(rest as MemWalOptions);
   const { schema, logger: _logger, ...plain } = rest;
-  return { wire: { ...plain, schemaIpc: encodeSchema(schema) }, logger: resolved.logger };
-}
-
-function startWorker(options: OpenMemWalOptions): { worker: WorkerLike; owned: boolean } {
-  if (options.worker) return { worker: options.worker, owned: false };
-  if (typeof Worker !== 'function') {
-    throw new MemWalError('NotSupported', 'openMemWal needs a context with module workers (a browser page); in-process, use MemWal.open');
-  }
-  try {
-    const worker =
-      options.workerUrl !== undefined
-        ? new Worker(options.workerUrl, { type: 'module' })
-        : new Worker(new URL('./default-worker.js', import.meta.url), { type: 'module' });
-    return { worker, owned: true };
-  } catch (e) {
-    throw toMemWalError(e, 'starting the memwal worker', 'NotSupported');
-  }
-}
-
-/**
- * Connect to the host in `worker`: post a MessagePort (and a lifetime lock name) and wait for
- * the host's hello, which comes once it holds that lock. A host that says 'host-ready' after our
- * message (it started listening late and dropped it) gets a fresh connect.
- */
-function connect(worker: WorkerLike): Promise<Connection> {
-  return new Promise<Connection>((resolve, reject) => {
-    const attempts: Connection[] = [];
-    let settled = false;
-    let retry: ReturnType<typeof setTimeout> | undefined;
-    const finish = (winner: Connection | undefined, err?: MemWalError): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(retry);
-      worker.removeEventListener('message', onMessage);
-      worker.removeEventListener('error', onError);
-      for (const a of attempts) {
-        if (a === winner) continue;
-        void withTimeout(a.remote.detach(), GOODBYE_TIMEOUT_MS)
-          .catch(() => undefined) // an abandoned duplicate connection: nothing of the user's is in it
-          .finally(() => a.port.close());
-      }
-      if (winner) resolve(winner);
-      else reject(err);
-    };
-    const attempt = (): void => {
-      const { port1, port2 } = new MessageChannel();
-      const lockName = locks() ? `memwal-worker:${uuid()}` : undefined;
-      const remote = Comlink.wrap<HostApi>(port1);
-      const conn: Connection = { port: port1, remote, lockName, hello: { lifetimeLock: false } };
-      attempts.push(conn);
-      worker.postMessage({ memwal: 'connect', port: port2, lockName } satisfies ConnectMessage, [port2]);
-      remote.hello().then(
-        (hello) => {
-          conn.hello = hello;
-          finish(conn);
-        },
-        (e: unknown) => finish(undefined, fromWire(e, 'memwal worker handshake')),
-      );
-    };
-    const onMessage = (ev: Event): void => {
-      if ((ev as MessageEvent).data?.memwal !== 'host-ready' || retry !== undefined) return;
-      retry = setTimeout(attempt, RECONNECT_DELAY_MS);
-    };
-    const onError = (ev: Event): void =>
-      finish(undefined, new MemWalError('NotSupported', `the memwal worker failed to start: ${describeErrorEvent(ev)}`));
-    const timer = setTimeout(
-      () =>
-        finish(
-          undefined,
-          new MemWalError(
-            'NotSupported',
-            `the memwal worker did not answer within ${WORKER_HANDSHAKE_TIMEOUT_MS} ms: does it call hostMemWal() from memwal/worker?`,
-          ),
-        ),
-      WORKER_HANDSHAKE_TIMEOUT_MS,
-    );
-    worker.addEventListener('message', onMessage);
-    worker.addEventListener('error', onError);
-    attempt();
-  });
+  return { wire: { ...plain, schema: schemaToWire(schema) }, logger: resolved.logger, tabs };
 }
 
 /**
  * Open a store in a dedicated module worker (one per call; or in `options.worker`) and return
- * its main-thread client. `hooks.onStateChange` sees every state change from the first one
- * ('waiting-for-lock' while another writer holds the store). With `persist: true` the client
- * requests `navigator.storage.persist()` here, on the main thread (`client.persisted`).
+ * its main-thread client. With a schema from `defineSchema` the client's rows are typed, and
+ * `primaryKey` must name its columns. `hooks.onStateChange` sees every state from the first
+ * one: `'waiting-for-lock'` while another writer holds the store, then `'open'` (also on an
+ * uncontended open), before this resolves. With `persist: true` the client requests
+ * `navigator.storage.persist()` here, on the main thread (`client.persisted`). With
+ * `tabs: 'share'` the store is shared by every tab that opens it so (see `OpenMemWalOptions.tabs`).
  *
  * Rejects as `MemWal.open` does (`InvalidArgument` before anything starts, `Locked`,
  * `NotSupported`, `Corruption`, ...), with `InvalidArgument` for an adapter object in `storage`,
- * `NotSupported` when no module worker can be started or it never answers, and `Closed` when
- * the worker dies during open. Browser main thread (any context with `Worker`).
+ * `NotSupported` when no module worker can be started, its script fails to load (the message
+ * names it) or it never answers, and `Closed` when the worker dies during open. Browser main
+ * thread (any context with `Worker`).
  */
+export function openMemWal<S extends Schema, K extends SchemaColumn<S> = never>(
+  options: TypedOpenMemWalOptions<S, K>,
+  hooks?: OpenHooks,
+): Promise<MemWalClient<RowsOf<S, K>>>;
 export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = {}): Promise<MemWalClient> {
-  const underTest = openThroughTestHook(openMemWal, options, hooks); // memwal/playwright's init script only
+  const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
   if (underTest) return underTest;
-  const { wire, logger } = toWire(options);
-  const { worker, owned } = startWorker(options);
-  let conn: Connection;
-  try {
-    conn = await connect(worker);
-  } catch (e) {
-    if (owned) worker.terminate();
-    throw e;
-  }
-  const client = new MemWalClient(conn, worker, owned, wire.name, logger, hooks);
+  const { wire, logger, tabs } = toWire(options);
+  const link: ClientLink = tabs === 'share' ? new TabsLink(wire, options, logger) : await openWorkerLink(options, logger);
+  const client = new MemWalClient(link, wire.name, logger, hooks);
   if (options.persist) client.requestPersist();
   try {
     await client.callOpen(wire);
@@ -237,13 +140,13 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
  * On `pagehide` and when the page turns hidden it asks the worker for `sync()`.
  * Create with `openMemWal`. Browser main thread.
  */
-export class MemWalClient implements MemWalApi {
+export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   private readonly remote: Remote;
-  private readonly port: MessagePort;
   private readonly listeners = new Set<(s: WriterState) => void>();
   /** Rejecters of the calls in flight (a dying worker rejects them all). */
   private readonly pending = new Set<(e: MemWalError) => void>();
-  private state: WriterState = 'open';
+  /** Undefined until the host reports the first state. */
+  private state: WriterState | undefined;
   /** Set when the worker is gone or we closed: every later call rejects with it. */
   private gone: MemWalError | undefined;
   /** True when `gone` came from our own close()/abort(), not from the worker dying. */
@@ -251,34 +154,20 @@ export class MemWalClient implements MemWalApi {
   private closing: Promise<void> | undefined;
   private aborting: Promise<void> | undefined;
   private nextSignalId = 1;
-  private readonly lockWatch = new AbortController();
+  /** Settles once every put/delete called so far is posted (set while Arrow input waits for the codec). */
+  private encoding: Promise<void> | undefined;
   private readonly cleanups: (() => void)[] = [];
   private persistResult: boolean | undefined;
 
   /** @internal Use `openMemWal`. */
   constructor(
-    conn: Connection,
-    private readonly worker: WorkerLike,
-    private readonly owned: boolean,
+    private readonly link: ClientLink,
     private readonly name: string,
     private readonly logger: Logger,
     private readonly hooks: OpenHooks,
   ) {
-    this.remote = conn.remote;
-    this.port = conn.port;
-    this.listen(this.port, 'message', (ev) => this.onEvent((ev as MessageEvent<HostEvent>).data));
-    // Where MessagePort has a close event, a port whose worker died closes.
-    this.listen(this.port, 'close', () => this.die('its message port closed'));
-    if (owned) this.listen(worker, 'error', (ev) => this.die(`uncaught error in the worker: ${describeErrorEvent(ev)}`));
-    const lm = locks();
-    if (conn.hello.lifetimeLock && conn.lockName && lm) {
-      // The host holds this lock for as long as it lives; we are granted it once the worker is gone.
-      lm.request(conn.lockName, { signal: this.lockWatch.signal }, () =>
-        this.die('the worker ended (terminated, crashed or out of memory)'),
-      ).catch(
-        () => undefined, // AbortError: we stopped watching (close/abort)
-      );
-    }
+    this.remote = link.remote;
+    link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason) });
     const doc = (globalThis as { document?: Document }).document;
     if (doc && typeof globalThis.addEventListener === 'function') {
       this.listen(globalThis as unknown as EventTarget, 'pagehide', () => this.lifecycleSync('pagehide'));
@@ -293,7 +182,7 @@ export class MemWalClient implements MemWalApi {
 
   /** @internal Open the store in the worker (state events arrive before the reply). */
   callOpen(wire: WireOpenOptions): Promise<void> {
-    return this.call('open', (r) => r.open(Comlink.transfer(wire, [wire.schemaIpc.buffer as ArrayBuffer])));
+    return this.call('open', (r) => r.open(wire));
   }
 
   /** @internal Request persistent storage on the main thread (it does not exist in workers). */
@@ -316,7 +205,15 @@ export class MemWalClient implements MemWalApi {
 
   /** The writer's state as last reported by the worker ('closed' once the worker is gone). */
   get writerState(): WriterState {
-    return this.state;
+    return this.state ?? 'waiting-for-lock';
+  }
+
+  /**
+   * `'leader'` when this tab's worker hosts the store (always, unless `tabs: 'share'`), else
+   * `'follower'`. Under `tabs: 'share'` it changes when another tab takes over.
+   */
+  role(): Role {
+    return this.link.role();
   }
 
   private onEvent(e: HostEvent | undefined): void {
@@ -367,6 +264,7 @@ export class MemWalClient implements MemWalApi {
       `the memwal worker of store ${this.name} is gone (${reason}); the outcome of calls in flight is unknown`,
     );
     this.teardown();
+    void this.link.end(false);
   }
 
   /** We closed or aborted: later calls reject `Closed`; detach from a worker that is not ours. */
@@ -374,13 +272,7 @@ export class MemWalClient implements MemWalApi {
     if (this.gone) return;
     this.gone = new MemWalError('Closed', `store ${this.name} is closed`);
     this.ended = true;
-    this.lockWatch.abort();
-    if (!this.owned) {
-      // The host releases the lifetime lock on detach; we stopped watching it just above.
-      await withTimeout(this.remote.detach(), GOODBYE_TIMEOUT_MS).catch((e: unknown) =>
-        this.logger.warn('memwal: detaching from the worker failed', e),
-      );
-    }
+    await this.link.end(true);
     this.teardown();
   }
 
@@ -388,10 +280,7 @@ export class MemWalClient implements MemWalApi {
     const gone = this.gone!;
     for (const reject of [...this.pending]) reject(gone);
     this.pending.clear();
-    this.lockWatch.abort();
     for (const cleanup of this.cleanups.splice(0)) cleanup();
-    this.port.close();
-    if (this.owned) this.worker.terminate();
     this.setState('closed');
   }
 
@@ -419,22 +308,26 @@ export class MemWalClient implements MemWalApi {
     }
   }
 
-  /** A worker-side iterator pulled page by page; `return()` releases it in the worker. */
+  /**
+   * A worker-side iterator pulled page by page; `return()` releases it in the worker. Items are
+   * decoded with the Arrow codec (loaded here on first use).
+   */
   private async *pull<W, T>(
     start: (r: Remote, signal: WireSignal | undefined) => Promise<number>,
     next: (r: Remote, id: number) => Promise<Page<W>>,
-    decode: (w: W) => T,
+    decode: (w: W, codec: ArrowCodec) => T,
     signal?: AbortSignal,
   ): AsyncGenerator<T> {
     const crossed = this.crossSignal(signal);
     let id: number | undefined;
     let done = false;
     try {
+      const codec = arrowCodec();
       id = await this.call('iterator', (r) => start(r, crossed.wire));
       while (!done) {
         const page = await this.call('next page', (r) => next(r, id!));
         done = page.done;
-        for (const item of page.items) yield decode(item);
+        for (const item of page.items) yield decode(item, await codec);
       }
     } finally {
       crossed.dispose();
@@ -446,30 +339,53 @@ export class MemWalClient implements MemWalApi {
 
   // ------------------------------------------------------------------ MemWalApi
 
-  /** As `MemWal.put`; Arrow data crosses as IPC bytes (transferred), rows are structured-cloned. */
-  put(data: RecordBatch | Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => {
-      const wire = encodeData(data);
-      return this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w));
-    });
+  /**
+   * As `MemWal.put`. Plain rows are structured-cloned and converted in the worker; Arrow data
+   * crosses as IPC bytes (transferred), encoded by Arrow's IPC writer, which loads on first use.
+   */
+  put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+    return this.withSignal(opts.signal, (w) =>
+      this.inOrder(data, (wire) => this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w))),
+    );
   }
 
   /** As `MemWal.delete`. */
-  delete(keys: Table | Record<string, unknown>[], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => {
-      const wire = encodeData(keys);
-      return this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w));
+  delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+    return this.withSignal(opts.signal, (w) =>
+      this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w))),
+    );
+  }
+
+  /**
+   * Post `data` with `post` in call order (newest wins by arrival): plain rows at once when
+   * nothing waits for the Arrow codec, else after what was called before them.
+   */
+  private inOrder<T>(data: unknown, post: (wire: WireData) => Promise<T>): Promise<T> {
+    const arrow = isArrowTable(data) || isArrowBatch(data);
+    if (!arrow && !this.encoding) return post(data as WireData);
+    const before = this.encoding ?? Promise.resolve();
+    // `post` posts synchronously, so `sent` settles once this call is on the wire.
+    const sent = before.then(async () => ({ reply: post(arrow ? (await arrowCodec()).encodeArrow(data) : (data as WireData)) }));
+    const queue = sent.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.encoding = queue;
+    void queue.then(() => {
+      if (this.encoding === queue) this.encoding = undefined;
     });
+    return sent.then(({ reply }) => reply);
   }
 
   /** As `MemWal.get`. */
-  get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
-    return this.call('get', (r) => r.get(key));
+  get(key: R['key']): Promise<R['output'] | undefined> {
+    return this.call('get', (r) => r.get(key) as Promise<R['output'] | undefined>);
   }
 
-  /** As `MemWal.scan`; the table crosses as IPC bytes. */
-  async scan(opts: { columns?: string[] } = {}): Promise<Table> {
-    return decodeTable(await this.call('scan', (r) => r.scan(opts)));
+  /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
+    const [codec, w] = await Promise.all([arrowCodec(), this.call('scan', (r) => r.scan(opts))]);
+    return codec.decodeTable(w);
   }
 
   /**
@@ -477,27 +393,43 @@ export class MemWalClient implements MemWalApi {
    * time. Breaking out of the loop releases the worker-side iterator; one dropped half-way is
    * released when the store closes.
    */
-  scanBatches(opts: { columns?: string[]; limit?: number } = {}): AsyncIterable<RecordBatch> {
+  scanBatches<C extends ColumnName<R> = ColumnName<R>>(
+    opts: { columns?: C[]; limit?: number } = {},
+  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
     const limit = opts.limit ?? Infinity;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     return this.pull(
       (r) => r.scanBatches(opts),
       (r, id) => r.nextBatches(id),
-      (w) => decodeArrow(w) as RecordBatch,
+      (w, codec) => codec.decodeArrow(w) as RecordBatch,
     );
   }
 
   /**
    * As `MemWal.tail`, pulled page by page; `signal` ends a following tail in the worker, and
-   * breaking out of the loop releases it there.
+   * breaking out of the loop releases it there. Under `tabs: 'share'` a tail goes on at the next
+   * leader when the leader tab goes away (entries keep their positions across leaders).
    */
-  tail(fromPosition: number, opts: { follow?: boolean; signal?: AbortSignal } = {}): AsyncIterable<WalEntry> {
-    return this.pull(
-      (r, w) => r.tail(fromPosition, { follow: opts.follow, signal: w }),
-      (r, id) => r.nextEntries(id),
-      (e) => ({ position: e.position, epoch: e.epoch, data: decodeTable(e.data) }),
-      opts.signal,
-    );
+  async *tail(fromPosition: number, opts: { follow?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<WalEntry> {
+    let next = fromPosition;
+    for (let leaderChanges = 0; ; leaderChanges++) {
+      const from = next;
+      try {
+        for await (const entry of this.pull(
+          (r, w) => r.tail(from, { follow: opts.follow, signal: w }),
+          (r, id) => r.nextEntries(id),
+          (e, codec) => ({ position: e.position, epoch: e.epoch, data: codec.decodeTable(e.data) }),
+          opts.signal,
+        )) {
+          next = entry.position + 1;
+          leaderChanges = 0;
+          yield entry;
+        }
+        return;
+      } catch (e) {
+        if (!isMemWalError(e, 'LeaderChanged') || leaderChanges >= MAX_TAIL_RESUMES) throw e;
+      }
+    }
   }
 
   /** As `MemWal.sync`. */

@@ -4,12 +4,14 @@
 
 import * as Comlink from 'comlink';
 import { MemWal } from '../core/memwal.js';
-import type { WalEntry } from '../core/stats.js';
+import { describeSchemaDifference } from '../core/schema.js';
+import type { WalEntry, WriterState } from '../core/stats.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
-import { setBrowserStorageResolver } from '../storage/resolve.js';
-import { decodeData, decodeSchema, encodeArrow, transfersOf } from './arrow-wire.js';
+import { resolveStorage, setBrowserStorageResolver } from '../storage/resolve.js';
+import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
+import { type AttachedApi, TabServer } from './tab-host.js';
 import type {
   ConnectMessage,
   Hello,
@@ -143,22 +145,65 @@ interface Paged {
 
 const wireArrowOf = (item: WireArrow | WireWalEntry): WireArrow => ('ipc' in item ? item : item.data);
 
+/** A store another connection of this worker opened, for a connection attached to it (a sharing tab). */
+interface SharedStore {
+  store: MemWal;
+  /** The options the store was opened with: a tab joining must agree on schema, key and mode. */
+  opened: WireOpenOptions;
+}
+
+/** Refuse a tab whose open options disagree with the leader's on what the data is. */
+function checkJoin(o: WireOpenOptions, opened: WireOpenOptions): void {
+  const refuse = (why: string): never => {
+    throw new MemWalError(
+      'InvalidArgument',
+      `tabs: store ${opened.name} is open in another tab with other options: ${why} (do all tabs run the same release? reload the older ones)`,
+    );
+  };
+  if (o.name !== opened.name) refuse(`name "${o.name}" is not "${opened.name}"`);
+  const difference = describeSchemaDifference(schemaFromWire(opened.schema), schemaFromWire(o.schema));
+  if (difference) refuse(difference.replace('the stored schema', "the leader tab's schema"));
+  const key = (k: string[] | undefined): string => JSON.stringify(k ?? []);
+  if (key(o.primaryKey) !== key(opened.primaryKey))
+    refuse(`primaryKey ${key(o.primaryKey)}, the leader tab's is ${key(opened.primaryKey)}`);
+  if ((o.enableMemtable ?? true) !== (opened.enableMemtable ?? true)) refuse('enableMemtable differs');
+  if (o.storage !== undefined && opened.storage !== undefined && o.storage !== opened.storage) {
+    refuse(`storage '${o.storage}', the leader tab's is '${opened.storage}'`);
+  }
+}
+
 /**
  * The API one client connection calls (comlink-exposed on `port`). Events (state changes,
  * warnings) are posted on `port` too, so they keep their order with the replies. `HostApi` in
- * protocol.ts is this function's return type.
+ * protocol.ts is this function's return type. With `shared`, the connection is a sharing tab's
+ * (tab-host.ts): it serves the store another connection opened, its `open` only checks that the
+ * tab agrees on what the data is, and its `close`, `abort` and `detach` let go of its own
+ * iterators only.
  */
 export function makeHostApi(
   port: { postMessage(message: unknown): void },
   options: HostMemWalOptions = {},
   lifetime: Lifetime = NO_LIFETIME,
+  shared?: SharedStore,
 ) {
-  let store: MemWal | undefined;
+  // A tab's connection serves the shared store from the start: after a leader change the tabs'
+  // calls are re-sent to the new leader's worker before (or without) a new join.
+  let store: MemWal | undefined = shared?.store;
+  let opened: WireOpenOptions | undefined;
+  let tabs: TabServer | undefined;
+  let lastState: WriterState | undefined;
   const signals = new Map<number, AbortController>();
   const iterators = new Map<number, Paged>();
   let nextIteratorId = 1;
 
   const emit = (e: HostEvent): void => port.postMessage(e);
+  const emitState = (state: WriterState): void => {
+    if (state === lastState) return;
+    lastState = state;
+    emit({ memwalEvent: 'state', state });
+  };
+  /** The store this connection may end (not a shared one). */
+  const own = (): MemWal | undefined => (shared ? undefined : store);
   const need = (): MemWal => {
     if (!store) throw new MemWalError('Closed', 'no store is open on this connection');
     return store;
@@ -249,20 +294,62 @@ export function makeHostApi(
     /** Handshake: resolves once this connection's lifetime lock is held. */
     hello: wire(async (): Promise<Hello> => ({ lifetimeLock: await lifetime.held })),
 
-    /** Open the connection's store; state changes are posted as events from the first one. */
+    /**
+     * Open the connection's store (join the shared one); state changes are posted as events from
+     * the first one, `'open'` included, before this resolves.
+     */
     open: wire(async (o: WireOpenOptions): Promise<void> => {
+      if (shared) {
+        checkJoin(o, shared.opened);
+        emitState(shared.store.writerState);
+        return;
+      }
       if (store) throw new MemWalError('InvalidArgument', 'this connection already has an open store');
-      const { schemaIpc, storage, ...rest } = o;
+      const { schema, storage, ...rest } = o;
       const adapter = await options.resolveStorage?.(storage);
+      const warn = (message: string, ...details: unknown[]): void => {
+        const event: HostEvent = { memwalEvent: 'warn', message, details: cloneable(details) };
+        emit(event);
+        tabs?.broadcast(event);
+      };
       store = await MemWal.open(
-        {
-          ...rest,
-          schema: decodeSchema(schemaIpc),
-          storage: adapter ?? storage,
-          logger: { warn: (message, ...details) => emit({ memwalEvent: 'warn', message, details: cloneable(details) }) },
-        },
-        { onStateChange: (state) => emit({ memwalEvent: 'state', state }) },
+        { ...rest, schema: schemaFromWire(schema), storage: adapter ?? storage, logger: { warn } },
+        { onStateChange: emitState },
       );
+      opened = o;
+      emitState(store.writerState);
+    }),
+
+    /**
+     * Serve the other tabs of `tabs: 'share'` as leader `leader` (a term id) until this
+     * connection closes, aborts or detaches. Resolves once the term is announced.
+     */
+    serveTabs: wire(async (leader: string): Promise<void> => {
+      const s = need();
+      if (shared || !opened || tabs) throw new MemWalError('InvalidArgument', 'this connection cannot serve tabs');
+      const base = opened;
+      tabs = await TabServer.start({
+        name: base.name,
+        leader,
+        store: s,
+        attach: (p) => makeHostApi(p, options, NO_LIFETIME, { store: s, opened: base }) as unknown as AttachedApi,
+      });
+    }),
+
+    /**
+     * Get ready to open store `name` without opening it: resolve its storage adapter and ask it
+     * for an estimate, which starts whatever the adapter needs (the browser layouts' I/O worker).
+     * A follower's standby worker calls it, so that taking over does not wait for that either.
+     */
+    prepare: wire(async (name: string, storage: WireStorage | undefined): Promise<void> => {
+      const adapter = (await options.resolveStorage?.(storage)) ?? resolveStorage(storage);
+      await adapter.estimate?.(name);
+    }),
+
+    /** Delete store `name` (`Locked` while a writer holds it); for `destroyMemWal`. */
+    destroy: wire(async (name: string, storage: WireStorage | undefined): Promise<void> => {
+      const adapter = await options.resolveStorage?.(storage);
+      await MemWal.destroy(name, { storage: adapter ?? storage });
     }),
 
     put: wire((data: WireData, signal?: WireSignal) => withSignal(signal, (s) => need().put(decodeData(data), { signal: s }))),
@@ -308,20 +395,26 @@ export function makeHostApi(
     markConsumed: wire((position: number) => need().markConsumed(position)),
 
     close: wire(async () => {
+      tabs?.stopAccepting();
       try {
-        await store?.close();
+        await own()?.close();
       } finally {
         releaseAll();
+        tabs?.stop();
       }
     }),
     abort: wire(async () => {
+      tabs?.stopAccepting();
       releaseAll();
-      await store?.abort();
+      await own()?.abort();
+      tabs?.stop();
     }),
     /** The client is gone for good: abort whatever is still open and drop the lifetime lock. */
     detach: wire(async () => {
+      tabs?.stopAccepting();
       releaseAll();
-      await store?.abort();
+      await own()?.abort();
+      tabs?.stop();
       lifetime.release();
     }),
   };

@@ -13,14 +13,38 @@ export type HostApi = ReturnType<typeof makeHostApi>;
 export type WireStorage = 'opfs' | 'indexeddb' | 'memory';
 
 /**
- * Open options as posted: everything but the schema (sent as Arrow IPC bytes), the logger
- * (warnings come back as events) and the storage adapter object.
+ * Open options as posted: everything but the schema (sent as plain data), the logger (warnings
+ * come back as events) and the storage adapter object.
  */
 export type WireOpenOptions = Omit<MemWalOptions, 'schema' | 'storage' | 'logger'> & {
-  /** The schema as an Arrow IPC stream with no record batch. */
-  schemaIpc: Uint8Array;
+  schema: WireSchema;
   storage?: WireStorage;
 };
+
+/**
+ * An Arrow type as plain data: apache-arrow's `Type` id and the type's own parameters
+ * (`bitWidth`, `isSigned`, `precision`, `unit`, `timezone`, `byteWidth`, `listSize`, `mode`,
+ * `typeIds`, `keysSorted`, `scale`, `id`, `isOrdered`; `dictionary`/`indices` as types, `children`
+ * as fields). The main thread writes it without Arrow's IPC code; the worker rebuilds the type.
+ */
+export interface WireType {
+  typeId: number;
+  children?: WireField[];
+  [parameter: string]: unknown;
+}
+
+export interface WireField {
+  name: string;
+  nullable: boolean;
+  type: WireType;
+  metadata: [string, string][];
+}
+
+/** An Arrow schema as plain data (see WireType). */
+export interface WireSchema {
+  fields: WireField[];
+  metadata: [string, string][];
+}
 
 /**
  * Arrow data as an Arrow IPC stream. Its `ArrayBuffer` is in the message's transfer list, so it
@@ -80,3 +104,43 @@ export interface ConnectMessage {
 export interface HostReadyMessage {
   memwal: 'host-ready';
 }
+
+// ------------------------------------------------------------------ tabs: 'share' (tabs.ts, tab-host.ts)
+// Channel and lock names are in tab-names.ts. A leader is one term of one tab's worker hosting
+// the store; `leader` ids name terms, so a message of an earlier term is never taken for a later.
+
+/** On the store's control channel, which every sharing tab and the leader's worker listen to. */
+export type TabControlMessage =
+  /** The leader of this term is serving (sent when it starts, and again on every `hello`). */
+  | { memwalTabs: 'leader'; leader: string }
+  /** A tab looking for the leader: the leader opens the tab's channel and answers `welcome` there. */
+  | { memwalTabs: 'hello'; tab: string }
+  /** The leader of this term accepts no more calls (it is closing or handing over). */
+  | { memwalTabs: 'resign'; leader: string };
+
+/** Tab -> leader, on the tab's own channel. */
+export type TabRequest =
+  | {
+      memwalTabs: 'call';
+      /** The term this call is meant for; another leader ignores it. */
+      leader: string;
+      /** Unique per tab, increasing. */
+      id: number;
+      method: string;
+      args: unknown[];
+      /** Wall-clock ms (Date.now()) after which the leader must not accept the call. */
+      deadline: number;
+      /** The lowest id the tab still waits on: the leader forgets older ids. */
+      oldest: number;
+    }
+  /** The tab is done with this store (its iterators can go). */
+  | { memwalTabs: 'bye'; leader: string };
+
+/** Leader -> tab, on the tab's own channel. */
+export type TabReply =
+  | { memwalTabs: 'welcome'; leader: string }
+  /** The leader took call `id`: from now on only it can answer it. */
+  | { memwalTabs: 'accepted'; leader: string; id: number }
+  | { memwalTabs: 'result'; leader: string; id: number; value: unknown }
+  | { memwalTabs: 'error'; leader: string; id: number; error: WireError }
+  | { memwalTabs: 'event'; leader: string; event: HostEvent };

@@ -3,6 +3,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
+import type { MemWalError } from '../errors.js';
 import { hostMemWal, type HostMemWalOptions, type HostScope } from './host.js';
 import type { WorkerLike } from './client.js';
 
@@ -102,4 +103,14 @@ export function threadWorker(): { worker: WorkerLike; control(message: string): 
     terminate: () => void thread.terminate(),
   };
   return { worker, control: (message) => thread.postMessage({ control: message }), terminate: () => thread.terminate() };
+}
+
+/** The MemWalError `p` rejects with; fails the test if it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<MemWalError> {
+  try {
+    await p;
+  } catch (e) {
+    return e as MemWalError;
+  }
+  throw new Error('expected a rejection');
 }

@@ -123,7 +123,8 @@ export interface StoreHandle {
    * Optional: append one WAL entry framed by the adapter (`encodeFrame(epoch, position,
    * payload)`, docs/format.md §4) with the semantics of `walAppend`; resolves the frame's length.
    * An adapter whose I/O runs elsewhere offers it so the frame copy and its CRC-32C are computed
-   * there, not on the engine's thread. `payload` is the caller's: it is not modified or kept.
+   * there, not on the engine's thread. The adapter may take `payload` over (transfer its buffer
+   * to another thread): the caller must not use it after the call.
    */
   walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number>;
   /** Cut segment `name` to `length` bytes, durably (torn-tail repair). */

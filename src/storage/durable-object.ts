@@ -1,5 +1,5 @@
 // DurableObjectStorageAdapter: stores in a SQLite-backed Durable Object's `ctx.storage.sql`
-// (SPEC §5, "Durable Objects"): WAL segments, table files and the manifest as rows, every
+// (docs/format.md): WAL segments, table files and the manifest as rows, every
 // mutation in one `transactionSync` followed by `storage.sync()`. Cloudflare Workers / workerd.
 
 import { MemWalError, toMemWalError } from '../errors.js';

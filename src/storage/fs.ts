@@ -1,4 +1,4 @@
-// FileStorage: the StorageAdapter over a local file system (SPEC §5, "Node/Deno files"), written
+// FileStorage: the StorageAdapter over a local file system (docs/format.md), written
 // against the small FileSystemShim below so that Node (fs-node.ts) and Deno share one protocol.
 // Imports no runtime module: the shim brings the file system, the process id and timers.
 

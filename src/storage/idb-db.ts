@@ -77,16 +77,27 @@ export function onDatabaseClosed(listener: (reason: string) => void): () => void
 }
 
 /**
+ * How long one transaction may take before it is aborted (`IOError`), unless the caller gives
+ * its own limit. Healthy transactions take milliseconds; the limit exists so that a transaction
+ * stuck behind another context's never keeps its object stores, and so the calls after it,
+ * blocked for ever.
+ */
+export const TRANSACTION_LIMIT_MS = 10_000;
+
+/**
  * Runs `work` in one transaction over `names` (readwrite ones with `durability: 'strict'`), and
  * resolves once the transaction has committed. If `work` throws, or the transaction aborts, it
  * rejects with the MemWalError `work` threw or the transaction's error (`tx.error`, where
- * IndexedDB puts a `QuotaExceededError`) mapped by `toMemWalError(…, context)`.
+ * IndexedDB puts a `QuotaExceededError`) mapped by `toMemWalError(…, context)`. A transaction not
+ * finished after `limitMs` is aborted and rejects `IOError` (outcome unknown if it was already
+ * committing); nothing of it is left to block later transactions.
  */
 export async function inTransaction<N extends Names[], M extends 'readonly' | 'readwrite', T>(
   names: N,
   mode: M,
   context: string,
   work: (tx: IDBPTransaction<MemwalDbSchema, N, M>) => Promise<T>,
+  limitMs = TRANSACTION_LIMIT_MS,
 ): Promise<T> {
   const db = await memwalDb();
   let tx: IDBPTransaction<MemwalDbSchema, N, M>;
@@ -95,18 +106,36 @@ export async function inTransaction<N extends Names[], M extends 'readonly' | 'r
   } catch (e) {
     throw toMemWalError(e, context);
   }
-  try {
-    const result = await work(tx);
-    await tx.done;
-    return result;
-  } catch (e) {
+  const abort = (): void => {
     try {
       tx.abort();
     } catch {
       // Already committed or aborted: tx.error (if any) says why.
     }
-    await tx.done.catch(() => undefined);
-    throw toMemWalError(e instanceof MemWalError ? e : (tx.error ?? e), context);
+  };
+  const run = (async () => {
+    try {
+      const result = await work(tx);
+      await tx.done;
+      return result;
+    } catch (e) {
+      abort();
+      await tx.done.catch(() => undefined);
+      throw toMemWalError(e instanceof MemWalError ? e : (tx.error ?? e), context);
+    }
+  })();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      run.catch(() => undefined);
+      abort();
+      reject(new MemWalError('IOError', `${context}: the transaction did not finish within ${limitMs} ms and was aborted`));
+    }, limitMs);
+  });
+  try {
+    return await Promise.race([run, limit]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -137,8 +166,8 @@ export function checkNotFenced(storedEpoch: number | undefined, segment: string,
 
 /**
  * The manifest compare-and-set of StoreHandle.manifestCommit, in one strict transaction:
- * `InvalidArgument` unless `next.version` is `expectedVersion + 1`; on a version mismatch `Fenced`
- * if the stored writer epoch is newer than `next`'s, else `IOError`.
+ * `InvalidArgument` unless `next.version` is `expectedVersion + 1`; `Fenced` if the stored writer
+ * epoch is newer than `next`'s (even at the expected version); `IOError` on any other mismatch.
  */
 export function commitManifest(store: string, expectedVersion: number, next: Manifest): Promise<void> {
   if (next.version !== expectedVersion + 1) {
@@ -150,10 +179,10 @@ export function commitManifest(store: string, expectedVersion: number, next: Man
     const manifests = tx.objectStore('manifests');
     const stored = await manifests.get(store);
     const storedVersion = stored?.version ?? 0;
+    if (stored && stored.writerEpoch > next.writerEpoch) {
+      throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${stored.writerEpoch}`);
+    }
     if (storedVersion !== expectedVersion) {
-      if (stored && stored.writerEpoch > next.writerEpoch) {
-        throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${stored.writerEpoch}`);
-      }
       throw new MemWalError('IOError', `manifest commit conflict: expected version ${expectedVersion}, stored ${storedVersion}`);
     }
     await manifests.put(next, store);

@@ -4,6 +4,8 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { conformanceCases } from '../testing/conformance.js';
+import { MemWalError } from '../errors.js';
+import { inTransaction, memwalDb } from './idb-db.js';
 import { IndexedDbStorage, TABLE_CHUNK_BYTES } from './indexeddb.js';
 
 describe('IndexedDbStorage conformance (fake-indexeddb, in-process lock)', () => {
@@ -48,5 +50,34 @@ describe('IndexedDbStorage records', () => {
     expect(await h.walRead('1-1')).toEqual(new Uint8Array([9]));
     await h.release();
     await storage.destroyStore('records-wal');
+  });
+});
+
+describe('IndexedDB transaction limit', () => {
+  it('a transaction stuck behind another past its limit is aborted with IOError and blocks nothing after it', async () => {
+    const db = await memwalDb();
+    // Another transaction keeps the manifests store busy for 400 ms by chaining requests.
+    const blocker = db.transaction('manifests', 'readwrite');
+    const until = Date.now() + 400;
+    const spin = (): void => {
+      if (Date.now() < until) void blocker.store.get('limit-test').then(spin);
+    };
+    spin();
+    const started = Date.now();
+    const stuck = inTransaction(
+      ['manifests'],
+      'readwrite',
+      'a stuck commit',
+      (tx) => tx.objectStore('manifests').put({} as never, 'limit-test'),
+      100,
+    );
+    await expect(stuck).rejects.toMatchObject({ code: 'IOError' });
+    await expect(stuck).rejects.toBeInstanceOf(MemWalError);
+    expect(Date.now() - started, 'rejected at its limit, not when the blocker finished').toBeLessThan(350);
+    await blocker.done;
+    // The aborted transaction left nothing behind: the record is absent and the store is free.
+    expect(
+      await inTransaction(['manifests'], 'readonly', 'read back', (tx) => tx.objectStore('manifests').get('limit-test')),
+    ).toBeUndefined();
   });
 });

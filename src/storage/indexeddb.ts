@@ -19,21 +19,25 @@ import {
   onDatabaseClosed,
   ownBuffer,
   storeRange,
+  TRANSACTION_LIMIT_MS,
 } from './idb-db.js';
-import type { WalChunkKey } from './idb-db.js';
+import type { MemwalDbSchema, WalChunkKey } from './idb-db.js';
+import type { IDBPTransaction } from 'idb';
 import { WriterSession } from './weblock.js';
 
-/** Table files are stored in records of at most this many bytes (1 MiB). */
+/** Table files are stored in records of exactly this many bytes (1 MiB), the last one shorter. */
 export const TABLE_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * The IndexedDB-only layout. WAL: one record per append in object store `wal`, key
  * `[store, segment, offset, byteLength]`, added in one strict transaction that also reads the
  * manifest, so a stale writer's append is refused (`Fenced`) and never lands after a newer claim.
- * Tables: records of ≤ 1 MiB in `tables`, key `[store, name, chunkIndex]`, written in one
- * transaction (a failed write leaves nothing). Manifest: `manifests`, key `store`. Every readwrite
- * transaction is `durability: 'strict'`. Any browser context with IndexedDB; the writer lock is a
- * Web Lock (`memwal:{store}`).
+ * Tables: records of 1 MiB (the last one shorter) in `tables`, key `[store, name, chunkIndex]`,
+ * written in one transaction (a failed write leaves nothing); a ranged read fetches only the
+ * records it overlaps. Manifest: `manifests`, key `store`. Every readwrite transaction is
+ * `durability: 'strict'`, and every mutation reads the manifest's epoch in its own transaction
+ * (fencing, docs/impl.md). Any browser context with IndexedDB; the writer lock is a Web Lock
+ * (`memwal:{store}`).
  */
 export class IndexedDbStorage implements StorageAdapter {
   readonly layout = 'indexeddb';
@@ -70,11 +74,19 @@ export class IndexedDbStorage implements StorageAdapter {
   }
 }
 
+/** A table write's transaction may take TRANSACTION_LIMIT_MS plus 1 ms per KiB (a floor of about 1 MiB/s). */
+const TABLE_WRITE_MIN_BYTES_PER_MS = 1024;
+
 /** End offset of the chunk with key `key`. */
 const chunkEnd = (key: WalChunkKey): number => key[2] + key[3];
 
+/** A readwrite transaction that includes the `manifests` store (for the fencing check). */
+type FencedTx = IDBPTransaction<MemwalDbSchema, ('manifests' | 'wal' | 'tables')[], 'readwrite'>;
+
 class IndexedDbStoreHandle implements StoreHandle {
   private readonly store: string;
+  /** The writer epoch of the newest manifest this handle committed (0: none yet); fences mutations. */
+  private epoch = 0;
 
   constructor(private readonly session: WriterSession) {
     this.store = session.store;
@@ -89,6 +101,7 @@ class IndexedDbStoreHandle implements StoreHandle {
   async manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
     this.session.check();
     await commitManifest(this.store, expectedVersion, next);
+    this.epoch = next.writerEpoch;
   }
 
   async walList(): Promise<WalSegmentInfo[]> {
@@ -146,7 +159,8 @@ class IndexedDbStoreHandle implements StoreHandle {
 
   async walTruncate(name: string, length: number): Promise<void> {
     this.session.check();
-    await inTransaction(['wal'], 'readwrite', `truncating WAL segment ${name}`, async (tx) => {
+    await inTransaction(['manifests', 'wal'], 'readwrite', `truncating WAL segment ${name}`, async (tx) => {
+      await this.fence(tx, `WAL truncate of ${name}`);
       const wal = tx.objectStore('wal');
       const keys = await wal.getAllKeys(fileRange(this.store, name));
       const current = this.segmentLength(name, keys);
@@ -168,9 +182,10 @@ class IndexedDbStoreHandle implements StoreHandle {
 
   async walRemove(name: string): Promise<void> {
     this.session.check();
-    await inTransaction(['wal'], 'readwrite', `removing WAL segment ${name}`, (tx) =>
-      tx.objectStore('wal').delete(fileRange(this.store, name)),
-    );
+    await inTransaction(['manifests', 'wal'], 'readwrite', `removing WAL segment ${name}`, async (tx) => {
+      await this.fence(tx, `WAL remove of ${name}`);
+      await tx.objectStore('wal').delete(fileRange(this.store, name));
+    });
   }
 
   /** Collects `chunks` into ≤ 1 MiB records, then writes them all in one transaction. */
@@ -194,13 +209,22 @@ class IndexedDbStoreHandle implements StoreHandle {
     }
     if (used > 0 || records.length === 0) records.push(current.slice(0, used));
     this.session.check();
-    await inTransaction(['tables'], 'readwrite', `writing table file ${name}`, async (tx) => {
-      const tables = tx.objectStore('tables');
-      if ((await tables.count(fileRange(this.store, name))) > 0) {
-        throw new MemWalError('IOError', `table file ${name} already exists`);
-      }
-      await Promise.all(records.map((record, i) => tables.add(record, [this.store, name, i])));
-    });
+    const bytes = (records.length - 1) * TABLE_CHUNK_BYTES + records.at(-1)!.length;
+    const context = `writing table file ${name}`;
+    await inTransaction(
+      ['manifests', 'tables'],
+      'readwrite',
+      context,
+      async (tx) => {
+        await this.fence(tx, context);
+        const tables = tx.objectStore('tables');
+        if ((await tables.count(fileRange(this.store, name))) > 0) {
+          throw new MemWalError('IOError', `table file ${name} already exists`);
+        }
+        await Promise.all(records.map((record, i) => tables.add(record, [this.store, name, i])));
+      },
+      TRANSACTION_LIMIT_MS + bytes / TABLE_WRITE_MIN_BYTES_PER_MS,
+    );
   }
 
   async tableRead(name: string): Promise<Uint8Array> {
@@ -212,12 +236,42 @@ class IndexedDbStoreHandle implements StoreHandle {
     return concatBytes(records);
   }
 
-  /** A ranged read (for now the whole file is read and sliced). */
+  /**
+   * Reads only the records that overlap the range (every record but a file's last holds exactly
+   * TABLE_CHUNK_BYTES, so the record of a byte is `floor(offset / TABLE_CHUNK_BYTES)`): a key
+   * cursor finds the last record, one `getAll` fetches the overlapping ones.
+   */
   async tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
     checkRange(name, offset, length);
-    const whole = await this.tableRead(name);
-    checkInside(name, offset, length, whole.length);
-    return whole.slice(offset, offset + length);
+    this.session.check();
+    const context = `reading table file ${name} at ${offset}`;
+    return inTransaction(['tables'], 'readonly', context, async (tx) => {
+      const tables = tx.objectStore('tables');
+      const lastKey = (await tables.openKeyCursor(fileRange(this.store, name), 'prev'))?.key;
+      if (!lastKey) throw new MemWalError('IOError', `table file ${name} does not exist`);
+      const lastIndex = lastKey[2];
+      const first = Math.min(Math.floor(offset / TABLE_CHUNK_BYTES), lastIndex);
+      const last = Math.min(length === 0 ? first : Math.floor((offset + length - 1) / TABLE_CHUNK_BYTES), lastIndex);
+      const records = await tables.getAll(IDBKeyRange.bound([this.store, name, first], [this.store, name, last]));
+      if (records.length !== last - first + 1) {
+        throw new MemWalError('IOError', `table file ${name}: chunks ${first}..${last} are incomplete (${records.length} found)`);
+      }
+      records.forEach((record, i) => {
+        if (first + i < lastIndex && record.length !== TABLE_CHUNK_BYTES) {
+          throw new MemWalError('IOError', `table file ${name}: chunk ${first + i} holds ${record.length} bytes, not ${TABLE_CHUNK_BYTES}`);
+        }
+      });
+      // The file's size is known when its last record was read; otherwise the range ends before it.
+      if (last === lastIndex) checkInside(name, offset, length, lastIndex * TABLE_CHUNK_BYTES + records.at(-1)!.length);
+      const out = new Uint8Array(length);
+      records.forEach((record, i) => {
+        const start = (first + i) * TABLE_CHUNK_BYTES;
+        const from = Math.max(offset, start);
+        const to = Math.min(offset + length, start + record.length);
+        if (to > from) out.set(record.subarray(from - start, to - start), from - offset);
+      });
+      return out;
+    });
   }
 
   async tableList(): Promise<string[]> {
@@ -230,13 +284,23 @@ class IndexedDbStoreHandle implements StoreHandle {
 
   async tableRemove(name: string): Promise<void> {
     this.session.check();
-    await inTransaction(['tables'], 'readwrite', `removing table file ${name}`, (tx) =>
-      tx.objectStore('tables').delete(fileRange(this.store, name)),
-    );
+    await inTransaction(['manifests', 'tables'], 'readwrite', `removing table file ${name}`, async (tx) => {
+      await this.fence(tx, `table remove of ${name}`);
+      await tx.objectStore('tables').delete(fileRange(this.store, name));
+    });
   }
 
   release(): Promise<void> {
     return this.session.release();
+  }
+
+  /**
+   * `Fenced` if the stored manifest's epoch is newer than the newest this handle committed. Called
+   * inside the mutation's own transaction, so no claim can come between the check and the change.
+   */
+  private async fence(tx: Pick<FencedTx, 'objectStore'>, what: string): Promise<void> {
+    const stored = (await tx.objectStore('manifests').get(this.store))?.writerEpoch ?? 0;
+    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
   }
 
   /** The length of segment `name` from its chunk keys; `IOError` when it has none. */

@@ -18,7 +18,7 @@ import {
 import { WriterSession } from './weblock.js';
 
 /** `FileSystemSyncAccessHandle` (WebWorker lib; declared here so the DOM lib type-checks). */
-interface SyncAccessHandle {
+export interface SyncAccessHandle {
   read(buffer: Uint8Array, options?: { at?: number }): number;
   write(buffer: Uint8Array, options?: { at?: number }): number;
   truncate(size: number): void;
@@ -27,8 +27,11 @@ interface SyncAccessHandle {
   close(): void;
 }
 
+/** `'readwrite'` is exclusive across contexts; `'read-only'` handles can coexist (Chromium 121+; ignored elsewhere). */
+type SyncAccessMode = 'readwrite' | 'read-only';
+
 interface OpfsFile extends FileSystemFileHandle {
-  createSyncAccessHandle(): Promise<SyncAccessHandle>;
+  createSyncAccessHandle(options?: { mode?: SyncAccessMode }): Promise<SyncAccessHandle>;
 }
 
 interface OpfsDirectory extends FileSystemDirectoryHandle {
@@ -37,8 +40,20 @@ interface OpfsDirectory extends FileSystemDirectoryHandle {
 
 /** The root directory of every store: `memwal/` in the origin private file system. */
 const ROOT_DIR = 'memwal';
-/** How long openStore retries a segment still open elsewhere when `timeoutMs` is undefined. */
+/** How long a store retries a segment still open elsewhere when `timeoutMs` is undefined. */
 const DEFAULT_SEGMENT_RETRY_MS = 10_000;
+/**
+ * How long opening a sync access handle may take before the call fails `IOError`. A healthy open
+ * takes 1–40 ms here; a handle that arrives after the limit is closed at once, so an abandoned
+ * open never holds a file's lock.
+ */
+export const SYNC_OPEN_LIMIT_MS = 10_000;
+/**
+ * Sync access handles kept open for reading table files (least recently used closed first). A
+ * kept handle answers a 4–64 KiB ranged read in about 0.01–0.1 ms, against 1–3 ms for any async
+ * path (docs/impl.md, "Ranged reads"); each costs one file descriptor.
+ */
+export const MAX_TABLE_READERS = 32;
 
 /** True where this context can use the OPFS layout: sync access handles and `getDirectory`. */
 export function opfsSyncHandlesAvailable(): boolean {
@@ -59,6 +74,42 @@ async function opfsRoot(): Promise<OpfsDirectory> {
   } catch (e) {
     throw toMemWalError(e, 'opening the origin private file system');
   }
+}
+
+/**
+ * File handles whose `createSyncAccessHandle()` has not settled yet. Chromium continues that call
+ * through a weak reference to the handle (its storage-access check, `file_system_file_handle.cc`):
+ * if the handle is garbage-collected before the check answers, the promise never settles. A caller
+ * that keeps the handle only in a local it no longer uses loses it to the first GC once V8 has
+ * optimized the caller — the OPFS flush stall of docs/impl.md. Holding it here until the call
+ * settles closes that window.
+ */
+const opening = new Set<{ file: FileSystemFileHandle }>();
+
+/**
+ * Opens a sync access handle on `file` (default mode `readwrite`, exclusive across contexts),
+ * keeping `file` reachable until the call settles. Rejects with the platform's error, or `IOError`
+ * after `limitMs`; a handle that arrives after the limit is closed at once. Dedicated workers.
+ */
+export function openSyncAccessHandle(
+  file: FileSystemFileHandle,
+  mode: SyncAccessMode = 'readwrite',
+  limitMs = SYNC_OPEN_LIMIT_MS,
+): Promise<SyncAccessHandle> {
+  const pin = { file };
+  opening.add(pin);
+  const open = (file as OpfsFile).createSyncAccessHandle(mode === 'readwrite' ? undefined : { mode }).finally(() => opening.delete(pin));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      void open.then(
+        (late) => late.close(),
+        () => undefined,
+      );
+      reject(new MemWalError('IOError', `opening a sync access handle on ${file.name} did not finish within ${limitMs} ms`));
+    }, limitMs);
+  });
+  return Promise.race([open, limit]).finally(() => clearTimeout(timer));
 }
 
 /** Chromium's `base::File::FILE_ERROR_NO_SPACE`. */
@@ -90,40 +141,50 @@ async function removeIfPresent(dir: FileSystemDirectoryHandle, name: string, con
   }
 }
 
+/** `dir`'s entry names (`IOError` on failure). */
+async function listNames(dir: OpfsDirectory, context: string): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const name of dir.keys()) names.push(name);
+  } catch (e) {
+    throw toMemWalError(e, context);
+  }
+  return names;
+}
+
 /**
- * The OPFS layout (SPEC §5). Files: `memwal/{store}/wal/{epoch}-{firstPosition}` (WAL segments)
+ * The OPFS layout (docs/format.md). Files: `memwal/{store}/wal/{epoch}-{firstPosition}` (WAL segments)
  * and `memwal/{store}/tables/{name}`; the manifest is the `manifests` record of the "memwal"
  * IndexedDB database. The writer holds the Web Lock `memwal:{store}` and a `readwrite` sync access
- * handle (exclusive across contexts) on every segment: those opened at `openStore`, and each one it
- * creates, whose epoch it re-checks against the manifest after opening so that no stale append
- * lands. Every append is `write` + `flush()` (a real fdatasync). Dedicated workers only; elsewhere
- * `openStore` rejects `NotSupported`.
+ * handle (exclusive across contexts) on every segment it lists or creates; it re-checks a
+ * segment's epoch against the manifest after opening it, so that no stale append lands. Every
+ * append is `write` + `flush()` (a real fdatasync). Dedicated workers only; elsewhere `openStore`
+ * rejects `NotSupported`.
  */
 export class OpfsStorage implements StorageAdapter {
   readonly layout = 'opfs';
 
   /**
-   * Claims the writer lock (LockOptions: `Locked`, `Aborted`, `InvalidArgument`), then opens a
-   * sync access handle on every existing segment, retrying `NoModificationAllowedError` (a
-   * reloaded or stolen-from context still closing its handles) with backoff for `timeoutMs`
-   * (undefined: 10 s; at least 10 s for a steal), then `Locked`. `NotSupported` outside dedicated workers.
+   * Claims the writer lock (LockOptions: `Locked`, `Aborted`, `InvalidArgument`) and opens the
+   * store's directories; segments are listed and opened by `walList`, after the caller's claim.
+   * A segment still open elsewhere (a reloaded or stolen-from context closing its handles) is
+   * retried with backoff for `timeoutMs` (undefined: 10 s; at least 10 s for a steal), then
+   * `Locked`. `NotSupported` outside dedicated workers.
    */
   async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
     const root = await opfsRoot();
-    const started = Date.now();
+    let retryMs = options.timeoutMs ?? DEFAULT_SEGMENT_RETRY_MS;
+    if (options.steal) retryMs = Math.max(retryMs, DEFAULT_SEGMENT_RETRY_MS);
     const session = await WriterSession.claim(name, options);
-    const handle = new OpfsStoreHandle(session);
     try {
       const storeDir = await root.getDirectoryHandle(name, { create: true });
       const walDir = (await storeDir.getDirectoryHandle('wal', { create: true })) as OpfsDirectory;
       const tablesDir = (await storeDir.getDirectoryHandle('tables', { create: true })) as OpfsDirectory;
       await memwalDb();
-      let retryMs = options.timeoutMs ?? DEFAULT_SEGMENT_RETRY_MS;
-      if (options.steal) retryMs = Math.max(retryMs, DEFAULT_SEGMENT_RETRY_MS);
-      await handle.open(walDir, tablesDir, started + retryMs, options.signal);
-      return handle;
+      session.check();
+      return new OpfsStoreHandle(session, walDir, tablesDir, retryMs);
     } catch (e) {
-      await handle.release();
+      await session.release();
       throw toMemWalError(e, `opening store "${name}"`);
     }
   }
@@ -152,51 +213,50 @@ interface Segment {
   epochChecked: boolean;
 }
 
+/**
+ * Fencing in this layout (docs/impl.md, "Fencing"). This handle's epoch is that of the newest manifest it
+ * committed. Why each check is enough:
+ * - `manifestCommit` compares epochs inside the manifest's own IndexedDB transaction: atomic.
+ * - WAL segments are held through `readwrite` sync handles, exclusive across contexts, and a newer
+ *   writer reads a segment only after opening it the same way (`walList`, retried until we let go).
+ *   So whatever this handle does to a segment it holds happens before any newer writer reads it.
+ *   An append lands only after the segment's epoch was re-read unchanged with the handle held, so
+ *   the successor lists and replays it; a truncate or remove is refused once the manifest shows a
+ *   newer epoch, and one that races a claim still precedes the successor's first read of it.
+ * - Table files are not exclusive. A write checks the epoch before it starts and again after its
+ *   flush (and then deletes its file): a file written under a stale epoch is never named by a
+ *   manifest (its commit is fenced) and is swept as an orphan. A remove checks first; the engine
+ *   removes only files that no manifest at or after its own names, so a remove racing a claim
+ *   cannot take a file the successor uses.
+ */
 class OpfsStoreHandle implements StoreHandle {
   private readonly store: string;
-  private walDir!: OpfsDirectory;
-  private tablesDir!: OpfsDirectory;
-  /** Every segment this handle holds open, by name (a pending promise while one is being created). */
+  /** Every segment this handle holds open, by name (a pending promise while one is being opened). */
   private readonly segments = new Map<string, Promise<Segment>>();
-  /** Segments this handle closed (removed): never reopened for writing in this session. */
+  /** Segments this handle removed: never reopened in this session. */
   private readonly closedSegments = new Set<string>();
+  /** Read-only handles on table files, least recently used first. */
+  private readonly readers = new Map<string, Promise<SyncAccessHandle>>();
   /** Every sync handle open now, closed at once when the session ends or is lost. */
   private readonly openHandles = new Set<SyncAccessHandle>();
-  /** The newest writer epoch this handle has seen in the manifest (load or commit). */
+  /** The newest writer epoch this handle has seen in the manifest (load or commit): appends below it are stale. */
   private knownEpoch = 0;
+  /** The writer epoch of the newest manifest this handle committed (0: none yet); fences mutations. */
+  private epoch = 0;
 
-  constructor(private readonly session: WriterSession) {
+  constructor(
+    private readonly session: WriterSession,
+    private readonly walDir: OpfsDirectory,
+    private readonly tablesDir: OpfsDirectory,
+    private readonly segmentRetryMs: number,
+  ) {
     this.store = session.store;
     session.onEnd(onDatabaseClosed((reason) => session.lose(reason)));
     session.onEnd(() => {
       for (const sync of this.openHandles) sync.close();
       this.openHandles.clear();
+      this.readers.clear();
     });
-  }
-
-  /** Opens every existing segment exclusively, retrying handles still open elsewhere until `deadline`. */
-  async open(walDir: OpfsDirectory, tablesDir: OpfsDirectory, deadline: number, signal?: AbortSignal): Promise<void> {
-    this.walDir = walDir;
-    this.tablesDir = tablesDir;
-    for await (const name of walDir.keys()) {
-      if (!parseSegmentName(name)) continue;
-      const file = (await walDir.getFileHandle(name)) as OpfsFile;
-      for (let delayMs = 10; ; delayMs = Math.min(delayMs * 2, 500)) {
-        this.session.check();
-        if (signal?.aborted) throw new MemWalError('Aborted', `opening store "${this.store}" was aborted`);
-        try {
-          const sync = await this.track(file.createSyncAccessHandle());
-          this.segments.set(name, Promise.resolve({ sync, epochChecked: false }));
-          break;
-        } catch (e) {
-          if (errorName(e) !== 'NoModificationAllowedError') throw e;
-          if (Date.now() + delayMs > deadline) {
-            throw toMemWalError(e, `WAL segment ${name} is still open in another context (a writer that has not let go)`);
-          }
-          await sleep(delayMs);
-        }
-      }
-    }
   }
 
   async manifestLoad(): Promise<Manifest | undefined> {
@@ -209,25 +269,41 @@ class OpfsStoreHandle implements StoreHandle {
   async manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
     this.session.check();
     await commitManifest(this.store, expectedVersion, next);
+    this.epoch = next.writerEpoch;
     this.knownEpoch = Math.max(this.knownEpoch, next.writerEpoch);
   }
 
+  /**
+   * Lists `wal/` now (docs/format.md) and opens every segment found that this
+   * handle does not hold yet, retrying one still open elsewhere (`Locked` after the retry time).
+   * A segment removed meanwhile is left out.
+   */
   async walList(): Promise<WalSegmentInfo[]> {
     this.session.check();
-    const list: WalSegmentInfo[] = [];
-    for (const [name, pending] of this.segments) {
-      const segment = await pending.catch(() => undefined);
-      const parsed = parseSegmentName(name);
-      if (segment && parsed && this.segments.get(name) === pending) {
-        list.push({ name, ...parsed, bytes: segment.sync.getSize() });
-      }
-    }
+    const names = (await listNames(this.walDir, 'listing WAL segments')).filter(
+      (name) => parseSegmentName(name) && !this.closedSegments.has(name),
+    );
+    const held = await Promise.all(
+      names.map((name) =>
+        this.openSegment(name, false).then(
+          (segment) => ({ name, segment }),
+          (e: unknown) => {
+            if (e instanceof MemWalError && e.cause && errorName(e.cause) === 'NotFoundError') return undefined;
+            throw e;
+          },
+        ),
+      ),
+    );
     this.session.check();
+    const list: WalSegmentInfo[] = [];
+    for (const entry of held) {
+      if (entry) list.push({ name: entry.name, ...parseSegmentName(entry.name)!, bytes: entry.segment.sync.getSize() });
+    }
     return list;
   }
 
   async walRead(name: string, offset = 0): Promise<Uint8Array> {
-    const { sync } = await this.segment(name);
+    const { sync } = await this.openSegment(name, false);
     return this.io(`reading WAL segment ${name}`, () => {
       const length = sync.getSize();
       if (!(offset >= 0 && offset <= length)) {
@@ -245,18 +321,7 @@ class OpfsStoreHandle implements StoreHandle {
     if (!parsed) throw new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`);
     this.session.check();
     checkNotFenced(this.knownEpoch, name, parsed.epoch);
-    let pending = this.segments.get(name);
-    if (!pending) {
-      if (offset !== 0)
-        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is none (missing)`);
-      if (this.closedSegments.has(name)) {
-        throw new MemWalError('IOError', `WAL segment ${name} was closed in this session; a writer never reopens a segment`);
-      }
-      pending = this.createSegment(name);
-      this.segments.set(name, pending);
-      pending.catch(() => this.segments.get(name) === pending && this.segments.delete(name));
-    }
-    const segment = await pending;
+    const segment = await this.openSegment(name, offset === 0);
     this.session.check();
     if (!segment.epochChecked) {
       // The handle is exclusive: once the epoch is still ours after opening it, no newer writer
@@ -266,7 +331,8 @@ class OpfsStoreHandle implements StoreHandle {
       try {
         checkNotFenced(stored?.writerEpoch, name, parsed.epoch);
       } catch (e) {
-        if (segment.sync.getSize() === 0) await this.walRemove(name);
+        // A segment this call created: leave nothing behind.
+        if (segment.sync.getSize() === 0) await this.dropSegment(name);
         throw e;
       }
       segment.epochChecked = true;
@@ -294,7 +360,8 @@ class OpfsStoreHandle implements StoreHandle {
   }
 
   async walTruncate(name: string, length: number): Promise<void> {
-    const { sync } = await this.segment(name);
+    const { sync } = await this.openSegment(name, false);
+    await this.fence(`WAL truncate of ${name}`);
     this.io(`truncating WAL segment ${name}`, () => {
       const current = sync.getSize();
       if (!(Number.isSafeInteger(length) && length >= 0 && length <= current)) {
@@ -307,22 +374,18 @@ class OpfsStoreHandle implements StoreHandle {
 
   async walRemove(name: string): Promise<void> {
     this.session.check();
-    const pending = this.segments.get(name);
-    this.segments.delete(name);
-    this.closedSegments.add(name);
-    const segment = await pending?.catch(() => undefined);
-    if (segment) {
-      this.openHandles.delete(segment.sync);
-      segment.sync.close();
-    }
-    this.session.check();
-    await removeIfPresent(this.walDir, name, `removing WAL segment ${name}`);
+    await this.fence(`WAL remove of ${name}`);
+    await this.dropSegment(name);
   }
 
-  /** Writes through a sync handle, flushes and closes it; on failure removes the partial file. */
+  /**
+   * Writes through a sync handle, flushing each chunk, and closes it; on failure (or a newer
+   * epoch seen after the flush: `Fenced`) removes the file.
+   */
   async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     this.session.check();
     const context = `writing table file ${name}`;
+    await this.fence(context);
     try {
       await this.tablesDir.getFileHandle(name);
       throw new MemWalError('IOError', `table file ${name} already exists`);
@@ -331,8 +394,8 @@ class OpfsStoreHandle implements StoreHandle {
     }
     let sync: SyncAccessHandle | undefined;
     try {
-      const file = (await this.tablesDir.getFileHandle(name, { create: true })) as OpfsFile;
-      sync = await this.track(file.createSyncAccessHandle());
+      const file = await this.tablesDir.getFileHandle(name, { create: true });
+      sync = await this.track(openSyncAccessHandle(file));
       let at = 0;
       for await (const chunk of chunks) {
         this.session.check();
@@ -344,81 +407,166 @@ class OpfsStoreHandle implements StoreHandle {
       }
       this.session.check();
       sync.flush();
-    } catch (e) {
       this.untrack(sync);
       sync = undefined;
+      // A newer writer that claimed meanwhile never names this file; leave nothing behind.
+      await this.fence(context);
+    } catch (e) {
+      this.untrack(sync);
       if (this.session.live) await removeIfPresent(this.tablesDir, name, context).catch(() => undefined);
       throw toMemWalError(e, context);
-    } finally {
-      this.untrack(sync);
     }
   }
 
+  /** The whole table file, read through a kept read-only handle. */
   async tableRead(name: string): Promise<Uint8Array> {
-    this.session.check();
-    try {
-      const file = await (await this.tablesDir.getFileHandle(name)).getFile();
-      return new Uint8Array(await file.arrayBuffer());
-    } catch (e) {
-      if (errorName(e) === 'NotFoundError') throw new MemWalError('IOError', `table file ${name} does not exist`, { cause: e });
-      throw toMemWalError(e, `reading table file ${name}`);
-    }
+    return this.readTable(name, (sync) => {
+      const bytes = new Uint8Array(sync.getSize());
+      const read = sync.read(bytes, { at: 0 });
+      if (read !== bytes.length) throw new MemWalError('IOError', `table file ${name}: read ${read} of ${bytes.length} bytes`);
+      return bytes;
+    });
   }
 
-  /** A ranged read (for now the whole file is read and sliced). */
+  /** `length` bytes at `offset` through a kept read-only handle: one synchronous read, no other I/O. */
   async tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
     checkRange(name, offset, length);
-    const whole = await this.tableRead(name);
-    checkInside(name, offset, length, whole.length);
-    return whole.slice(offset, offset + length);
+    return this.readTable(name, (sync) => {
+      checkInside(name, offset, length, sync.getSize());
+      const bytes = new Uint8Array(length);
+      const read = sync.read(bytes, { at: offset });
+      if (read !== length) throw new MemWalError('IOError', `table file ${name}: read ${read} of ${length} bytes at ${offset}`);
+      return bytes;
+    });
   }
 
   async tableList(): Promise<string[]> {
     this.session.check();
-    const names: string[] = [];
-    try {
-      for await (const name of this.tablesDir.keys()) names.push(name);
-    } catch (e) {
-      throw toMemWalError(e, 'listing table files');
-    }
-    return names;
+    return listNames(this.tablesDir, 'listing table files');
   }
 
   async tableRemove(name: string): Promise<void> {
     this.session.check();
-    await removeIfPresent(this.tablesDir, name, `removing table file ${name}`);
+    const context = `removing table file ${name}`;
+    await this.fence(context);
+    await this.closeReader(name);
+    await removeIfPresent(this.tablesDir, name, context);
   }
 
   release(): Promise<void> {
     return this.session.release();
   }
 
-  /** Creates segment `name`, opens it exclusively and checks its epoch against the manifest. */
-  private async createSegment(name: string): Promise<Segment> {
-    const context = `creating WAL segment ${name}`;
-    let sync: SyncAccessHandle;
-    try {
-      const file = (await this.walDir.getFileHandle(name, { create: true })) as OpfsFile;
-      sync = await this.track(file.createSyncAccessHandle());
-    } catch (e) {
-      throw toMemWalError(e, context);
+  /**
+   * The open segment `name`, opening it exclusively if this handle does not hold it (`create`:
+   * creating it if missing). One still open elsewhere is retried with backoff for the store's
+   * retry time, then `Locked`; a missing one rejects `IOError` (its cause a `NotFoundError`).
+   */
+  private openSegment(name: string, create: boolean): Promise<Segment> {
+    this.session.check();
+    const held = this.segments.get(name);
+    if (held) return held;
+    if (this.closedSegments.has(name)) {
+      return Promise.reject(
+        new MemWalError('IOError', `WAL segment ${name} was removed in this session; a writer never reopens a segment`),
+      );
     }
-    return { sync, epochChecked: false };
+    const context = `opening WAL segment ${name}`;
+    const pending = (async (): Promise<Segment> => {
+      const deadline = Date.now() + this.segmentRetryMs;
+      let file: FileSystemFileHandle;
+      try {
+        file = await this.walDir.getFileHandle(name, { create });
+      } catch (e) {
+        if (errorName(e) === 'NotFoundError') throw new MemWalError('IOError', `WAL segment ${name} does not exist`, { cause: e });
+        throw toMemWalError(e, context);
+      }
+      for (let delayMs = 10; ; delayMs = Math.min(delayMs * 2, 500)) {
+        this.session.check();
+        try {
+          return { sync: await this.track(openSyncAccessHandle(file)), epochChecked: false };
+        } catch (e) {
+          if (errorName(e) !== 'NoModificationAllowedError' || Date.now() + delayMs > deadline) {
+            throw toMemWalError(e, `${context} (still open in another context: a writer that has not let go?)`);
+          }
+          await sleep(delayMs);
+        }
+      }
+    })();
+    this.segments.set(name, pending);
+    pending.catch(() => this.segments.get(name) === pending && this.segments.delete(name));
+    return pending;
   }
 
-  /** The open segment `name`; `IOError` when this store has no such segment. */
-  private async segment(name: string): Promise<Segment> {
-    this.session.check();
+  /** Closes segment `name` (never reopened in this session) and deletes its file. */
+  private async dropSegment(name: string): Promise<void> {
     const pending = this.segments.get(name);
-    if (!pending) throw new MemWalError('IOError', `WAL segment ${name} does not exist`);
-    const segment = await pending;
+    this.segments.delete(name);
+    this.closedSegments.add(name);
+    this.untrack((await pending?.catch(() => undefined))?.sync);
     this.session.check();
-    return segment;
+    await removeIfPresent(this.walDir, name, `removing WAL segment ${name}`);
+  }
+
+  /** Runs `read` on a kept read-only handle of table file `name` (`IOError` when it is missing). */
+  private async readTable<T>(name: string, read: (sync: SyncAccessHandle) => T): Promise<T> {
+    const context = `reading table file ${name}`;
+    for (;;) {
+      this.session.check();
+      let reader = this.readers.get(name);
+      if (reader) {
+        this.readers.delete(name); // re-inserted below: most recently used last
+      } else {
+        reader = (async () => {
+          try {
+            const file = await this.tablesDir.getFileHandle(name);
+            return await this.track(openSyncAccessHandle(file, 'read-only'));
+          } catch (e) {
+            if (errorName(e) === 'NotFoundError') throw new MemWalError('IOError', `table file ${name} does not exist`, { cause: e });
+            throw toMemWalError(e, context);
+          }
+        })();
+        reader.catch(() => this.readers.get(name) === reader && this.readers.delete(name));
+      }
+      this.readers.set(name, reader);
+      this.evictReaders();
+      const sync = await reader;
+      // Evicted or closed while this call waited: open it again.
+      if (!this.openHandles.has(sync)) continue;
+      return this.io(context, () => read(sync));
+    }
+  }
+
+  /** Closes the least recently used table readers beyond MAX_TABLE_READERS. */
+  private evictReaders(): void {
+    for (const [name] of this.readers) {
+      if (this.readers.size <= MAX_TABLE_READERS) return;
+      void this.closeReader(name);
+    }
+  }
+
+  /** Closes the kept handle of table file `name`, if any. */
+  private async closeReader(name: string): Promise<void> {
+    const reader = this.readers.get(name);
+    this.readers.delete(name);
+    this.untrack(await reader?.catch(() => undefined));
+  }
+
+  /**
+   * Rejects `Fenced` if the stored manifest's epoch is newer than the newest this handle
+   * committed (see the class comment for why a check outside the mutation's I/O is enough here).
+   */
+  private async fence(what: string): Promise<void> {
+    this.session.check();
+    const stored = (await loadManifest(this.store))?.writerEpoch ?? 0;
+    this.session.check();
+    this.knownEpoch = Math.max(this.knownEpoch, stored);
+    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
   }
 
   /** Registers a sync handle being opened, so that loss or release closes it; `Fenced`/`Closed` if already ended. */
-  private async track(opening: Promise<SyncAccessHandle>): Promise<SyncAccessHandle> {
-    const sync = await opening;
+  private async track(open: Promise<SyncAccessHandle>): Promise<SyncAccessHandle> {
+    const sync = await open;
     if (!this.session.live) {
       sync.close();
       this.session.check();

@@ -51,6 +51,30 @@ describe('a store on RemoteStorage', () => {
     await again.close();
   });
 
+  it('a WAL payload is handed over (transferred, not copied), and an append that failed on the far side is retried with a fresh encoding', async () => {
+    const far = new FaultInjectingStorage(new MemoryStorage());
+    const { storage } = remote(far as unknown as MemoryStorage);
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
+    const w = await MemWal.open({ ...opts, walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 5_000 } });
+    const handle = (w as unknown as { handle: { walAppendEntry: (...a: unknown[]) => Promise<number> } }).handle;
+    const sent: Uint8Array[] = [];
+    const original = handle.walAppendEntry.bind(handle);
+    handle.walAppendEntry = (...a: unknown[]) => {
+      sent.push(a[4] as Uint8Array);
+      return original(...a);
+    };
+    far.failNext('walAppend', 2);
+    await w.put(rows(0, 50));
+    expect(sent.length).toBe(3); // two failed attempts, then the good one
+    for (const p of sent) expect(p.byteLength).toBe(0); // each payload's buffer went to the far side
+    expect((await w.writeStats()).walAppendRetries).toBe(2);
+    await w.abort(); // replay reads what the far side wrote
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(50);
+    await again.close();
+  });
+
   it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes)', async () => {
     const faults = new FaultInjectingStorage(remote().storage);
     const w = await MemWal.open({

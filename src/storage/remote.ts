@@ -1,6 +1,6 @@
 // RemoteStorage: a StorageAdapter whose calls run in a second worker, the store's I/O worker
 // (storage/remote-host.ts), so that synchronous OPFS I/O, table encoding, CRCs and compaction never
-// block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §10).
+// block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §11).
 // Bytes cross as transferred copies; the caller's buffers are never detached. Browser contexts.
 
 import type { BackgroundJobs, CompactJob, FlushJob } from '../core/jobs.js';
@@ -30,6 +30,10 @@ export interface IoEndpoint {
 
 /** A copy of `bytes` that owns its buffer (transferable without detaching the caller's). */
 const own = (bytes: Uint8Array): Uint8Array => bytes.slice();
+
+/** `bytes` itself where it spans its whole buffer (transferred, detaching the caller's), else a copy. */
+const takeOver = (bytes: Uint8Array): Uint8Array =>
+  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 
 /** The proxy adapter. One I/O worker per RemoteStorage, started on first use. */
 export class RemoteStorage implements StorageAdapter {
@@ -170,7 +174,7 @@ class RemoteHandle implements StoreHandle {
   }
 
   walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
-    return this.call('walAppendEntry', name, offset, epoch, position, own(payload));
+    return this.call('walAppendEntry', name, offset, epoch, position, takeOver(payload)); // the caller gave it up
   }
 
   walTruncate(name: string, length: number): Promise<void> {

@@ -26,11 +26,16 @@ export function resolveStorage(storage: StorageOption | undefined): StorageAdapt
   if (typeof storage === 'object') return storage;
   if (storage === 'memory') return sharedMemoryStorage();
   if (browserResolver) return browserResolver(storage);
+  // Here: outside memwal's worker host (Node, Deno, an edge runtime, or a browser page).
+  const fromPage = 'on a browser page use openMemWal / destroyMemWal, which run memwal in a worker';
   if (storage === undefined) {
     throw new MemWalError(
       'InvalidArgument',
-      "option storage: must be named outside the browser ('memory' or a StorageAdapter such as NodeFileStorage)",
+      `option storage: MemWal.open and MemWal.destroy need it named here ('memory' or a StorageAdapter such as NodeFileStorage); ${fromPage} with the browser's storage as default`,
     );
   }
-  throw new MemWalError('NotSupported', `option storage: '${storage}' is only available in a browser worker (openMemWal or memwal/worker)`);
+  throw new MemWalError(
+    'NotSupported',
+    `option storage: '${storage}' is reached from a browser worker, not from here; ${fromPage} (or host a store in your own worker with memwal/worker)`,
+  );
 }

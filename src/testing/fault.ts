@@ -221,7 +221,8 @@ class FaultSession implements StoreHandle {
     const inner = this.inner;
     await this.mutate('walAppend', {
       forward: async () => {
-        if (inner.walAppendEntry) await inner.walAppendEntry(name, offset, epoch, position, copy);
+        if (inner.walAppendEntry)
+          await inner.walAppendEntry(name, offset, epoch, position, copy.slice()); // it may take it over
         else await inner.walAppend(name, offset, encodeFrame(epoch, position, copy));
       },
       crashOutcome: (random) => {
@@ -406,7 +407,7 @@ export class FaultInjectingStorage implements StorageAdapter {
   /**
    * Model writers that never learn that their lock was taken (a process presumed dead, a frozen
    * tab): while `on`, a session whose lock is stolen does not get `onLost('stolen')`, keeps issuing
-   * operations, and only storage's epoch fencing stops it (SPEC §5.1).
+   * operations, and only storage's epoch fencing stops it (docs/impl.md, "Fencing").
    */
   silenceLockLoss(on = true): void {
     this.faults.silentLockLoss = on;

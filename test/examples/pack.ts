@@ -20,7 +20,16 @@ const TSC = require.resolve('typescript/bin/tsc');
 const CACHE = join(repo, 'node_modules/.cache/memwal-pack');
 
 /** What goes into the package: the files `npm pack` takes, and what the build reads. */
-const PACKAGE_INPUTS = ['src', 'docs', 'README.md', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build-kit-worker.mjs'];
+const PACKAGE_INPUTS = [
+  'src',
+  'docs',
+  'README.md',
+  'LICENSE',
+  'package.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'scripts/build-kit-worker.mjs',
+];
 
 async function filesUnder(path: string): Promise<string[]> {
   if (!(await stat(path)).isDirectory()) return [path];
@@ -56,7 +65,7 @@ export async function packMemwal(work: string): Promise<string> {
   await mkdir(stage, { recursive: true });
   await run(process.execPath, [TSC, '-p', join(repo, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')], { cwd: repo });
   await run(process.execPath, [join(repo, 'scripts/build-kit-worker.mjs'), join(stage, 'dist')], { cwd: repo });
-  for (const file of ['package.json', 'README.md', 'docs']) await cp(join(repo, file), join(stage, file), { recursive: true });
+  for (const file of ['package.json', 'README.md', 'LICENSE', 'docs']) await cp(join(repo, file), join(stage, file), { recursive: true });
   const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', work], { cwd: stage });
   await mkdir(CACHE, { recursive: true });
   // Renamed into place complete, so a concurrent run never takes a half-written tarball.

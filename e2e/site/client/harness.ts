@@ -2,8 +2,20 @@
 // own, or the fault worker) and exposes `window.mw` (protocol.ts) to Playwright.
 
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
+import { MemWal } from '../../../src/core/memwal.js';
 import { openMemWal, type MemWalClient, type OpenMemWalOptions } from '../../../src/rpc/client.js';
-import type { ClientHarness, FaultControl, OpenRequest, Outcome, ScanReport, StormOptions, StormReport } from './protocol.js';
+import { destroyMemWal } from '../../../src/rpc/destroy.js';
+import type {
+  ClientHarness,
+  FaultControl,
+  OpenRequest,
+  Outcome,
+  ProbeAck,
+  ProbeReport,
+  ScanReport,
+  StormOptions,
+  StormReport,
+} from './protocol.js';
 
 const schema = new Schema([new Field('id', new Int32(), false), new Field('payload', new Utf8(), true)]);
 
@@ -13,6 +25,7 @@ interface Entry {
   states: string[];
   warnings: string[];
   storm?: { stop: boolean; acked: number[]; errors: Record<string, number>; puts: number; done: Promise<void> };
+  probe?: { stop: boolean; acks: ProbeAck[]; errors: Record<string, number>; done: Promise<void> };
 }
 
 const clients = new Map<number, Entry>();
@@ -66,7 +79,7 @@ const mw: ClientHarness = {
   async open(req: OpenRequest, states: string[] = []) {
     const kind = req.worker ?? 'default';
     const worker = kind === 'default' || kind === 'url' ? undefined : newWorker(kind);
-    const workerUrl = kind === 'url' ? new URL('./fault.worker.ts', import.meta.url) : undefined;
+    const workerUrl = req.workerUrl ?? (kind === 'url' ? new URL('./fault.worker.ts', import.meta.url) : undefined);
     const warnings: string[] = [];
     const options = {
       name: req.name,
@@ -137,6 +150,7 @@ const mw: ClientHarness = {
     const text = payload(o.payloadBytes);
     const lane = async (): Promise<void> => {
       while (!state.stop) {
+        if (o.pauseMs) await new Promise((resolve) => setTimeout(resolve, o.pauseMs));
         const first = next;
         next += o.batch;
         state.puts++;
@@ -166,6 +180,40 @@ const mw: ClientHarness = {
 
   acked: (id) => [...(entry(id).storm?.acked ?? [])],
 
+  probe(id, firstId, pauseMs = 0) {
+    const e = entry(id);
+    const state = { stop: false, acks: [] as ProbeAck[], errors: {} as Record<string, number>, done: Promise.resolve() };
+    state.done = (async () => {
+      for (let next = firstId; !state.stop; next++) {
+        if (pauseMs) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        const r = await outcome(e.client.put([{ id: next, payload: 'probe' }]));
+        if (r.ok) {
+          state.acks.push({ id: next, position: r.value.position, atMs: Date.now() });
+          reportAck([next]);
+        } else {
+          state.errors[r.code] = (state.errors[r.code] ?? 0) + 1;
+        }
+      }
+    })();
+    e.probe = state;
+  },
+
+  async stopProbe(id): Promise<ProbeReport> {
+    const p = entry(id).probe;
+    if (!p) throw new Error(`client ${id} has no probe`);
+    p.stop = true;
+    await p.done;
+    return { acks: p.acks, errors: p.errors };
+  },
+
+  epochs: (id) =>
+    outcome(async () => {
+      const out: [number, number][] = [];
+      const client = entry(id).client;
+      for await (const e of client.tail((await client.walStats()).oldestPosition)) out.push([e.position, e.epoch]);
+      return out;
+    }),
+
   fault(id, control: FaultControl) {
     const w = entry(id).worker;
     if (!w) throw new Error(`client ${id} has no worker of the page`);
@@ -179,6 +227,10 @@ const mw: ClientHarness = {
   },
 
   persisted: (id) => entry(id).client.persisted,
+
+  destroy: (name, storage) => outcome(destroyMemWal(name, { storage })),
+
+  destroyHere: (name, storage) => outcome(MemWal.destroy(name, { storage })),
 
   warnings: (id) => [...entry(id).warnings],
 

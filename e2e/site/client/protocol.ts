@@ -17,6 +17,8 @@ export interface OpenRequest {
   keyed?: boolean;
   /** Any further MemWalOptions (numbers, booleans, retry objects). */
   options?: Record<string, unknown>;
+  /** A worker script for openMemWal's `workerUrl` (relative to the page). */
+  workerUrl?: string;
 }
 
 /** A call's outcome with the MemWalError code kept (page.evaluate loses error fields). */
@@ -39,6 +41,8 @@ export interface StormOptions {
   concurrency: number;
   /** Also report each ack through `window.__ack(ids)` (a test binding), before the page can close. */
   reportAcks?: boolean;
+  /** Wait this long before each put (a steady load instead of a flat-out one). */
+  pauseMs?: number;
 }
 
 export interface StormReport {
@@ -46,6 +50,18 @@ export interface StormReport {
   /** Codes of rejected puts, counted. */
   errors: Record<string, number>;
   puts: number;
+}
+
+/** One acknowledged probe put: its row id, WAL position, and when it was acknowledged (Date.now()). */
+export interface ProbeAck {
+  id: number;
+  position: number;
+  atMs: number;
+}
+
+export interface ProbeReport {
+  acks: ProbeAck[];
+  errors: Record<string, number>;
 }
 
 export interface ScanReport {
@@ -75,10 +91,22 @@ export interface ClientHarness {
   stopStorm(client: number): Promise<StormReport>;
   /** Acked ids of the running storm so far. */
   acked(client: number): number[];
+  /**
+   * Start one-row puts one after another, `pauseMs` apart (ids from `firstId`), each ack timed;
+   * also reported through `window.__ack`.
+   */
+  probe(client: number, firstId: number, pauseMs?: number): void;
+  stopProbe(client: number): Promise<ProbeReport>;
+  /** `[position, epoch]` of every WAL entry still retained (tail from the oldest retained to the end). */
+  epochs(client: number): Promise<Outcome<[number, number][]>>;
   fault(client: number, control: FaultControl): void;
   /** Terminate the worker the page started for this client ('own' or 'fault'). */
   terminate(client: number): void;
   persisted(client: number): boolean | undefined;
+  /** destroyMemWal(name, { storage }) from the page. */
+  destroy(name: string, storage?: Layout): Promise<Outcome<void>>;
+  /** MemWal.destroy(name, { storage }) on the page's own thread (no worker). */
+  destroyHere(name: string, storage?: Layout): Promise<Outcome<void>>;
   /** Warnings the client's logger received (the worker's warnings come back to the page). */
   warnings(client: number): string[];
   /** Fire the page-lifecycle event the client listens to (`visibilitychange` with the page shown as hidden). */

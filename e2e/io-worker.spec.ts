@@ -1,0 +1,57 @@
+// The store's I/O worker (docs/impl.md §11) dies or hangs under a writer: the writer poisons with
+// a clear error, nothing waits for ever, and every acknowledged put is there after a reopen.
+
+import { expect, test } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import type * as Comlink from 'comlink';
+import type { IoFaultWorkerApi } from './site/io-fault.worker.js';
+
+type Io = {
+  start(): number;
+  api(i: number): Comlink.Remote<IoFaultWorkerApi>;
+  terminate(i: number): void;
+};
+
+async function ioPage(page: Page): Promise<void> {
+  await page.goto('/io-fault.html');
+  await page.waitForFunction(() => 'io' in window);
+}
+
+/** Calls `method` of engine worker `i` in the page. */
+function call<K extends keyof IoFaultWorkerApi>(page: Page, i: number, method: K, ...args: unknown[]): Promise<unknown> {
+  return page.evaluate(
+    ([w, m, a]) => {
+      const io = (window as unknown as { io: Io }).io;
+      return (io.api(w as number) as unknown as Record<string, (...x: unknown[]) => Promise<unknown>>)[m as string]!(...(a as unknown[]));
+    },
+    [i, method, args] as const,
+  );
+}
+
+for (const fault of ['throw', 'hang'] as const) {
+  test(`an I/O worker that ${fault === 'throw' ? 'dies' : 'hangs'}: the writer poisons, nothing hangs, every acknowledged put survives`, async ({
+    page,
+  }) => {
+    await ioPage(page);
+    const name = `io-${fault}`;
+    const w = (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+    await call(page, w, 'open', name);
+    const before = (await call(page, w, 'put', 0, 40)) as { acked: number[] };
+    expect(before.acked).toHaveLength(40);
+    await call(page, w, 'io', fault);
+    const started = Date.now();
+    const after = (await call(page, w, 'put', 1000, 40)) as { acked: number[]; error?: string };
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(after.error, 'a put after the fault fails').toBeDefined();
+    expect(after.error).toMatch(fault === 'throw' ? /Fenced.*I\/O worker died/ : /IOError.*did not finish within/);
+    expect(['poisoned', 'fenced']).toContain(await call(page, w, 'state'));
+    expect(Number(await call(page, w, 'close'))).toBeLessThan(5_000);
+    // The app ends the engine worker (its I/O worker with it), as a reload would, and reopens.
+    await page.evaluate((i) => (window as unknown as { io: Io }).io.terminate(i), w);
+    const again = (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+    await call(page, again, 'open', name);
+    const ids = (await call(page, again, 'ids')) as number[];
+    for (const id of [...before.acked, ...after.acked]) expect(ids).toContain(id);
+    await call(page, again, 'close');
+  });
+}

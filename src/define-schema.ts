@@ -1,0 +1,171 @@
+// Typed rows: defineSchema() builds an Arrow Schema that also carries, in its type,
+// the rows a store of that schema takes (put) and gives back (get); openMemWal and MemWal.open
+// infer their row types from it. Types only, plus small column builders. Any runtime.
+
+import {
+  Binary,
+  Bool,
+  DateDay,
+  DateMillisecond,
+  Field,
+  FixedSizeBinary,
+  Float32,
+  Float64,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  LargeBinary,
+  LargeUtf8,
+  Schema,
+  TimeUnit,
+  Timestamp,
+  Uint8,
+  Uint16,
+  Uint32,
+  Uint64,
+  Utf8,
+  type DataType,
+  type TypeMap,
+} from 'apache-arrow';
+
+/**
+ * One column of `defineSchema`: its Arrow type, whether it may hold null, and the JavaScript
+ * values a put accepts (`In`) and a read gives back (`Out`). Non-nullable until `.nullable()`.
+ */
+export interface Column<T extends DataType = DataType, In = unknown, Out = unknown, Nullable extends boolean = boolean> {
+  readonly type: T;
+  readonly isNullable: Nullable;
+  /** The same column, nullable: a put may leave it out or give `null`; reads may give `null`. */
+  nullable(): Column<T, In, Out, true>;
+}
+
+function column<T extends DataType, In, Out>(type: T): Column<T, In, Out, false> {
+  const nullable: Column<T, In, Out, true> = { type, isNullable: true, nullable: () => nullable };
+  return { type, isNullable: false, nullable: () => nullable };
+}
+
+/** Int8 … Int32, Uint8 … Uint32: a `number` in, a `number` out. */
+export const int8 = (): Column<Int8, number, number, false> => column(new Int8());
+export const int16 = (): Column<Int16, number, number, false> => column(new Int16());
+export const int32 = (): Column<Int32, number, number, false> => column(new Int32());
+export const uint8 = (): Column<Uint8, number, number, false> => column(new Uint8());
+export const uint16 = (): Column<Uint16, number, number, false> => column(new Uint16());
+export const uint32 = (): Column<Uint32, number, number, false> => column(new Uint32());
+/** Int64: a `bigint` or a safe-integer `number` in, a `bigint` out (see the README on JSON). */
+export const int64 = (): Column<Int64, bigint | number, bigint, false> => column(new Int64());
+/** Uint64: a `bigint` or a non-negative safe-integer `number` in, a `bigint` out. */
+export const uint64 = (): Column<Uint64, bigint | number, bigint, false> => column(new Uint64());
+export const float32 = (): Column<Float32, number, number, false> => column(new Float32());
+export const float64 = (): Column<Float64, number, number, false> => column(new Float64());
+export const bool = (): Column<Bool, boolean, boolean, false> => column(new Bool());
+export const utf8 = (): Column<Utf8, string, string, false> => column(new Utf8());
+export const largeUtf8 = (): Column<LargeUtf8, string, string, false> => column(new LargeUtf8());
+export const binary = (): Column<Binary, Uint8Array, Uint8Array, false> => column(new Binary());
+export const largeBinary = (): Column<LargeBinary, Uint8Array, Uint8Array, false> => column(new LargeBinary());
+/** Exactly `byteWidth` bytes. */
+export const fixedSizeBinary = (byteWidth: number): Column<FixedSizeBinary, Uint8Array, Uint8Array, false> =>
+  column(new FixedSizeBinary(byteWidth));
+/** A date (days): a `Date` or epoch milliseconds in, epoch milliseconds out. */
+export const dateDay = (): Column<DateDay, Date | number, number, false> => column(new DateDay());
+/** A date (milliseconds): a `Date` or epoch milliseconds in, epoch milliseconds out. */
+export const dateMillisecond = (): Column<DateMillisecond, Date | number, number, false> => column(new DateMillisecond());
+/**
+ * A timestamp in `unit` (default milliseconds): a `Date` or epoch milliseconds (or a `bigint`
+ * already in the unit) in, epoch milliseconds out.
+ */
+export const timestamp = (
+  unit: TimeUnit = TimeUnit.MILLISECOND,
+  timezone?: string,
+): Column<Timestamp, Date | number | bigint, number, false> => column(new Timestamp(unit, timezone));
+
+/** The columns given to `defineSchema`, by name (the schema keeps their order). */
+export type Columns = Record<string, Column<DataType, unknown, unknown, boolean>>;
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+type InOf<C> = C extends Column<DataType, infer In, unknown, boolean> ? In : never;
+type OutOf<C> = C extends Column<DataType, unknown, infer Out, boolean> ? Out : never;
+type NullableKeys<C extends Columns> = { [K in keyof C]: C[K]['isNullable'] extends true ? K : never }[keyof C];
+type RequiredKeys<C extends Columns> = Exclude<keyof C, NullableKeys<C>>;
+
+/** A row a put accepts: non-nullable columns required, nullable ones optional (absent = null). */
+export type InputRow<C extends Columns> = Simplify<{ [K in RequiredKeys<C>]: InOf<C[K]> } & { [K in NullableKeys<C>]?: InOf<C[K]> | null }>;
+/** A row as `get` returns it: every column, `null` where a nullable column holds none. */
+export type OutputRow<C extends Columns> = Simplify<
+  { [K in RequiredKeys<C>]: OutOf<C[K]> } & { [K in NullableKeys<C>]: OutOf<C[K]> | null }
+>;
+
+declare const ROW_TYPES: unique symbol;
+
+/**
+ * An Arrow `Schema` that carries its row types (a type-level mark only: at run time it is a
+ * plain `Schema`). Made by `defineSchema`.
+ */
+export type TypedSchema<C extends Columns> = Schema<ColumnTypes<C>> & {
+  readonly [ROW_TYPES]?: { input: InputRow<C>; output: OutputRow<C>; columns: ColumnTypes<C> };
+};
+
+/** The Arrow type of each column (an apache-arrow `TypeMap`, as `Table<T>` takes it). */
+export type ColumnTypes<C extends Columns> = { [K in keyof C & string]: C[K]['type'] };
+
+/**
+ * The Arrow schema of `columns`, in their order, typed so that a store opened with it
+ * (`openMemWal({ schema })`, `MemWal.open({ schema })`) types `put`, `get`, `delete` and
+ * `scan`. Throws `TypeError` for a column that was not made by the builders here.
+ *
+ * ```ts
+ * const schema = defineSchema({ id: int64(), title: utf8(), done: bool(), note: utf8().nullable() });
+ * const db = await openMemWal({ name: 'todos', schema, primaryKey: ['id'] });
+ * await db.put([{ id: 1, title: 'milk', done: false }]); // note may be left out
+ * const row = await db.get({ id: 1n }); // { id: bigint; title: string; done: boolean; note: string | null } | undefined
+ * ```
+ */
+export function defineSchema<const C extends Columns>(columns: C): TypedSchema<C> {
+  const fields = Object.entries(columns).map(([name, c]) => {
+    if (typeof c !== 'object' || c === null || typeof c.isNullable !== 'boolean' || !c.type) {
+      throw new TypeError(`defineSchema: column "${name}" must be made by a column builder such as int64() or utf8()`);
+    }
+    return new Field(name, c.type, c.isNullable);
+  });
+  return new Schema(fields) as TypedSchema<C>;
+}
+
+/**
+ * The row types of a store: what `put` accepts (`input`), what `get` returns (`output`), the
+ * key `get`/`delete` take (`key`) and the Arrow columns of `scan` (`columns`).
+ */
+export interface RowTypes {
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+  key: Record<string, unknown>;
+  columns: TypeMap;
+}
+
+/** The row types of a store opened with a plain Arrow `Schema`: any object. */
+export interface UntypedRows {
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+  key: Record<string, unknown>;
+  // biome-ignore lint/suspicious/noExplicitAny: Arrow's own default for an unknown Table type
+  columns: any;
+}
+
+/** The column names of a store's rows (`string` for an untyped store). */
+export type ColumnName<R extends RowTypes> = keyof R['output'] & string;
+
+/**
+ * The row types of schema `S` with primary key columns `K`: typed when `S` came from
+ * `defineSchema`, `UntypedRows` for any other Schema.
+ */
+export type RowsOf<S extends Schema, K extends string = never> = S extends { readonly [ROW_TYPES]?: infer T }
+  ? NonNullable<T> extends {
+      input: infer In extends Record<string, unknown>;
+      output: infer Out extends Record<string, unknown>;
+      columns: infer M extends TypeMap;
+    }
+    ? { input: In; output: Out; key: Simplify<Pick<In, K & keyof In>>; columns: M }
+    : UntypedRows
+  : UntypedRows;
+
+/** The column names schema `S` has (`string` for an untyped schema). */
+export type SchemaColumn<S extends Schema> = ColumnName<RowsOf<S>>;
