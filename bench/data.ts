@@ -2,7 +2,18 @@
 // identical in the page and the worker and for every engine. Browser (page or worker).
 
 import { Field, Float64, Int64, RecordBatch, Schema, Struct, Utf8, makeData } from 'apache-arrow';
-import { rng as prng } from '../src/testing/rng.js';
+
+/** A seeded generator of floats in [0, 1) (mulberry32): the same data in every context. */
+export function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 /** One row as every engine receives it: `{ id, value, name }`. */
 export type BenchRow = {
@@ -144,4 +155,88 @@ export function randomBytes(n: number, seed = 7): Uint8Array<ArrayBuffer> {
     words[i] = x >>> 0;
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The read case (issue 14): `n` keys written in rounds of overwrites, then point reads.
+
+/**
+ * Keys of the read case are even (`2 * k` for `k < n`), so that odd ids inside the key range are
+ * absent: a point read of one must be answered by the index or the Bloom filters, not by the
+ * key range alone.
+ */
+export const readKey = (k: number): number => 2 * k;
+
+/** A seeded permutation of `0 .. n - 1` (Fisher–Yates). */
+function permutation(n: number, seed: number): Uint32Array {
+  const rnd = prng(seed);
+  const p = new Uint32Array(n);
+  for (let i = 0; i < n; i++) p[i] = i;
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    const t = p[i]!;
+    p[i] = p[j]!;
+    p[j] = t;
+  }
+  return p;
+}
+
+let lastOrder: { n: number; round: number; order: Uint32Array } | undefined;
+
+/**
+ * Round `round` (0, 1, 2, …) of the read case's writes: every key once, in a random order of its
+ * own (a uniform overwrite), with fresh values and names, in chunks of 1,000 rows (each chunk
+ * seeded by its round and place). Only rows `from .. to - 1` of that order when given (the 4M-row
+ * set is generated a slice at a time).
+ */
+export function readRound(n: number, round: number, from = 0, to = n): BenchRow[][] {
+  if (lastOrder?.n !== n || lastOrder.round !== round) lastOrder = { n, round, order: permutation(n, 500 + round) };
+  const order = lastOrder.order;
+  const chunks: BenchRow[][] = [];
+  for (let i = from; i < to; i += 1000) {
+    const rnd = prng(1_000_003 * (round + 1) + i);
+    const chunk: BenchRow[] = [];
+    for (let r = i; r < Math.min(to, i + 1000); r++) chunk.push({ id: readKey(order[r]!), value: rnd() * 1e6, name: randomName(rnd) });
+    chunks.push(chunk);
+  }
+  return chunks;
+}
+
+/** `count` random keys of the read case (`present`: written ones; else odd ids between them). */
+export function readKeys(n: number, count: number, seed: number, present: boolean): number[] {
+  const rnd = prng(seed);
+  const keys = new Array<number>(count);
+  for (let i = 0; i < count; i++) keys[i] = readKey(Math.floor(rnd() * n)) + (present ? 0 : 1);
+  return keys;
+}
+
+/** The rows of `chunks` as one Arrow RecordBatch of BENCH_SCHEMA (to count their logical bytes). */
+export function rowsToBatch(chunks: BenchRow[][]): RecordBatch {
+  const n = chunks.reduce((a, c) => a + c.length, 0);
+  const ids = new BigInt64Array(n);
+  const values = new Float64Array(n);
+  const offsets = new Int32Array(n + 1);
+  let chars = new Uint8Array(n * 16);
+  const enc = new TextEncoder();
+  let i = 0;
+  let at = 0;
+  for (const c of chunks) {
+    for (const r of c) {
+      ids[i] = BigInt(r.id);
+      values[i] = r.value;
+      if (at + 3 * r.name.length > chars.length) {
+        const grown = new Uint8Array(chars.length * 2 + 3 * r.name.length);
+        grown.set(chars);
+        chars = grown;
+      }
+      at += enc.encodeInto(r.name, chars.subarray(at)).written;
+      offsets[++i] = at;
+    }
+  }
+  const children = [
+    makeData({ type: new Int64(), length: n, nullCount: 0, data: ids }),
+    makeData({ type: new Float64(), length: n, nullCount: 0, data: values }),
+    makeData({ type: new Utf8(), length: n, nullCount: 0, valueOffsets: offsets, data: chars.slice(0, at) }),
+  ];
+  return new RecordBatch(BENCH_SCHEMA, makeData({ type: STRUCT, length: n, nullCount: 0, children }));
 }

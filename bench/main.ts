@@ -2,30 +2,36 @@
 // calls one repetition at a time. The main-thread cases (memwal through openMemWal: case 3's
 // client figure and case 5's stats latency under load) run here. Browser main thread.
 
+import { Table, tableToIPC } from 'apache-arrow';
 import * as Comlink from 'comlink';
 import { type MemWalClient, openMemWal } from '../src/index.js';
+import type { BaselineWorkerApi } from './baseline.worker.js';
 import type { BenchWorkerApi } from './bench.worker.js';
-import { BENCH_SCHEMA, arrowBatches, batchBytes, dropCachedData, rowChunks } from './data.js';
+import { BENCH_SCHEMA, arrowBatches, batchBytes, dropCachedData, rowChunks, rowsToBatch } from './data.js';
 import { now, pause, uniqueName } from './measure.js';
 
 const benchWorker = new Worker(new URL('./bench.worker.ts', import.meta.url), { type: 'module' });
 const api = Comlink.wrap<BenchWorkerApi>(benchWorker);
+/** The ingest cases on the baseline memwal (idle unless run.mjs runs a baseline). */
+const baseline = Comlink.wrap<BaselineWorkerApi>(new Worker(new URL('./baseline.worker.ts', import.meta.url), { type: 'module' }));
 
 /**
  * The memwal host worker every client case uses, started once (as an app would) so that the
  * runner can attach its profiler to it; `openMemWal({ worker })` leaves it running on close.
  */
 const hostWorker = new Worker(new URL('./host.worker.ts', import.meta.url), { type: 'module' });
+/** The same host with storage I/O on its own thread (no I/O worker), for the stats case. */
+const hostInlineWorker = new Worker(new URL('./host-inline.worker.ts', import.meta.url), { type: 'module' });
 
 /** A client on a fresh store in the host worker (append-only unless `keyed`). */
-async function openClient(keyed: boolean): Promise<{ db: MemWalClient; done: () => Promise<void> }> {
+async function openClient(keyed: boolean, inline = false): Promise<{ db: MemWalClient; done: () => Promise<void> }> {
   const name = uniqueName('client');
   const db = await openMemWal({
     name,
     schema: BENCH_SCHEMA,
     ...(keyed ? { primaryKey: ['id'] } : {}),
     storage: 'opfs',
-    worker: hostWorker,
+    worker: inline ? hostInlineWorker : hostWorker,
     logger: { warn: () => undefined },
   });
   return {
@@ -55,6 +61,13 @@ async function clientRows(rows: number): Promise<{ rows: number; ackMs: number; 
 /** What one repetition of case 5 measured: each accessor's latencies (ms) and the load. */
 export interface StatsUnderLoad {
   latencies: Record<'memtableStats' | 'backpressureStats' | 'metrics', number[]>;
+  /**
+   * How old each memtableStats answer was (ms): when the page had already seen more puts resolve
+   * than the answer counts as durable (`durableBatchCount`, one batch per put here), the answer
+   * predates the first resolution it misses by at least `issue time − that resolution`. Stats
+   * computed when asked are never stale by this measure (0); a served snapshot can be.
+   */
+  staleness: number[];
   bytes: number;
   ms: number;
 }
@@ -64,36 +77,164 @@ export interface StatsUnderLoad {
  * load) while this thread polls memtableStats, backpressureStats and metrics, each in its own
  * loop (call, time it, pause 2 ms), as a dashboard would.
  */
-async function statsUnderLoad(count: number, writers: number): Promise<StatsUnderLoad> {
+async function statsUnderLoad(count: number, writers: number, inline = false): Promise<StatsUnderLoad> {
   const data = arrowBatches(count);
   const bytes = data.reduce((n, b) => n + batchBytes(b), 0);
-  const { db, done } = await openClient(false);
+  const { db, done } = await openClient(false, inline);
   const latencies: StatsUnderLoad['latencies'] = { memtableStats: [], backpressureStats: [], metrics: [] };
+  const staleness: number[] = [];
+  /** When the page saw each put resolve, in order. */
+  const resolved: number[] = [];
   try {
     let loading = true;
+    // A user-timing mark brackets the load, so a trace (run.mjs) can cut its window out.
+    performance.mark('bench-load-start');
     const samplers = (['memtableStats', 'backpressureStats', 'metrics'] as const).map(async (k) => {
       while (loading) {
         const t = now();
-        await db[k]();
+        const seen = resolved.length;
+        const s = await db[k]();
         latencies[k].push(now() - t);
+        if (k === 'memtableStats') {
+          const counted = (s as Awaited<ReturnType<MemWalClient['memtableStats']>>).durableBatchCount;
+          staleness.push(counted < seen ? t - resolved[counted]! : 0);
+        }
         await pause(2);
       }
     });
     const t0 = now();
     let next = 0;
     const loop = async (): Promise<void> => {
-      while (next < data.length) await db.put(data[next++]!);
+      while (next < data.length) {
+        await db.put(data[next++]!);
+        resolved.push(now());
+      }
     };
     await Promise.all(Array.from({ length: writers }, loop));
     const ms = now() - t0;
     loading = false;
     await Promise.all(samplers);
-    return { latencies, bytes, ms };
+    performance.mark('bench-load-end');
+    return { latencies, staleness, bytes, ms };
   } finally {
     await done();
   }
 }
 
-const bench = { api, clientRows, statsUnderLoad, dropData: dropCachedData };
+/** Milliseconds per call: median, 99th percentile, mean. */
+function spread(xs: number[]): { p50: number; p99: number; mean: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (p: number): number => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+  return { p50: at(50), p99: at(99), mean: xs.reduce((a, b) => a + b, 0) / xs.length };
+}
+
+/**
+ * Case 11a, main-thread cost of a put: `rows` rows in 1,000-row puts through the client, awaited
+ * one by one (run.mjs profiles this thread meanwhile). `syncMs`: how long each `put()` call
+ * itself takes before it returns its promise (argument handling and postMessage, which
+ * structured-clones the rows); the rest of the thread's time (the reply, promise reactions) is
+ * in the profile.
+ */
+async function mainThreadRows(rows: number): Promise<{ puts: number; ms: number; syncMs: ReturnType<typeof spread> }> {
+  const data = rowChunks(rows);
+  const { db, done } = (mainThreadClient ??= await openClient(true));
+  const sync: number[] = [];
+  try {
+    const t0 = now();
+    for (const c of data) {
+      const t = now();
+      const p = db.put(c);
+      sync.push(now() - t);
+      await p;
+    }
+    return { puts: data.length, ms: now() - t0, syncMs: spread(sync) };
+  } catch (e) {
+    mainThreadClient = undefined;
+    await done();
+    throw e;
+  }
+}
+
+/** The store of case 11a, opened before and closed after the profiled puts. */
+let mainThreadClient: Awaited<ReturnType<typeof openClient>> | undefined;
+
+/** Opens the store of case 11a and builds its rows (so neither lands in the profile). */
+async function mainThreadOpen(rows: number): Promise<void> {
+  rowChunks(rows);
+  mainThreadClient ??= await openClient(true);
+}
+
+async function mainThreadClose(): Promise<void> {
+  const c = mainThreadClient;
+  mainThreadClient = undefined;
+  await c?.done();
+}
+
+/**
+ * Case 11b, the pieces of a 1,000-row put on the main thread, timed one by one on the same
+ * chunks without the store: `structuredClone` (what postMessage does to rows), `postMessage` to a
+ * port nobody reads (clone + send), building an Arrow RecordBatch from the rows (what an app
+ * sending Arrow does first), and IPC-encoding it (what the client does to Arrow before it
+ * transfers the bytes); and `put()` of that batch through the client (sync part).
+ */
+async function mainThreadPieces(rows: number): Promise<Record<string, ReturnType<typeof spread>>> {
+  const data = rowChunks(rows);
+  const t: Record<'structuredClone' | 'postMessage' | 'arrowBuild' | 'ipcEncode' | 'arrowPutSync', number[]> = {
+    structuredClone: [],
+    postMessage: [],
+    arrowBuild: [],
+    ipcEncode: [],
+    arrowPutSync: [],
+  };
+  const channel = new MessageChannel(); // port2 is never started: messages just queue
+  const { db, done } = await openClient(true);
+  try {
+    for (const c of data) {
+      let t0 = now();
+      structuredClone(c);
+      t.structuredClone.push(now() - t0);
+      t0 = now();
+      channel.port1.postMessage(c);
+      t.postMessage.push(now() - t0);
+      t0 = now();
+      const batch = rowsToBatch([c]);
+      t.arrowBuild.push(now() - t0);
+      t0 = now();
+      tableToIPC(new Table([batch]), 'stream');
+      t.ipcEncode.push(now() - t0);
+      t0 = now();
+      const p = db.put(batch);
+      t.arrowPutSync.push(now() - t0);
+      await p;
+    }
+  } finally {
+    channel.port1.close();
+    await done();
+  }
+  return Object.fromEntries(Object.entries(t).map(([k, xs]) => [k, spread(xs)]));
+}
+
+/** Long tasks (> 50 ms) of this page's main thread, collected since the last call. */
+const longTasks: { start: number; ms: number }[] = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) longTasks.push({ start: e.startTime, ms: e.duration });
+}).observe({ type: 'longtask', buffered: true });
+
+function takeLongTasks(): { start: number; ms: number }[] {
+  return longTasks.splice(0);
+}
+
+const bench = {
+  api,
+  baseline,
+  clientRows,
+  statsUnderLoad,
+  mainThreadOpen,
+  mainThreadRows,
+  mainThreadClose,
+  mainThreadPieces,
+  dropData: dropCachedData,
+  takeLongTasks,
+};
 export type BenchPage = typeof bench;
 (globalThis as unknown as { bench: BenchPage }).bench = bench;
