@@ -57,7 +57,7 @@ const api = {
   memoryClose,
   /** Case 7: one repetition. */
   recovery: (walMiB: number, shape: StoreShape): Promise<RecoveryResult> => recovery(walMiB, payloadPool(), shape),
-  /** Cases 8-10 (issue 14): point reads, scans and space, one phase per call (reads.ts). */
+  /** Cases 8-10: point reads, scans and space, one phase per call (reads.ts). */
   readsOpen,
   readsWrite,
   readsWriteStats,

@@ -158,7 +158,7 @@ export function randomBytes(n: number, seed = 7): Uint8Array<ArrayBuffer> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The read case (issue 14): `n` keys written in rounds of overwrites, then point reads.
+// The read case: `n` keys written in rounds of overwrites, then point reads.
 
 /**
  * Keys of the read case are even (`2 * k` for `k < n`), so that odd ids inside the key range are

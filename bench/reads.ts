@@ -1,4 +1,4 @@
-// The read case of issue 14, in the bench worker: `n` keyed `{id, value, name}` rows written in
+// The read case (docs/benchmarks.md), in the bench worker: `n` keyed `{id, value, name}` rows written in
 // rounds of overwrites (1,000 rows per durable put or transaction), then random point reads of
 // present and absent keys — cold (right after a fresh open) and warm — and a full scan, for
 // memwal and the peers on the same rows; for memwal also the space on disk and the write
@@ -422,7 +422,7 @@ export async function readsScan(): Promise<{ rows: number; ms: number }> {
   return { rows, ms };
 }
 
-/** The space figures of a memwal store (issue 14), at one moment. */
+/** The space figures of a memwal store, at one moment. */
 export interface SpaceFigures {
   /** Bytes of an Arrow IPC file of the newest version of every live row. */
   logicalBytes: number;

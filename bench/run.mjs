@@ -1,5 +1,5 @@
 // `npm run bench`: builds the bench page (bench/vite.config.ts), serves it with `vite preview` on
-// 127.0.0.1, runs every case of issues 5, 11 and 14 in one headless Chromium session on a
+// 127.0.0.1, runs every case of docs/benchmarks.md in one headless Chromium session on a
 // persistent on-disk profile, prints the table and the ratios, and writes
 // bench/results/latest.json. Node.
 //
@@ -100,7 +100,7 @@ function extractBaseline() {
   return commit;
 }
 
-/** Sizes. Default: what issue 5 asks for; quick: enough to see that everything runs. */
+/** Sizes. Default: the sizes docs/benchmarks.md reports; quick: enough to see that everything runs. */
 const SIZE = QUICK
   ? {
       ingestMiB: 32,
@@ -709,7 +709,7 @@ const CASE_RUNNERS = {
    */
   async stats(call, _cdp, { context, page }) {
     // Two hosts, interleaved rep by rep: the product's default (storage I/O in an I/O worker) and
-    // the same with storage I/O on the engine's thread (`inline_`, as before issue 11).
+    // the same with storage I/O on the engine's thread (`inline_`, as before the I/O worker).
     const hosts = [
       ['', false],
       ['inline_', true],
@@ -905,7 +905,7 @@ const CASE_RUNNERS = {
     }));
   },
 
-  /** Cases 8-10 (issue 14): 3 overwrite rounds of `readRows` keys, point reads, scans, space. */
+  /** Cases 8-10: 3 overwrite rounds of `readRows` keys, point reads, scans, space. */
   async reads(call) {
     for (const engine of READ_ENGINES.filter(wanted)) {
       await guarded(`reads/${engine}`, () => readsOf(call, engine, SIZE.readRows, 3, 'reads', true));
@@ -959,7 +959,7 @@ const CASE_RUNNERS = {
   },
 
   /**
-   * Case 6b, the flush stall (issue 15 item 7): the memory case's load (1 GiB, 8 writers, 64 MiB
+   * Case 6b, the flush stall (docs/impl.md, "The OPFS stall"): the memory case's load (1 GiB, 8 writers, 64 MiB
    * budget) with no CDP attached to the worker (no heap probes, no forced GC), `stallReps` times.
    */
   async memorystall(call) {
@@ -1141,7 +1141,7 @@ async function readsOf(call, engine, n, rounds, prefix, full) {
 }
 
 /**
- * Space of a memwal store (issue 14): live table bytes ÷ logical bytes (SPEC §8's space
+ * Space of a memwal store: live table bytes ÷ logical bytes (the space
  * amplification), everything in OPFS (tables + WAL) ÷ logical bytes, and write amplification
  * (table bytes written by flushes and compactions ÷ the Arrow IPC bytes of every row put).
  */
@@ -1246,7 +1246,7 @@ function computeRatios() {
       if (get('ingest_mibps', e)) r[`bytes_${e.replace('memwal_', '')}_vs_raw_opfs`] = get('ingest_mibps', e) / raw;
     }
   }
-  // This checkout (with compaction) ÷ the baseline, same run: issue 14 allows at most −10 %;
+  // This checkout (with compaction) ÷ the baseline, same run: the target allows at most −10 %;
   // `inline_`: without the I/O worker, closer to the baseline's threading.
   for (const e of ['memwal_1w', 'memwal_pk_1w']) {
     const base = get('ingest_mibps', `baseline_${e}`);

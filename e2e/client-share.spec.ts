@@ -1,4 +1,4 @@
-// tabs: 'share' (SPEC §10) with three tabs: every tab writes and reads through one store, one
+// tabs: 'share' with three tabs: every tab writes and reads through one store, one
 // tab is the leader, and when it closes, crashes (renderer killed) or a follower reloads during
 // a write storm, every acknowledged row is there at the end and the tabs' stats agree.
 

@@ -15,7 +15,7 @@ const DEMO_E2E_PORT = Number(process.env.DEMO_E2E_PORT ?? 5190);
 const CONFIG = fileURLToPath(new URL('../vite.config.ts', import.meta.url));
 const SCREENSHOT = fileURLToPath(new URL('../docs/demo.png', import.meta.url));
 
-/** The metric names the metrics() panel must show (README, "Stats"; SPEC §8 for compaction). */
+/** The metric names the metrics() panel must show (README, "Stats" and "Compaction and reads"). */
 const REQUIRED_METRICS = [
   'wal_unflushed_bytes',
   'wal_sealed_memtables',

@@ -1,4 +1,4 @@
-// What `npm pack` ships (issue 12, item 4): LICENSE, README and the built entry points; no
+// What `npm pack` ships: LICENSE, README and the built entry points; no
 // screenshot; and every relative link of the packed README (and docs) points at a file in the
 // tarball, so nothing is dead on npm. Packs as test/examples/pack.ts does (cached by content),
 // or takes MEMWAL_TARBALL.
