@@ -486,7 +486,7 @@ interface Plan {
 /**
  * How the wire's user columns fit the table: same names and types; a wire column the table lacks
  * is added if nullable (docs/impl.md §12); a table column the wire lacks is
- * written as null if nullable (§9's dropped field). Anything else is `InvalidArgument`.
+ * written as null if nullable (a dropped field). Anything else is `InvalidArgument`.
  */
 function planSchema(columns: ArrowField[], table: ArrowSchema | undefined, keyed: boolean): SchemaPlan {
   const own = [

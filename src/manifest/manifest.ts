@@ -38,7 +38,7 @@ export interface TableFileEntry {
 
 export type StoreMode = 'memtable' | 'wal-only';
 
-/** One schema version of a store (§9 schema evolution). */
+/** One schema version of a store (docs/impl.md §12, schema evolution). */
 export interface SchemaVersion {
   version: number;
   /** base64 of an Arrow IPC stream with the schema and no batches. */
