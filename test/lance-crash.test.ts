@@ -70,6 +70,7 @@ for (const kind of ['keyed', 'append-only'] as const) {
           token: 'secret',
           batchBytes: 1024 + int(r, 8192),
           retry: { baseMs: 10, maxMs: 150 },
+          requestTimeoutMs: 10_000, // a request whose answer died with the server is retried
           logger: quiet,
         });
 
@@ -105,7 +106,10 @@ for (const kind of ['keyed', 'append-only'] as const) {
       }
       if (keyed) await randomKeyedLoad(store, r, 20, 300);
       else await randomAppendLoad(store, r, 20, seq);
-      await d.waitForApplied((await store.sync()).position);
+      const target = (await store.sync()).position;
+      await d.waitForApplied(target, { signal: AbortSignal.timeout(120_000) }).catch(async (e: unknown) => {
+        throw new Error(`the drain did not reach position ${target} in 120 s: ${JSON.stringify(await d.drainStats())}`, { cause: e });
+      });
 
       const lance = await lanceRows(uri, 'events', 'crashy', schema);
       expect(lance).toEqual(await scanRows(store, schema));

@@ -257,6 +257,24 @@ describe('drain() to an endpoint', () => {
     await store.close();
   });
 
+  it('abandons a request that never answers after requestTimeoutMs, and the retry applies it', async () => {
+    const store = await storeWith(3);
+    const sink = new MemorySink();
+    let hung = 0;
+    const inner = endpoint(sink);
+    // The first POST is accepted and never answered (a server that died mid-request, a lost reply).
+    const fetch = (url: string, init: RequestInit): Promise<Response> => {
+      if (init.method === 'POST' && hung++ === 0) return new Promise<Response>(() => {});
+      return inner.fetch(url, init);
+    };
+    const d = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', fetch, requestTimeoutMs: 50, retry: fast, logger: quiet });
+    await d.waitForApplied(3);
+    expect((await d.drainStats()).failureCount).toBe(1);
+    await d.stop();
+    expect(() => drain(store, { endpoint: 'http://x/drain/d', requestTimeoutMs: 0 })).toThrow(/requestTimeoutMs/);
+    await store.close();
+  });
+
   it('retries 5xx and network errors, and ends on a 4xx refusal', async () => {
     const store = await storeWith(3);
     const sink = new MemorySink();

@@ -60,6 +60,12 @@ export interface DrainOptions {
   signal?: AbortSignal;
   /** Backoff after a failed shipment: base and cap in ms. Default 100 ms … 5 s. */
   retry?: { baseMs?: number; maxMs?: number };
+  /**
+   * How long one request to the endpoint may take, response body included, before it is
+   * abandoned as `IOError` and retried (the sink applies each position once, so a shipment whose
+   * answer was lost is safe to send again). Default 30 s.
+   */
+  requestTimeoutMs?: number;
   /** Where failures are reported (`warn`); default `console`. */
   logger?: Logger;
 }
@@ -69,6 +75,8 @@ export const DEFAULT_DRAIN_BATCH_BYTES = 1024 * 1024;
 /** The reader stops pulling from `tail` once this many times `batchBytes` are queued. */
 const QUEUE_BATCHES = 4;
 const DEFAULT_RETRY = { baseMs: 100, maxMs: 5000 };
+/** Default {@link DrainOptions.requestTimeoutMs}. */
+export const DEFAULT_DRAIN_REQUEST_TIMEOUT_MS = 30_000;
 
 /** Where a drain is: reading and shipping, waiting out a backoff, or ended. */
 export type DrainState = 'starting' | 'running' | 'backoff' | 'stopped' | 'failed';
@@ -203,6 +211,10 @@ class Drainer {
     this.batchBytes = o.batchBytes ?? DEFAULT_DRAIN_BATCH_BYTES;
     if (!Number.isFinite(this.batchBytes) || this.batchBytes < 1) {
       throw new MemWalError('InvalidArgument', `drain: batchBytes must be >= 1, got ${o.batchBytes}`);
+    }
+    const timeout = o.requestTimeoutMs ?? DEFAULT_DRAIN_REQUEST_TIMEOUT_MS;
+    if (!Number.isFinite(timeout) || timeout < 1) {
+      throw new MemWalError('InvalidArgument', `drain: requestTimeoutMs must be >= 1, got ${o.requestTimeoutMs}`);
     }
     this.retry = { ...DEFAULT_RETRY, ...o.retry };
     this.logger = o.logger ?? console;
@@ -472,15 +484,45 @@ function sinkTransport(sink: DrainSink, storeId: string): Transport {
 function endpointTransport(o: DrainOptions, endpoint: string): Transport {
   const doFetch = o.fetch ?? ((input: string, init: RequestInit) => fetch(input, init));
   const auth: Record<string, string> = o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {};
+  const timeoutMs = o.requestTimeoutMs ?? DEFAULT_DRAIN_REQUEST_TIMEOUT_MS;
   const call = async (init: RequestInit): Promise<{ appliedPosition: number }> => {
-    let res: Response;
-    try {
-      res = await doFetch(endpoint, init);
-    } catch (e) {
-      if (init.signal?.aborted) throw new MemWalError('Aborted', 'drain: stopped');
+    // One controller per request: aborted by the drain's stop or by the time limit, whichever
+    // comes first; the limit covers the body too (a server that dies mid-answer must not hang us).
+    const stop = init.signal;
+    const request = new AbortController();
+    const onStop = (): void => request.abort();
+    stop?.addEventListener('abort', onStop, { once: true });
+    if (stop?.aborted) request.abort();
+    let timedOut = false;
+    let expire: (() => void) | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      expire = () => reject(new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`));
+    });
+    expired.catch(() => {});
+    const timer = setTimeout(() => {
+      timedOut = true;
+      request.abort();
+      expire!();
+    }, timeoutMs);
+    const fail = (e: unknown): never => {
+      if (timedOut) throw new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`, { cause: e });
+      if (stop?.aborted) throw new MemWalError('Aborted', 'drain: stopped');
       throw new MemWalError('IOError', `drain endpoint ${endpoint} unreachable: ${(e as Error)?.message ?? e}`, { cause: e });
+    };
+    let res: Response;
+    let text: string;
+    try {
+      try {
+        res = await Promise.race([doFetch(endpoint, { ...init, signal: request.signal }), expired]);
+      } catch (e) {
+        fail(e);
+      }
+      text = await Promise.race([res!.text().catch(() => ''), expired]).catch((e: unknown) => fail(e));
+    } finally {
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', onStop);
     }
-    const text = await res.text().catch(() => '');
+    res = res!;
     let body: { appliedPosition?: unknown; code?: unknown; message?: unknown } = {};
     try {
       body = JSON.parse(text) as typeof body;
