@@ -2,18 +2,7 @@
 // identical in the page and the worker and for every engine. Browser (page or worker).
 
 import { Field, Float64, Int64, RecordBatch, Schema, Struct, Utf8, makeData } from 'apache-arrow';
-
-/** A seeded generator of floats in [0, 1) (mulberry32): the same data in every context. */
-export function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng as prng } from '../src/testing/index.js';
 
 /** One row as every engine receives it: `{ id, value, name }`. */
 export type BenchRow = {

@@ -108,11 +108,16 @@ function parseId(id: unknown, row: number): bigint {
     if (Number.isSafeInteger(id)) return BigInt(id);
     throw invalid(`row ${row}: id ${id} is not an exact integer (send ids beyond ±(2^53 - 1) as decimal strings)`);
   }
-  if (typeof id === 'string' && /^-?\d{1,19}$/.test(id)) {
-    const n = BigInt(id);
-    if (n >= INT64_MIN && n <= INT64_MAX) return n;
-  }
+  const n = typeof id === 'string' ? int64FromDecimal(id) : undefined;
+  if (n !== undefined) return n;
   throw invalid(`row ${row}: id must be an integer or a decimal string of a 64-bit integer, got ${JSON.stringify(id)}`);
+}
+
+/** The 64-bit integer a decimal string names, or undefined. */
+function int64FromDecimal(s: string): bigint | undefined {
+  if (!/^-?\d{1,19}$/.test(s)) return undefined;
+  const n = BigInt(s);
+  return n >= INT64_MIN && n <= INT64_MAX ? n : undefined;
 }
 
 /** The rows of a `/put` body: a JSON object or a non-empty array of objects, ids made exact. */
@@ -199,10 +204,8 @@ async function scanPage(db: MemWal, url: URL): Promise<Response> {
 
 /** A `/scan` cursor: the decimal id of the last row of the previous page. */
 function parseCursor(raw: string): bigint {
-  if (/^-?\d{1,19}$/.test(raw)) {
-    const n = BigInt(raw);
-    if (n >= INT64_MIN && n <= INT64_MAX) return n;
-  }
+  const n = int64FromDecimal(raw);
+  if (n !== undefined) return n;
   throw invalid(`cursor: expected the decimal id a previous page returned, got ${JSON.stringify(raw.slice(0, 40))}`);
 }
 

@@ -28,7 +28,15 @@ import { Retention } from './retention.js';
 import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
 import { type StoreSchema, decodeSchema, encodeSchema, makeStoreSchema } from './schema.js';
-import { evolutionProblem, evolveManifest, recordedVersions, SchemaVersions } from './schema-versions.js';
+import {
+  evolutionProblem,
+  evolveManifest,
+  isSchemaMismatch,
+  recordedVersions,
+  SchemaVersions,
+  schemaMismatchError,
+} from './schema-versions.js';
+import { CachedEstimate } from './storage-estimate.js';
 import { TableCache } from './tables.js';
 import type {
   BackpressureStats,
@@ -50,21 +58,6 @@ import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '..
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
-
-/** Storage usage figures older than this are refreshed (in the background) by the next stats call. */
-const ESTIMATE_MAX_AGE_MS = 1000;
-
-/** Open errors that are a schema the store cannot take (onSchemaMismatch decides). */
-const schemaMismatches = new WeakSet<MemWalError>();
-
-function isSchemaMismatch(e: MemWalError): boolean {
-  let x: unknown = e;
-  while (x instanceof MemWalError) {
-    if (schemaMismatches.has(x)) return true;
-    x = x.cause;
-  }
-  return false;
-}
 
 /** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
 export interface OpenHooks {
@@ -122,8 +115,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   private compactor: Compactor | undefined;
   private retention!: Retention;
   private closePromise: Promise<void> | undefined;
-  private lastEstimate: { atMs: number; value: StorageEstimate } | undefined;
-  private estimating: Promise<void> | undefined;
+  private readonly estimates: CachedEstimate;
 
   private constructor(opts: ResolvedOptions, schema: StoreSchema, adapter: StorageAdapter, hooks: OpenHooks) {
     this.opts = opts;
@@ -132,6 +124,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     this.keyEncoder = schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined;
     this.life = new Lifecycle(opts.name, opts.logger, hooks.onStateChange);
     this.policy = { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy };
+    this.estimates = new CachedEstimate(adapter, opts.name);
     this.life.onTerminal(() => this.backpressure.wake());
     this.wal = new WalWriter(opts, schema.internal, this.life, this.writeStats_, {
       onDurable: (e) => this.onDurable(e),
@@ -325,11 +318,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
     }
     const problem = evolutionProblem(decodeSchema(stored.schema), this.schema.base, this.schema.primaryKey);
-    if (problem) {
-      const e = new MemWalError('InvalidArgument', `option schema: store ${name} cannot take the given schema: ${problem}`);
-      schemaMismatches.add(e);
-      throw e;
-    }
+    if (problem) throw schemaMismatchError(name, problem);
     if (stored.primaryKey.join('\u0000') !== this.schema.primaryKey.join('\u0000')) {
       throw new MemWalError(
         'InvalidArgument',
@@ -687,30 +676,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
 
   /** Usage, quota and persistence where the runtime knows them, plus table-file totals. */
   async storageStats(): Promise<StorageStats> {
-    const est = await this.estimate();
+    const est = await this.estimates.get();
     return this.statsLock.read(() => this.storageSnapshot(est));
-  }
-
-  /**
-   * The storage figures, never waiting on storage for long: the adapter is asked at most once per
-   * ESTIMATE_MAX_AGE_MS and a stats call that finds a fresh-enough answer (or one in flight and an
-   * older answer) uses it, so stats answer at full load even when the adapter's thread is busy.
-   */
-  private async estimate(): Promise<StorageEstimate> {
-    const now = nowMs();
-    if (!this.estimating && (this.lastEstimate === undefined || now - this.lastEstimate.atMs > ESTIMATE_MAX_AGE_MS)) {
-      this.estimating = (async () => {
-        try {
-          this.lastEstimate = { atMs: nowMs(), value: (await this.adapter.estimate?.(this.opts.name)) ?? {} };
-        } catch {
-          this.lastEstimate = { atMs: nowMs(), value: {} };
-        } finally {
-          this.estimating = undefined;
-        }
-      })();
-    }
-    if (this.lastEstimate === undefined) await this.estimating;
-    return this.lastEstimate?.value ?? {};
   }
 
   private storageSnapshot(est: StorageEstimate): StorageStats {
@@ -722,7 +689,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
 
   /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4). */
   async metrics(): Promise<string> {
-    const est = await this.estimate();
+    const est = await this.estimates.get();
     return this.statsLock.read(() =>
       renderMetrics({
         store: this.opts.name,

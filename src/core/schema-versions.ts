@@ -37,6 +37,22 @@ export function evolutionProblem(stored: Schema, wanted: Schema, primaryKey: rea
   return undefined;
 }
 
+/** Open errors that are a schema the store cannot take (`onSchemaMismatch` decides what happens). */
+const schemaMismatches = new WeakSet<MemWalError>();
+
+/** The `InvalidArgument` for a store whose recorded schema cannot evolve into the given one. */
+export function schemaMismatchError(name: string, problem: string): MemWalError {
+  const e = new MemWalError('InvalidArgument', `option schema: store ${name} cannot take the given schema: ${problem}`);
+  schemaMismatches.add(e);
+  return e;
+}
+
+/** Whether `e`, or an error it was caused by, is a {@link schemaMismatchError}. */
+export function isSchemaMismatch(e: unknown): boolean {
+  for (let x = e; x instanceof MemWalError; x = x.cause) if (schemaMismatches.has(x)) return true;
+  return false;
+}
+
 /** The recorded schema versions of a manifest (format 1: just its schema, as version 1). */
 export function recordedVersions(m: Manifest): SchemaVersion[] {
   return m.schemas ?? [{ version: m.schemaVersion ?? 1, schema: m.schema }];

@@ -485,44 +485,39 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
   const doFetch = o.fetch ?? ((input: string, init: RequestInit) => fetch(input, init));
   const auth: Record<string, string> = o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {};
   const timeoutMs = o.requestTimeoutMs ?? DEFAULT_DRAIN_REQUEST_TIMEOUT_MS;
-  const call = async (init: RequestInit): Promise<{ appliedPosition: number }> => {
-    // One controller per request: aborted by the drain's stop or by the time limit, whichever
-    // comes first; the limit covers the body too (a server that dies mid-answer must not hang us).
+  /** The response and its body text, within the time limit; `IOError` when it runs out or the network fails. */
+  const exchange = async (init: RequestInit): Promise<{ res: Response; text: string }> => {
+    // Aborted by the drain's stop or by the time limit, whichever comes first. The race also
+    // covers a `fetch` that ignores its signal, and the body (a server that dies mid-answer).
     const stop = init.signal;
     const request = new AbortController();
     const onStop = (): void => request.abort();
     stop?.addEventListener('abort', onStop, { once: true });
     if (stop?.aborted) request.abort();
-    let timedOut = false;
-    let expire: (() => void) | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      expire = () => reject(new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`);
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        request.abort();
+        reject(late);
+      }, timeoutMs);
     });
-    expired.catch(() => {});
-    const timer = setTimeout(() => {
-      timedOut = true;
-      request.abort();
-      expire!();
-    }, timeoutMs);
     const fail = (e: unknown): never => {
-      if (timedOut) throw new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`, { cause: e });
+      if (e === late) throw e;
       if (stop?.aborted) throw new MemWalError('Aborted', 'drain: stopped');
       throw new MemWalError('IOError', `drain endpoint ${endpoint} unreachable: ${(e as Error)?.message ?? e}`, { cause: e });
     };
-    let res: Response;
-    let text: string;
     try {
-      try {
-        res = await Promise.race([doFetch(endpoint, { ...init, signal: request.signal }), expired]);
-      } catch (e) {
-        fail(e);
-      }
-      text = await Promise.race([res!.text().catch(() => ''), expired]).catch((e: unknown) => fail(e));
+      const res = await Promise.race([doFetch(endpoint, { ...init, signal: request.signal }), deadline]).catch(fail);
+      const text = await Promise.race([res.text().catch(() => ''), deadline]).catch(fail);
+      return { res, text };
     } finally {
       clearTimeout(timer);
       stop?.removeEventListener('abort', onStop);
     }
-    res = res!;
+  };
+  const call = async (init: RequestInit): Promise<{ appliedPosition: number }> => {
+    const { res, text } = await exchange(init);
     let body: { appliedPosition?: unknown; code?: unknown; message?: unknown } = {};
     try {
       body = JSON.parse(text) as typeof body;
