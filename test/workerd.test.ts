@@ -18,6 +18,7 @@ import type { CaseResult } from './workerd/conformance-worker.js';
 import { buildWorkerFromSources } from './workerd/from-sources.js';
 import { buildWorker, startWorkerd } from './workerd/harness.js';
 import type { BuiltWorker, Workerd } from './workerd/harness.js';
+import { type IsolateSampler, allocatedBytes, peakRssBytes, sampleIsolateMemory } from './workerd/heap.js';
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 
@@ -136,4 +137,136 @@ describe('scale-out: a Durable Object store and a Node store drain into one Lanc
       await server.kill();
     }
   }, 90_000);
+});
+
+describe('the example Durable Object through Lance outages (docs/scale-out.md)', () => {
+  const MiB = 1024 * 1024;
+  const TOKEN = 'do-secret';
+  const STORE_ID = 'do-events';
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** The applied position the Lance server holds for the object's store (asks the server, never the object). */
+  async function appliedAtServer(serverUrl: string): Promise<number> {
+    const res = await fetch(`${serverUrl}/drain/${STORE_ID}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    return ((await res.json()) as { appliedPosition: number }).appliedPosition;
+  }
+
+  /**
+   * `clients` writers putting `rowsPerPut` rows each, `putsPerSecond` puts in all, until `stop()`;
+   * `lastPosition` is the highest position acknowledged.
+   */
+  function writeLoad(url: string, o: { clients: number; putsPerSecond: number; rowsPerPut: number }) {
+    const state = { stopped: false, lastPosition: 0, rows: 0, error: undefined as unknown };
+    const t0 = Date.now();
+    let nextId = 0;
+    const client = async (k: number): Promise<void> => {
+      for (let i = 0; !state.stopped; i++) {
+        const due = t0 + ((i * o.clients + k) * 1000) / o.putsPerSecond;
+        if (due > Date.now()) await sleep(due - Date.now());
+        if (state.stopped) return;
+        const rows = Array.from({ length: o.rowsPerPut }, () => {
+          const id = nextId++;
+          return { id, value: id * 0.5, note: `row ${id} written through a Lance outage` };
+        });
+        const res = await fetch(`${url}/put?store=d1`, { method: 'POST', body: JSON.stringify(rows) });
+        if (res.status !== 200) throw new Error(`put: ${res.status} ${await res.text()}`);
+        state.lastPosition = Math.max(state.lastPosition, ((await res.json()) as { position: number }).position);
+        state.rows += o.rowsPerPut;
+      }
+    };
+    const running = Promise.all(Array.from({ length: o.clients }, (_, k) => client(k))).catch((e: unknown) => {
+      state.error = e;
+    });
+    return {
+      state,
+      stop: async () => {
+        state.stopped = true;
+        await running;
+        if (state.error) throw state.error;
+      },
+    };
+  }
+
+  /** How long the Lance server stays down; MEMWAL_DRAIN_OUTAGE_MS for a shorter run while developing. */
+  const OUTAGE_MS = Number(process.env.MEMWAL_DRAIN_OUTAGE_MS ?? 60_000);
+  it(
+    'drains through a 60 s Lance outage under a write load within 128 MB (V8 heap, embedder heap and ArrayBuffer backing stores)',
+    async () => {
+      const worker = await buildWorkerFromSources(
+        here('../examples/cloudflare/worker.ts'),
+        here('../examples/cloudflare/config.capnp'),
+        'dist/worker.js',
+      );
+      const disk = await mkdtemp(join(tmpdir(), 'memwal-do-outage-'));
+      const uri = await mkdtemp(join(tmpdir(), 'memwal-do-outage-lance-'));
+      temporary.push(worker.dir, disk, uri);
+      const serverOptions = { uri, port: testPort(5), tokens: { [TOKEN]: STORE_ID } };
+      let server = await startLanceServer(serverOptions);
+      const workerd = await startWorkerd(worker, disk, { inspector: true });
+      started.push(workerd);
+      let sampler: IsolateSampler | undefined;
+      try {
+        const configured = await fetch(`${workerd.url}/drain?store=d1`, {
+          method: 'POST',
+          body: JSON.stringify({ endpoint: `${server.url}/drain/${STORE_ID}`, token: TOKEN }),
+        });
+        expect(configured.status, workerd.log()).toBe(200);
+        sampler = await sampleIsolateMemory(workerd.inspectorUrl!);
+        const { samples } = sampler;
+        const marks: Record<string, number> = {};
+        const mark = (phase: string) => (marks[phase] = samples.length);
+
+        // 50 puts of 100 rows a second (5,000 rows/s): the drain follows, then the server is
+        // killed for OUTAGE_MS while the load goes on, then it comes back on the same dataset.
+        const load = writeLoad(workerd.url, { clients: 5, putsPerSecond: 50, rowsPerPut: 100 });
+        await sleep(10_000);
+        mark('outage');
+        await server.kill();
+        await sleep(OUTAGE_MS);
+        mark('back');
+        server = await startLanceServer(serverOptions);
+        await sleep(10_000);
+        await load.stop();
+        mark('loadEnd');
+        const stoppedAt = Date.now();
+        const last = load.state.lastPosition;
+        for (;;) {
+          if ((await appliedAtServer(server.url)) >= last) break;
+          if (Date.now() - stoppedAt > 180_000) {
+            const stats = await (await fetch(`${workerd.url}/drain?store=d1`)).text();
+            throw new Error(`the drain did not catch up within 180 s after the load: ${stats}\n${workerd.log()}`);
+          }
+          await sleep(250);
+        }
+        const catchUpMs = Date.now() - stoppedAt;
+        await sleep(200);
+        sampler.stop();
+
+        const peak = (from: number, to: number) => Math.max(...samples.slice(from, to).map(allocatedBytes));
+        const mib = (n: number) => Number((n / MiB).toFixed(1));
+        const figures = {
+          outageMs: OUTAGE_MS,
+          rowsWritten: load.state.rows,
+          entries: last,
+          catchUpAfterLoadMs: catchUpMs,
+          samples: samples.length,
+          peakAllocatedMiB_following: mib(peak(0, marks.outage!)),
+          peakAllocatedMiB_outage: mib(peak(marks.outage!, marks.back!)),
+          peakAllocatedMiB_catchUp: mib(peak(marks.back!, samples.length)),
+          peakBackingStoresMiB: mib(Math.max(...samples.map((s) => s.backingStorageSize))),
+          workerdPeakRssMiB: mib(await peakRssBytes(workerd.pid)),
+        };
+        console.log(
+          `Durable Object draining through a Lance outage (${new Date().toISOString().slice(0, 10)}): ${JSON.stringify(figures)}`,
+        );
+        expect(samples.length).toBeGreaterThan(100);
+        expect(Math.max(...samples.map(allocatedBytes))).toBeLessThan(128 * 1000 * 1000);
+      } finally {
+        sampler?.stop();
+        await workerd.kill();
+        await server.kill();
+      }
+    },
+    OUTAGE_MS + 300_000,
+  );
 });
