@@ -23,30 +23,6 @@ import { type IsolateSampler, allocatedBytes, peakRssBytes, sampleIsolateMemory 
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 
-/** The example Worker's admin token and drain allowlist (examples/cloudflare/config.capnp reads them from the environment). */
-const ADMIN_TOKEN = 'admin-secret';
-const exampleEnv = (serverUrl: string) => ({ MEMWAL_ADMIN_TOKEN: ADMIN_TOKEN, MEMWAL_DRAIN_ALLOWLIST: `${serverUrl}/drain/` });
-/** POST /drain to the example Worker's object `store`, with the admin token. */
-function configureDrain(workerdUrl: string, store: string, body: unknown, token = ADMIN_TOKEN): Promise<Response> {
-  return fetch(`${workerdUrl}/drain?store=${store}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}` },
-    body: JSON.stringify(body),
-  });
-}
-/** GET /drain (the object's drainStats), with the admin token. */
-async function drainStatsOf(workerdUrl: string, store: string): Promise<DrainStats> {
-  const res = await fetch(`${workerdUrl}/drain?store=${store}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-  return (await res.json()) as DrainStats;
-}
-
-/** The example's schema (examples/cloudflare/api.ts). */
-const doSchema = new Schema([
-  new Field('id', new Int64(), false),
-  new Field('value', new Float64(), true),
-  new Field('note', new Utf8(), true),
-]);
-
 /** Every workerd a test started, and the temporary directories: afterAll kills and removes them. */
 const started: Workerd[] = [];
 const temporary: string[] = [];
@@ -64,6 +40,58 @@ afterAll(async () => {
   await Promise.all(started.map((w) => w.kill()));
   await Promise.all(temporary.map((dir) => rm(dir, { recursive: true, force: true })));
 });
+
+/** The example Worker's admin token and drain allowlist (examples/cloudflare/config.capnp reads them from the environment). */
+const ADMIN_TOKEN = 'admin-secret';
+const exampleEnv = (serverUrl: string) => ({ MEMWAL_ADMIN_TOKEN: ADMIN_TOKEN, MEMWAL_DRAIN_ALLOWLIST: `${serverUrl}/drain/` });
+/** POST /drain to the example Worker's object `store`, with the admin token. */
+function configureDrain(workerdUrl: string, store: string, body: unknown, token = ADMIN_TOKEN): Promise<Response> {
+  return fetch(`${workerdUrl}/drain?store=${store}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+}
+/** GET /drain (the object's drainStats), with the admin token. */
+async function drainStatsOf(workerdUrl: string, store: string): Promise<DrainStats> {
+  const res = await fetch(`${workerdUrl}/drain?store=${store}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  return (await res.json()) as DrainStats;
+}
+
+/** A new temporary directory, removed after the file's tests. */
+async function tempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  temporary.push(dir);
+  return dir;
+}
+
+/** The example Worker built from this repository's sources, and a disk for its objects. */
+async function buildExample(diskPrefix: string): Promise<{ worker: BuiltWorker; disk: string }> {
+  const worker = await buildWorkerFromSources(
+    here('../examples/cloudflare/worker.ts'),
+    here('../examples/cloudflare/config.capnp'),
+    'dist/worker.js',
+  );
+  temporary.push(worker.dir);
+  return { worker, disk: await tempDir(diskPrefix) };
+}
+
+/** The rows of the example object `store` as `[id, value, note]` JSON, sorted (one /scan page of up to 10,000). */
+async function exampleRows(workerdUrl: string, store: string): Promise<string[]> {
+  const page = (await (await fetch(`${workerdUrl}/scan?store=${store}&limit=10000`)).json()) as {
+    rows: { id: string; value?: number | null; note?: string | null }[];
+    cursor: string | null;
+  };
+  expect(page.cursor).toBeNull();
+  return page.rows.map((r) => JSON.stringify([r.id, r.value ?? null, r.note ?? null])).sort();
+}
+
+/** The example's schema (examples/cloudflare/api.ts). */
+const doSchema = new Schema([
+  new Field('id', new Int64(), false),
+  new Field('value', new Float64(), true),
+  new Field('note', new Utf8(), true),
+]);
 
 describe('DurableObjectStorageAdapter conformance inside workerd', () => {
   let workerd: Workerd;
@@ -89,14 +117,8 @@ describe('DurableObjectStorageAdapter conformance inside workerd', () => {
 
 describe('scale-out: a Durable Object store and a Node store drain into one Lance dataset (docs/scale-out.md)', () => {
   it('the example Worker posts its store to the example Lance server while it writes; a Lance query equals each scan()', async () => {
-    const worker = await buildWorkerFromSources(
-      here('../examples/cloudflare/worker.ts'),
-      here('../examples/cloudflare/config.capnp'),
-      'dist/worker.js',
-    );
-    const disk = await mkdtemp(join(tmpdir(), 'memwal-do-drain-'));
-    const uri = await mkdtemp(join(tmpdir(), 'memwal-do-lance-'));
-    temporary.push(worker.dir, disk, uri);
+    const { worker, disk } = await buildExample('memwal-do-drain-');
+    const uri = await tempDir('memwal-do-lance-');
     const server = await startLanceServer({ uri, port: testPort(4), tokens: { 'do-secret': 'do-events', 'node-secret': 'node-events' } });
     const workerd = await start(worker, disk, { env: exampleEnv(server.url) });
     try {
@@ -134,12 +156,7 @@ describe('scale-out: a Durable Object store and a Node store drain into one Lanc
       }
       await nodeDrain.waitForApplied((await nodeStore.sync()).position);
 
-      const page = (await (await fetch(`${workerd.url}/scan?store=d1&limit=10000`)).json()) as {
-        rows: { id: string; value?: number | null; note?: string | null }[];
-        cursor: string | null;
-      };
-      expect(page.cursor).toBeNull();
-      const doRows = page.rows.map((r) => JSON.stringify([r.id, r.value ?? null, r.note ?? null])).sort();
+      const doRows = await exampleRows(workerd.url, 'd1');
       expect(doRows.length).toBeGreaterThan(20);
       expect(await lanceRows(uri, 'events', 'do-events', doSchema)).toEqual(doRows);
       expect(await lanceRows(uri, 'events', 'node-events', doSchema)).toEqual(await scanRows(nodeStore, doSchema));
@@ -164,13 +181,7 @@ describe("the example Durable Object's drain administration (docs/scale-out.md)"
     });
     const port = testPort(7);
     await new Promise<void>((resolve) => leaky.listen(port, '127.0.0.1', resolve));
-    const worker = await buildWorkerFromSources(
-      here('../examples/cloudflare/worker.ts'),
-      here('../examples/cloudflare/config.capnp'),
-      'dist/worker.js',
-    );
-    const disk = await mkdtemp(join(tmpdir(), 'memwal-do-admin-'));
-    temporary.push(worker.dir, disk);
+    const { worker, disk } = await buildExample('memwal-do-admin-');
     const base = `http://127.0.0.1:${port}`;
     const workerd = await start(worker, disk, { env: exampleEnv(base) });
     const closed = await start(worker, join(disk, 'closed'), { env: { MEMWAL_DRAIN_ALLOWLIST: `${base}/drain/` } });
@@ -262,14 +273,8 @@ describe('the example Durable Object through Lance outages (docs/scale-out.md)',
   }
 
   it('an evicted object resumes its drain by its alarm, with no request: workerd restarted on the same disk while the server was down', async () => {
-    const worker = await buildWorkerFromSources(
-      here('../examples/cloudflare/worker.ts'),
-      here('../examples/cloudflare/config.capnp'),
-      'dist/worker.js',
-    );
-    const disk = await mkdtemp(join(tmpdir(), 'memwal-do-evict-'));
-    const uri = await mkdtemp(join(tmpdir(), 'memwal-do-evict-lance-'));
-    temporary.push(worker.dir, disk, uri);
+    const { worker, disk } = await buildExample('memwal-do-evict-');
+    const uri = await tempDir('memwal-do-evict-lance-');
     const serverOptions = { uri, port: testPort(6), tokens: { [TOKEN]: STORE_ID } };
     let server = await startLanceServer(serverOptions);
     const env = exampleEnv(server.url);
@@ -308,10 +313,7 @@ describe('the example Durable Object through Lance outages (docs/scale-out.md)',
         await sleep(200);
       }
       console.log(`the alarm resumed the drain of the evicted object: ${last} entries applied ${Date.now() - since} ms after the restart`);
-      const page = (await (await fetch(`${workerd.url}/scan?store=d1&limit=10000`)).json()) as {
-        rows: { id: string; value?: number | null; note?: string | null }[];
-      };
-      const doRows = page.rows.map((r) => JSON.stringify([r.id, r.value ?? null, r.note ?? null])).sort();
+      const doRows = await exampleRows(workerd.url, 'd1');
       expect(doRows.length).toBe(nextId);
       expect(await lanceRows(uri, 'events', STORE_ID, doSchema)).toEqual(doRows);
     } finally {
@@ -325,14 +327,8 @@ describe('the example Durable Object through Lance outages (docs/scale-out.md)',
   it(
     'drains through a 60 s Lance outage under a write load within 128 MB (V8 heap, embedder heap and ArrayBuffer backing stores)',
     async () => {
-      const worker = await buildWorkerFromSources(
-        here('../examples/cloudflare/worker.ts'),
-        here('../examples/cloudflare/config.capnp'),
-        'dist/worker.js',
-      );
-      const disk = await mkdtemp(join(tmpdir(), 'memwal-do-outage-'));
-      const uri = await mkdtemp(join(tmpdir(), 'memwal-do-outage-lance-'));
-      temporary.push(worker.dir, disk, uri);
+      const { worker, disk } = await buildExample('memwal-do-outage-');
+      const uri = await tempDir('memwal-do-outage-lance-');
       const serverOptions = { uri, port: testPort(5), tokens: { [TOKEN]: STORE_ID } };
       let server = await startLanceServer(serverOptions);
       const workerd = await start(worker, disk, { inspector: true, env: exampleEnv(server.url) });

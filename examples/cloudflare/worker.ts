@@ -155,7 +155,12 @@ export class MemWalObject {
   private async keepAlarm(): Promise<void> {
     if (this.alarmSet) return;
     this.alarmSet = true;
-    await this.ctx.storage.setAlarm(Date.now() + DRAIN_ALARM_MS);
+    try {
+      await this.ctx.storage.setAlarm(Date.now() + DRAIN_ALARM_MS);
+    } catch (e) {
+      this.alarmSet = false; // the next request tries again
+      throw e;
+    }
   }
 
   /** POST /drain `{ endpoint, token }`: (re)start the drain and keep its settings. */
