@@ -27,8 +27,9 @@ import { decodePayload, recover, type WalRecord } from './recovery.js';
 import { Retention } from './retention.js';
 import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
-import { type StoreSchema, decodeSchema, encodeSchema, makeStoreSchema } from './schema.js';
+import { type StoreSchema, encodeSchema, makeStoreSchema } from './schema.js';
 import {
+  decodeVersions,
   evolutionProblem,
   evolveManifest,
   isSchemaMismatch,
@@ -246,15 +247,19 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       expectations: (m) => ({ mustKeepAfter: this.tier.retainedFrom(m), durableUpTo: m.positionHint }),
       schemasOf: (stored) => {
         if (!stored) return this.schema.internal;
-        const known = new SchemaVersions(this.schema, -1, recordedVersions(stored));
-        return (s) => known.knows(s);
+        // The versions the claim records (or has recorded): the entries are read in them after it.
+        const evolved = evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1);
+        const known = new SchemaVersions(this.schema, evolved.schemaVersion ?? 1, recordedVersions(evolved));
+        return (s, epoch) => known.versionOfEntry(s, epoch) !== undefined;
       },
       logger: opts.logger,
     });
     const m = this.log.manifest;
     this.versions = new SchemaVersions(this.schema, m.schemaVersion ?? 1, recordedVersions(m));
     this.wal.start(handle, this.log.epoch, r.analysis.segments, r.nextPosition - 1, r.tornTailBytes);
-    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (b) => this.versions.project(b));
+    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (t, epoch, position) =>
+      this.versions.projectEntry(t, epoch, position),
+    );
     if (this.memtables) {
       this.memtables.start(m);
       const limit = opts.flushRetry.stallMs;
@@ -317,7 +322,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     if (stored.mode !== this.tier.mode) {
       throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
     }
-    const problem = evolutionProblem(decodeSchema(stored.schema), this.schema.base, this.schema.primaryKey);
+    const problem = evolutionProblem(decodeVersions(recordedVersions(stored), stored.primaryKey), this.schema.base, this.schema.primaryKey);
     if (problem) throw schemaMismatchError(name, problem);
     if (stored.primaryKey.join('\u0000') !== this.schema.primaryKey.join('\u0000')) {
       throw new MemWalError(
@@ -332,7 +337,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     if (stored) {
       return {
         ...cloneManifest(stored),
-        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name),
+        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1),
         writerEpoch: stored.writerEpoch + 1,
         version: stored.version + 1,
       };
@@ -343,7 +348,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       mode: this.tier.mode,
       schema: encodeSchema(this.schema.base),
       schemaVersion: 1,
-      schemas: [{ version: 1, schema: encodeSchema(this.schema.base) }],
+      schemas: [{ version: 1, schema: encodeSchema(this.schema.base), writerEpoch: 1 }],
       primaryKey: [...this.schema.primaryKey],
       writerEpoch: 1,
       version: 1,
@@ -370,9 +375,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       // A copy of just this payload: the batches own a compact buffer, not a view of the segment;
       // written in an older schema version, projected onto the current one.
       const internal = this.schema.internal;
-      const batches = decodePayload(e.payload, e.position, (s) => this.versions.knows(s), true).batches.map((b) =>
-        compactIfSparse(this.versions.project(b), internal),
-      );
+      const decoded = decodePayload(e, (s, epoch) => this.versions.versionOfEntry(s, epoch) !== undefined, true);
+      const batches = this.versions.projectEntry(decoded, e.epoch, e.position).map((b) => compactIfSparse(b, internal));
       const keys = this.keyEncoder ? batches.map((b) => this.keyEncoder!(b)) : undefined;
       const bytes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
       const m = memtables.active;

@@ -28,8 +28,8 @@ export class Retention {
     private readonly log: ManifestLog,
     private readonly wal: WalWriter,
     private readonly tier: Tier,
-    /** A batch written in any recorded schema version, in the current one. */
-    private readonly project: (b: RecordBatch) => RecordBatch,
+    /** The batches of WAL entry `position`, written by writer `epoch` in any recorded schema version, in the current one. */
+    private readonly project: (t: Table, epoch: number, position: number) => RecordBatch[],
   ) {}
 
   /**
@@ -118,7 +118,7 @@ export class Retention {
         for (const f of scanSegment(bytes, 0).frames) {
           if (f.position < pos || f.position > Math.min(durable, seg.lastPosition)) continue;
           const decoded = tableFromIPC(f.payload) as Table;
-          const batches = decoded.batches.map(this.project);
+          const batches = this.project(decoded, f.epoch, f.position);
           const data = batches.length > 0 ? new Table(batches) : decoded;
           yield { position: f.position, epoch: f.epoch, data };
           pos = f.position + 1;

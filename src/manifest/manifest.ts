@@ -43,6 +43,11 @@ export interface SchemaVersion {
   version: number;
   /** base64 of an Arrow IPC stream with the schema and no batches. */
   schema: string;
+  /**
+   * The writer epoch whose claim recorded this version: WAL entries of that epoch and later ones
+   * (up to the next version's) are in it. Absent in versions recorded before it was kept.
+   */
+  writerEpoch?: number;
 }
 
 export interface Manifest {
