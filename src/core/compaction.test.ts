@@ -326,3 +326,37 @@ describe('compaction commits in doubt', () => {
     });
   }
 });
+
+describe('grace period', () => {
+  /** Whether `p` settles within `ms` (it keeps running either way). */
+  const settlesWithin = (p: Promise<unknown>, ms: number): Promise<boolean> =>
+    Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<boolean>((r) => setTimeout(() => r(false), ms)),
+    ]);
+
+  it('level 0 stopped at its trigger inside one grace period drains when the grace ends: blocked puts and close() settle', async () => {
+    const w = await open(new MemoryStorage(), { frozenMemtableGraceMs: 100, maxMemtableRows: 10, maxUnflushedMemtableBytes: 8 * 1024 });
+    // Every put freezes a memtable: twelve flushes commit inside one grace period, level 0 reaches
+    // its stop trigger, and compaction may not take files whose generations are still in grace.
+    const puts: Promise<unknown>[] = [];
+    for (let i = 0; i < 30; i++) puts.push(w.put(rows(i * 10, 10)));
+    await until(async () => (await w.compactionStats()).l0StallCount > 0, 5_000, 'the flush lane to stop at the level-0 trigger');
+    expect(await settlesWithin(Promise.all(puts), 3_000)).toBe(true);
+    expect(idsOf(await w.scan())).toHaveLength(300);
+    expect(await settlesWithin(w.close(), 3_000)).toBe(true);
+  });
+
+  it('close() flushes past a level-0 stop without waiting for a long grace period to end; blocked puts settle', async () => {
+    const w = await open(new MemoryStorage(), { frozenMemtableGraceMs: 60_000, maxMemtableRows: 10, maxUnflushedMemtableBytes: 8 * 1024 });
+    const puts: Promise<unknown>[] = [];
+    for (let i = 0; i < 30; i++) puts.push(w.put(rows(i * 10, 10)));
+    const settled = Promise.allSettled(puts); // puts still blocked when close starts reject Closed
+    await until(async () => (await w.compactionStats()).l0StallCount > 0, 5_000, 'the flush lane to stop at the level-0 trigger');
+    expect(await settlesWithin(w.close(), 3_000)).toBe(true);
+    expect(await settlesWithin(settled, 1_000)).toBe(true);
+  });
+});

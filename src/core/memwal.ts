@@ -132,8 +132,14 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       onFailure: (err) => this.life.poison(err),
     });
     if (opts.enableMemtable) {
-      this.memtables = new MemtableTier(opts, this.keyEncoder !== undefined, this.life, this.wal, this.backpressure, () =>
-        this.background?.kick(),
+      this.memtables = new MemtableTier(
+        opts,
+        this.keyEncoder !== undefined,
+        this.life,
+        this.wal,
+        this.backpressure,
+        () => this.background?.kick(),
+        () => this.background?.kickCompaction(),
       );
       this.tier = this.memtables;
     } else {
@@ -731,6 +737,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     const life = this.life;
     life.stopping = true;
     this.backpressure.wake();
+    life.progress.notify(); // a flush lane waiting for compaction flushes anyway now
     let failure: MemWalError | undefined;
     if (!life.poisonError && !life.dead) {
       // 1. Every accepted put durable (the WAL writer's limits bound this wait).
