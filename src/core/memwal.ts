@@ -684,7 +684,11 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     return this.statsLock.read(() => ({ ...this.writeStats_ }));
   }
 
-  /** Usage, quota and persistence where the runtime knows them, plus table-file totals. */
+  /**
+   * Usage, quota and persistence where the runtime knows them, plus table-file totals. Usage
+   * figures come from a cache (core/storage-estimate.ts): the first call waits at most 200 ms for
+   * the adapter, then answers without them.
+   */
   async storageStats(): Promise<StorageStats> {
     const est = await this.estimates.get();
     return this.statsLock.read(() => this.storageSnapshot(est));
@@ -697,7 +701,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     return { ...est, tableFileCount: tables.length, tableFileBytes };
   }
 
-  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4). */
+  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4); usage figures as in `storageStats`. */
   async metrics(): Promise<string> {
     const est = await this.estimates.get();
     return this.statsLock.read(() =>
