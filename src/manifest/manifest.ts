@@ -15,7 +15,10 @@ export const READABLE_MANIFEST_VERSIONS: readonly number[] = [1, 2];
 /** A flushed memtable: one Arrow IPC file. */
 export interface TableFileEntry {
   generation: number;
-  /** File name inside the store's `tables/` area: `{generation}-{epoch}-{attempt}.arrow`. */
+  /**
+   * File name inside the store's `tables/` area: `{generation}-{epoch}-{attempt}.arrow` (a flush)
+   * or `c{maxGeneration}-{epoch}-{sequence}.arrow` (a compaction output).
+   */
   name: string;
   bytes: number;
   rows: number;
