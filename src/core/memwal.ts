@@ -27,8 +27,9 @@ import { decodePayload, recover, type WalRecord } from './recovery.js';
 import { Retention } from './retention.js';
 import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
-import { type StoreSchema, decodeSchema, encodeSchema, makeStoreSchema } from './schema.js';
+import { type StoreSchema, encodeSchema, makeStoreSchema } from './schema.js';
 import {
+  decodeVersions,
   evolutionProblem,
   evolveManifest,
   isSchemaMismatch,
@@ -131,8 +132,14 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       onFailure: (err) => this.life.poison(err),
     });
     if (opts.enableMemtable) {
-      this.memtables = new MemtableTier(opts, this.keyEncoder !== undefined, this.life, this.wal, this.backpressure, () =>
-        this.background?.kick(),
+      this.memtables = new MemtableTier(
+        opts,
+        this.keyEncoder !== undefined,
+        this.life,
+        this.wal,
+        this.backpressure,
+        () => this.background?.kick(),
+        () => this.background?.kickCompaction(),
       );
       this.tier = this.memtables;
     } else {
@@ -246,15 +253,19 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       expectations: (m) => ({ mustKeepAfter: this.tier.retainedFrom(m), durableUpTo: m.positionHint }),
       schemasOf: (stored) => {
         if (!stored) return this.schema.internal;
-        const known = new SchemaVersions(this.schema, -1, recordedVersions(stored));
-        return (s) => known.knows(s);
+        // The versions the claim records (or has recorded): the entries are read in them after it.
+        const evolved = evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1);
+        const known = new SchemaVersions(this.schema, evolved.schemaVersion ?? 1, recordedVersions(evolved));
+        return (s, epoch) => known.versionOfEntry(s, epoch) !== undefined;
       },
       logger: opts.logger,
     });
     const m = this.log.manifest;
     this.versions = new SchemaVersions(this.schema, m.schemaVersion ?? 1, recordedVersions(m));
     this.wal.start(handle, this.log.epoch, r.analysis.segments, r.nextPosition - 1, r.tornTailBytes);
-    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (b) => this.versions.project(b));
+    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (t, epoch, position) =>
+      this.versions.projectEntry(t, epoch, position),
+    );
     if (this.memtables) {
       this.memtables.start(m);
       const limit = opts.flushRetry.stallMs;
@@ -317,7 +328,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     if (stored.mode !== this.tier.mode) {
       throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
     }
-    const problem = evolutionProblem(decodeSchema(stored.schema), this.schema.base, this.schema.primaryKey);
+    const problem = evolutionProblem(decodeVersions(recordedVersions(stored), stored.primaryKey), this.schema.base, this.schema.primaryKey);
     if (problem) throw schemaMismatchError(name, problem);
     if (stored.primaryKey.join('\u0000') !== this.schema.primaryKey.join('\u0000')) {
       throw new MemWalError(
@@ -332,7 +343,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     if (stored) {
       return {
         ...cloneManifest(stored),
-        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name),
+        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1),
         writerEpoch: stored.writerEpoch + 1,
         version: stored.version + 1,
       };
@@ -343,7 +354,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       mode: this.tier.mode,
       schema: encodeSchema(this.schema.base),
       schemaVersion: 1,
-      schemas: [{ version: 1, schema: encodeSchema(this.schema.base) }],
+      schemas: [{ version: 1, schema: encodeSchema(this.schema.base), writerEpoch: 1 }],
       primaryKey: [...this.schema.primaryKey],
       writerEpoch: 1,
       version: 1,
@@ -370,9 +381,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       // A copy of just this payload: the batches own a compact buffer, not a view of the segment;
       // written in an older schema version, projected onto the current one.
       const internal = this.schema.internal;
-      const batches = decodePayload(e.payload, e.position, (s) => this.versions.knows(s), true).batches.map((b) =>
-        compactIfSparse(this.versions.project(b), internal),
-      );
+      const decoded = decodePayload(e, (s, epoch) => this.versions.versionOfEntry(s, epoch) !== undefined, true);
+      const batches = this.versions.projectEntry(decoded, e.epoch, e.position).map((b) => compactIfSparse(b, internal));
       const keys = this.keyEncoder ? batches.map((b) => this.keyEncoder!(b)) : undefined;
       const bytes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
       const m = memtables.active;
@@ -674,7 +684,11 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     return this.statsLock.read(() => ({ ...this.writeStats_ }));
   }
 
-  /** Usage, quota and persistence where the runtime knows them, plus table-file totals. */
+  /**
+   * Usage, quota and persistence where the runtime knows them, plus table-file totals. Usage
+   * figures come from a cache (core/storage-estimate.ts): the first call waits at most 200 ms for
+   * the adapter, then answers without them.
+   */
   async storageStats(): Promise<StorageStats> {
     const est = await this.estimates.get();
     return this.statsLock.read(() => this.storageSnapshot(est));
@@ -687,7 +701,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     return { ...est, tableFileCount: tables.length, tableFileBytes };
   }
 
-  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4). */
+  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4); usage figures as in `storageStats`. */
   async metrics(): Promise<string> {
     const est = await this.estimates.get();
     return this.statsLock.read(() =>
@@ -727,6 +741,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     const life = this.life;
     life.stopping = true;
     this.backpressure.wake();
+    life.progress.notify(); // a flush lane waiting for compaction flushes anyway now
     let failure: MemWalError | undefined;
     if (!life.poisonError && !life.dead) {
       // 1. Every accepted put durable (the WAL writer's limits bound this wait).

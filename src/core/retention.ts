@@ -28,8 +28,8 @@ export class Retention {
     private readonly log: ManifestLog,
     private readonly wal: WalWriter,
     private readonly tier: Tier,
-    /** A batch written in any recorded schema version, in the current one. */
-    private readonly project: (b: RecordBatch) => RecordBatch,
+    /** The batches of WAL entry `position`, written by writer `epoch` in any recorded schema version, in the current one. */
+    private readonly project: (t: Table, epoch: number, position: number) => RecordBatch[],
   ) {}
 
   /**
@@ -129,7 +129,7 @@ export class Retention {
           read = { segment: seg.name, offset: f.offset + f.frameBytes };
           if (f.position < pos) continue;
           const decoded = tableFromIPC(f.payload.slice()) as Table;
-          const batches = decoded.batches.map(this.project);
+          const batches = this.project(decoded, f.epoch, f.position);
           const data = batches.length > 0 ? new Table(batches) : decoded;
           yield { position: f.position, epoch: f.epoch, data };
           pos = f.position + 1;

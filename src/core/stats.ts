@@ -241,8 +241,13 @@ export interface MemWalApi<R extends RowTypes = UntypedRows> {
   compact(opts?: { signal?: AbortSignal }): Promise<CompactionResult>;
   walStats(): Promise<WalStats>;
   writeStats(): Promise<WriteStats>;
+  /**
+   * Usage figures and table-file totals. The adapter's usage figures are cached for a second and
+   * refreshed in the background; the first call waits at most 200 ms for them, then answers with
+   * `usageBytes`/`quotaBytes` undefined (an estimate that never settles is not asked again).
+   */
   storageStats(): Promise<StorageStats>;
-  /** Every stat as Prometheus text exposition (format 0.0.4) with a `store` label. */
+  /** Every stat as Prometheus text exposition (format 0.0.4) with a `store` label; usage figures as in `storageStats`. */
   metrics(): Promise<string>;
   /**
    * Durable WAL entries from `fromPosition` in order, then the end, or with `follow` more as
