@@ -30,6 +30,8 @@ export {
   type OutputRow,
   type TypedSchema,
   type RowTypes,
+  type RowsParam,
+  type RowTypesOf,
   type UntypedRows,
   type RowsOf,
   type ColumnName,

@@ -54,7 +54,7 @@ import type {
 } from './stats.js';
 import { type Tier, WalOnlyTier } from './tier.js';
 import { type PendingEntry, WalWriter } from './wal-writer.js';
-import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
+import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
@@ -90,7 +90,7 @@ function zeroWriteStats(): WriteStats {
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
  * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
  */
-export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
+export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly opts: ResolvedOptions;
   private readonly policy: CompactionPolicy;
   private readonly schema: StoreSchema;
@@ -440,7 +440,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * or the writer was fenced after the rows were admitted), `Closed` from `abort()` after
    * admission. `signal` governs only the backpressure wait.
    */
-  async put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     return this.write(toBatches(data, this.schema), opts.signal);
   }
@@ -449,7 +449,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * Delete rows by primary key: writes tombstones that hide older versions in every tier.
    * `NotSupported` without a primary key or in WAL-only mode; otherwise as `put`.
    */
-  async delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     this.requireMemtable('delete');
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
@@ -560,7 +560,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * The newest version of the row with this primary key, or undefined (absent or deleted).
    * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
    */
-  get(key: R['key']): Promise<R['output'] | undefined>;
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     this.requireMemtable('get');
@@ -572,7 +572,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * order (deleted keys absent), without one every row in insertion order. `columns` projects.
    * `NotSupported` in WAL-only mode.
    */
-  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     this.life.throwIfUnusable();
     this.requireMemtable('scan');
     const batches: RecordBatch[] = [];
@@ -589,8 +589,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * snapshot, so a row written between pages shows if its key is past the cursor).
    */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(
-    opts: { columns?: C[]; limit?: number; after?: R['key'] } = {},
-  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
+    opts: { columns?: C[]; limit?: number; after?: RowTypesOf<R>['key'] } = {},
+  ): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     const writer = this;

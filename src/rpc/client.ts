@@ -20,7 +20,7 @@ import type {
   WriteStats,
   WriterState,
 } from '../core/stats.js';
-import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
+import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 import { MemWalError, isMemWalError } from '../errors.js';
 import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
 import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
@@ -140,7 +140,7 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
  * On `pagehide` and when the page turns hidden it asks the worker for `sync()`.
  * Create with `openMemWal`. Browser main thread.
  */
-export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
+export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly remote: Remote;
   private readonly listeners = new Set<(s: WriterState) => void>();
   /** Rejecters of the calls in flight (a dying worker rejects them all). */
@@ -343,14 +343,14 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
    * As `MemWal.put`. Plain rows are structured-cloned and converted in the worker; Arrow data
    * crosses as IPC bytes (transferred), encoded by Arrow's IPC writer, which loads on first use.
    */
-  put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     return this.withSignal(opts.signal, (w) =>
       this.inOrder(data, (wire) => this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w))),
     );
   }
 
   /** As `MemWal.delete`. */
-  delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     return this.withSignal(opts.signal, (w) =>
       this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w))),
     );
@@ -378,12 +378,12 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
   }
 
   /** As `MemWal.get`. */
-  get(key: R['key']): Promise<R['output'] | undefined> {
-    return this.call('get', (r) => r.get(key) as Promise<R['output'] | undefined>);
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined> {
+    return this.call('get', (r) => r.get(key) as Promise<RowTypesOf<R>['output'] | undefined>);
   }
 
   /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */
-  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     const [codec, w] = await Promise.all([arrowCodec(), this.call('scan', (r) => r.scan(opts))]);
     return codec.decodeTable(w);
   }
@@ -394,8 +394,8 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
    * released when the store closes.
    */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(
-    opts: { columns?: C[]; limit?: number; after?: R['key'] } = {},
-  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
+    opts: { columns?: C[]; limit?: number; after?: RowTypesOf<R>['key'] } = {},
+  ): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>> {
     const limit = opts.limit ?? Infinity;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     return this.pull(
