@@ -59,9 +59,23 @@ import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRo
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
 
+/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
+export interface SchemaReset {
+  /** The store's name. */
+  name: string;
+  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
+  reason: string;
+}
+
 /** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
 export interface OpenHooks {
   onStateChange?: (s: WriterState) => void;
+  /**
+   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
+   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
+   * that throws is logged and does not fail the open.
+   */
+  onSchemaReset?: (reset: SchemaReset) => void;
   /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
   compactionPolicy?: Partial<CompactionPolicy>;
 }
@@ -167,6 +181,11 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
         `memwal: ${e.message}; onSchemaMismatch 'reset': destroying store ${opts.name} and creating it anew (its rows are gone)`,
       );
       await adapter.destroyStore(opts.name);
+      try {
+        hooks.onSchemaReset?.({ name: opts.name, reason: e.message });
+      } catch (hookError) {
+        opts.logger.warn('memwal: onSchemaReset hook threw', hookError);
+      }
       const fresh = new MemWal(opts, schema, adapter, hooks);
       await fresh.openStore();
       return fresh;

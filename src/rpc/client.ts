@@ -27,7 +27,16 @@ import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } fro
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs.js';
 import { openThroughTestHook } from './test-hook.js';
-import { type ClientLink, type Remote, type WorkerLike, GOODBYE_TIMEOUT_MS, fromWire, openWorkerLink, withTimeout } from './worker-link.js';
+import {
+  type ClientLink,
+  type ClientRole,
+  type Remote,
+  type WorkerLike,
+  GOODBYE_TIMEOUT_MS,
+  fromWire,
+  openWorkerLink,
+  withTimeout,
+} from './worker-link.js';
 
 export type { WorkerLike } from './worker-link.js';
 
@@ -143,6 +152,7 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
 export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly remote: Remote;
   private readonly listeners = new Set<(s: WriterState) => void>();
+  private readonly roleListeners = new Set<(role: ClientRole) => void>();
   /** Rejecters of the calls in flight (a dying worker rejects them all). */
   private readonly pending = new Set<(e: MemWalError) => void>();
   /** Undefined until the host reports the first state. */
@@ -167,7 +177,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     private readonly hooks: OpenHooks,
   ) {
     this.remote = link.remote;
-    link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason) });
+    link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason), role: (role) => this.onRole(role) });
     const doc = (globalThis as { document?: Document }).document;
     if (doc && typeof globalThis.addEventListener === 'function') {
       this.listen(globalThis as unknown as EventTarget, 'pagehide', () => this.lifecycleSync('pagehide'));
@@ -219,6 +229,13 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   private onEvent(e: HostEvent | undefined): void {
     if (e?.memwalEvent === 'state') this.setState(e.state);
     else if (e?.memwalEvent === 'warn') this.logger.warn(e.message, ...e.details);
+    else if (e?.memwalEvent === 'schema-reset') {
+      try {
+        this.hooks.onSchemaReset?.({ name: e.name, reason: e.reason });
+      } catch (err) {
+        this.logger.warn('memwal: onSchemaReset hook threw', err);
+      }
+    }
   }
 
   private setState(s: WriterState): void {
@@ -230,6 +247,17 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
         l(s);
       } catch (e) {
         this.logger.warn('memwal: onStateChange listener threw', e);
+      }
+    }
+  }
+
+  private onRole(role: ClientRole): void {
+    if (this.gone) return;
+    for (const l of [...this.roleListeners]) {
+      try {
+        l(role);
+      } catch (e) {
+        this.logger.warn('memwal: onRoleChange listener threw', e);
       }
     }
   }
@@ -496,6 +524,20 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   onStateChange(listener: (s: WriterState) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Subscribe to this tab's role changes (`tabs: 'share'`): `'leader'` when this tab takes the
+   * store over (the leader tab closed, reloaded or crashed, or the store came back after a
+   * steal), `'follower'` when it stops hosting it (its worker died, the page went into the
+   * back/forward cache, another writer stole the store). Called once per change, in every tab;
+   * a tab that stays a follower while the leader moves between other tabs hears nothing (its
+   * calls re-route by themselves). The role at open is `role()`. A `tabs: 'exclusive'` client
+   * always leads and never calls it. Returns an unsubscribe.
+   */
+  onRoleChange(listener: (role: ClientRole) => void): () => void {
+    this.roleListeners.add(listener);
+    return () => this.roleListeners.delete(listener);
   }
 
   /**
