@@ -4,6 +4,16 @@
 import { PersistentProfile, expect, test } from '../src/playwright.js';
 import { clientPage, mw, ok, open, settledOutcome } from './client-fixtures.js';
 
+/** The message a matcher that should fail failed with. */
+async function failureOf(matcher: Promise<unknown>): Promise<string> {
+  return matcher.then(
+    () => {
+      throw new Error('the matcher passed');
+    },
+    (e: Error) => e.message,
+  );
+}
+
 test('a store the page opened is seen by the kit: stats, metrics, scan, sync', async ({ page, memwal }) => {
   await clientPage(page);
   const c = await open(page, { name: 'kit-plain', keyed: true });
@@ -66,15 +76,10 @@ test('hold: a put blocked on the budget shows in toHaveNoBackpressure, whose fai
     if ((await mw(page, 'settled', op, 100)) === 'pending') blocked = op;
   }
   expect(blocked, 'a put blocked on the budget').toBeDefined();
-  const failure = await expect(store)
-    .toHaveNoBackpressure({ timeout: 300 })
-    .then(
-      () => undefined,
-      (e: Error) => e.message,
-    );
+  const failure = await failureOf(expect(store).toHaveNoBackpressure({ timeout: 300 }));
   expect(failure).toContain('Received: activeCount 1');
   expect(failure).not.toContain('"frozenBytes"'); // the figures that decide, not every stat
-  expect(failure!.split('\n').length).toBeLessThanOrEqual(6);
+  expect(failure.split('\n').length).toBeLessThanOrEqual(6);
   await expect(store).not.toHaveNoBackpressure();
 
   await release();
@@ -91,15 +96,10 @@ test('toHaveFlushed fails while the active memtable holds a row, in a few lines 
   const store = memwal.store('kit-unflushed');
   await store.waitForOpen();
   ok(await mw(page, 'put', c, 0, 1, 8));
-  const failure = await expect(store)
-    .toHaveFlushed({ timeout: 300 })
-    .then(
-      () => undefined,
-      (e: Error) => e.message,
-    );
+  const failure = await failureOf(expect(store).toHaveFlushed({ timeout: 300 }));
   expect(failure).toContain('Received: active rowCount 1');
   expect(failure).toContain('store.flush()');
-  expect(failure!.split('\n').length).toBeLessThanOrEqual(7);
+  expect(failure.split('\n').length).toBeLessThanOrEqual(7);
   console.log(`toHaveFlushed failure message:\n${failure}`);
   await store.flush();
   await expect(store).toHaveFlushed();

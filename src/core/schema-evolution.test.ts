@@ -9,7 +9,7 @@ import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { NodeFileStorage } from '../node.js';
 import { MemoryStorage } from '../storage/memory.js';
-import { MemWal } from './memwal.js';
+import { MemWal, type OpenHooks } from './memwal.js';
 import { rejection, storeName } from './testkit.test-util.js';
 
 const quiet = { warn: () => undefined };
@@ -24,8 +24,8 @@ const v2 = new Schema([
 /** Release 3: 'value' dropped. */
 const v3 = new Schema([new Field('id', new Int64(), false), new Field('note', new Utf8(), true), new Field('name', new Utf8(), true)]);
 
-const open = (storage: MemoryStorage, name: string, schema: Schema, extra = {}) =>
-  MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 50, logger: quiet, ...extra });
+const open = (storage: MemoryStorage, name: string, schema: Schema, extra = {}, hooks: OpenHooks = {}) =>
+  MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 50, logger: quiet, ...extra }, hooks);
 
 describe('schema evolution', () => {
   it('an added nullable column: old rows read it as null from memory, WAL and table files; new rows carry it; compaction rewrites in the new schema', async () => {
@@ -111,15 +111,11 @@ describe('schema evolution', () => {
     const resets: unknown[] = [];
     const incompatible = new Schema([new Field('id', new Int64(), false), new Field('value', new Utf8(), true)]);
     const reopen = () =>
-      MemWal.open(
-        {
-          name,
-          schema: incompatible,
-          primaryKey: ['id'],
-          storage,
-          onSchemaMismatch: 'reset',
-          logger: { warn: (m: string) => warnings.push(m) },
-        },
+      open(
+        storage,
+        name,
+        incompatible,
+        { onSchemaMismatch: 'reset', logger: { warn: (m: string) => warnings.push(m) } },
         { onSchemaReset: (r) => resets.push(r) },
       );
     const b = await reopen();
@@ -139,15 +135,11 @@ describe('schema evolution', () => {
     await (await open(storage, name, v1)).close();
     const warnings: string[] = [];
     const incompatible = new Schema([new Field('id', new Utf8(), false)]);
-    const b = await MemWal.open(
-      {
-        name,
-        schema: incompatible,
-        primaryKey: ['id'],
-        storage,
-        onSchemaMismatch: 'reset',
-        logger: { warn: (m: string) => warnings.push(m) },
-      },
+    const b = await open(
+      storage,
+      name,
+      incompatible,
+      { onSchemaMismatch: 'reset', logger: { warn: (m: string) => warnings.push(m) } },
       {
         onSchemaReset: () => {
           throw new Error('app bug');
