@@ -55,14 +55,28 @@ import type {
 } from './stats.js';
 import { type Tier, WalOnlyTier } from './tier.js';
 import { type PendingEntry, WalWriter } from './wal-writer.js';
-import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
+import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
 
+/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
+export interface SchemaReset {
+  /** The store's name. */
+  name: string;
+  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
+  reason: string;
+}
+
 /** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
 export interface OpenHooks {
   onStateChange?: (s: WriterState) => void;
+  /**
+   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
+   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
+   * that throws is logged and does not fail the open.
+   */
+  onSchemaReset?: (reset: SchemaReset) => void;
   /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
   compactionPolicy?: Partial<CompactionPolicy>;
 }
@@ -91,7 +105,7 @@ function zeroWriteStats(): WriteStats {
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
  * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
  */
-export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
+export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly opts: ResolvedOptions;
   private readonly policy: CompactionPolicy;
   private readonly schema: StoreSchema;
@@ -174,6 +188,11 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
         `memwal: ${e.message}; onSchemaMismatch 'reset': destroying store ${opts.name} and creating it anew (its rows are gone)`,
       );
       await adapter.destroyStore(opts.name);
+      try {
+        hooks.onSchemaReset?.({ name: opts.name, reason: e.message });
+      } catch (hookError) {
+        opts.logger.warn('memwal: onSchemaReset hook threw', hookError);
+      }
       const fresh = new MemWal(opts, schema, adapter, hooks);
       await fresh.openStore();
       return fresh;
@@ -450,7 +469,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * or the writer was fenced after the rows were admitted), `Closed` from `abort()` after
    * admission. `signal` governs only the backpressure wait.
    */
-  async put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     return this.write(toBatches(data, this.schema), opts.signal);
   }
@@ -459,7 +478,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * Delete rows by primary key: writes tombstones that hide older versions in every tier.
    * `NotSupported` without a primary key or in WAL-only mode; otherwise as `put`.
    */
-  async delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     this.requireMemtable('delete');
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
@@ -570,7 +589,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * The newest version of the row with this primary key, or undefined (absent or deleted).
    * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
    */
-  get(key: R['key']): Promise<R['output'] | undefined>;
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     this.requireMemtable('get');
@@ -582,7 +601,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * order (deleted keys absent), without one every row in insertion order. `columns` projects.
    * `NotSupported` in WAL-only mode.
    */
-  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     this.life.throwIfUnusable();
     this.requireMemtable('scan');
     const batches: RecordBatch[] = [];
@@ -599,8 +618,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * snapshot, so a row written between pages shows if its key is past the cursor).
    */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(
-    opts: { columns?: C[]; limit?: number; after?: R['key'] } = {},
-  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
+    opts: { columns?: C[]; limit?: number; after?: RowTypesOf<R>['key'] } = {},
+  ): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     const writer = this;

@@ -9,7 +9,7 @@ import { Field, Float64, Int32, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { NodeFileStorage } from '../node.js';
 import { MemoryStorage } from '../storage/memory.js';
-import { MemWal } from './memwal.js';
+import { MemWal, type OpenHooks } from './memwal.js';
 import { encodeSchema } from './schema.js';
 import { rejection, storeName } from './testkit.test-util.js';
 
@@ -25,8 +25,8 @@ const v2 = new Schema([
 /** Release 3: 'value' dropped. */
 const v3 = new Schema([new Field('id', new Int64(), false), new Field('note', new Utf8(), true), new Field('name', new Utf8(), true)]);
 
-const open = (storage: MemoryStorage, name: string, schema: Schema, extra = {}) =>
-  MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 50, logger: quiet, ...extra });
+const open = (storage: MemoryStorage, name: string, schema: Schema, extra = {}, hooks: OpenHooks = {}) =>
+  MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 50, logger: quiet, ...extra }, hooks);
 
 describe('schema evolution', () => {
   it('an added nullable column: old rows read it as null from memory, WAL and table files; new rows carry it; compaction rewrites in the new schema', async () => {
@@ -102,25 +102,53 @@ describe('schema evolution', () => {
     await look.release();
   });
 
-  it("onSchemaMismatch 'reset' destroys and recreates the store, and says so", async () => {
+  it("onSchemaMismatch 'reset' destroys and recreates the store, and says so: hooks.onSchemaReset({ name, reason }) and the logger", async () => {
     const storage = new MemoryStorage();
     const name = storeName();
     const a = await open(storage, name, v1);
     await a.put([{ id: 1, value: 1, name: 'x' }]);
     await a.close();
     const warnings: string[] = [];
+    const resets: unknown[] = [];
     const incompatible = new Schema([new Field('id', new Int64(), false), new Field('value', new Utf8(), true)]);
-    const b = await MemWal.open({
-      name,
-      schema: incompatible,
-      primaryKey: ['id'],
-      storage,
-      onSchemaMismatch: 'reset',
-      logger: { warn: (m: string) => warnings.push(m) },
-    });
+    const reopen = () =>
+      open(
+        storage,
+        name,
+        incompatible,
+        { onSchemaMismatch: 'reset', logger: { warn: (m: string) => warnings.push(m) } },
+        { onSchemaReset: (r) => resets.push(r) },
+      );
+    const b = await reopen();
     expect((await b.scan()).numRows).toBe(0);
     expect(warnings.join('\n')).toMatch(/reset.*destroying store/);
+    expect(resets).toEqual([{ name, reason: expect.stringMatching(/value/) }]);
     await b.put([{ id: 2, value: 'two' }]);
+    await b.close();
+    // A reopen with the schema the store now has resets nothing.
+    await (await reopen()).close();
+    expect(resets).toHaveLength(1);
+  });
+
+  it('an onSchemaReset hook that throws is logged and does not fail the open', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    await (await open(storage, name, v1)).close();
+    const warnings: string[] = [];
+    const incompatible = new Schema([new Field('id', new Utf8(), false)]);
+    const b = await open(
+      storage,
+      name,
+      incompatible,
+      { onSchemaMismatch: 'reset', logger: { warn: (m: string) => warnings.push(m) } },
+      {
+        onSchemaReset: () => {
+          throw new Error('app bug');
+        },
+      },
+    );
+    expect(warnings).toContain('memwal: onSchemaReset hook threw');
+    await b.put([{ id: 'a' }]);
     await b.close();
   });
 
