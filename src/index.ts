@@ -1,6 +1,6 @@
 // memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
 
-export { MemWal, type OpenHooks, type SchemaReset } from './core/memwal.js';
+export { MemWal, type OpenHooks, type SchemaReset } from './engine/memwal.js';
 export { openMemWal, MemWalClient, type OpenMemWalOptions, type TypedOpenMemWalOptions, type WorkerLike } from './rpc/client.js';
 export { destroyMemWal, type DestroyMemWalOptions } from './rpc/destroy.js';
 export {
@@ -36,8 +36,8 @@ export {
   type RowsOf,
   type ColumnName,
   type SchemaColumn,
-} from './define-schema.js';
-export { MemWalError, isMemWalError, type MemWalErrorCode } from './errors.js';
+} from './data/define-schema.js';
+export { MemWalError, isMemWalError, type MemWalErrorCode } from './util/errors.js';
 export { MemoryStorage, sharedMemoryStorage } from './storage/memory.js';
 export type {
   StorageAdapter,
@@ -46,7 +46,7 @@ export type {
   WalSegmentInfo,
   StorageEstimate,
 } from './storage/adapter.js';
-export type { Manifest, TableFileEntry, StoreMode } from './manifest/manifest.js';
+export type { Manifest, TableFileEntry, StoreMode } from './format/manifest/manifest.js';
 export type {
   MemWalApi,
   MemTableStats,
@@ -58,8 +58,8 @@ export type {
   WalEntry,
   WriterState,
   Role,
-} from './core/stats.js';
-export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, Logger, StorageOption } from './options.js';
+} from './metrics/stats.js';
+export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, Logger, StorageOption } from './engine/options.js';
 export {
   DEFAULT_MAX_WAL_BUFFER_BYTES,
   DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS,
@@ -67,8 +67,8 @@ export {
   DEFAULT_MAX_MEMTABLE_ROWS,
   DEFAULT_MAX_MEMTABLE_BATCHES,
   DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
-} from './options.js';
-export { TOMBSTONE_COLUMN } from './core/schema.js';
+} from './engine/options.js';
+export { TOMBSTONE_COLUMN } from './data/schema.js';
 export {
   drain,
   DEFAULT_DRAIN_BATCH_BYTES,

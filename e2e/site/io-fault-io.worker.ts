@@ -2,7 +2,7 @@
 // Dedicated module worker.
 
 import { OpfsStorage } from '../../src/storage/opfs.js';
-import { type IoScope, serveStorage } from '../../src/storage/remote-host.js';
+import { type IoScope, serveStorage } from '../../src/io-worker/io-host.js';
 
 const scope = self as unknown as IoScope;
 serveStorage(scope, new OpfsStorage());

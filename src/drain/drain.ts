@@ -11,12 +11,12 @@
 //  (3) shipping never blocks the writer, and memory is bounded: the reader holds at most two
 //      runs of entries (the one being shipped and the next), and `tail` one read buffer.
 
-import { estimateBatchBytes } from '../core/size.js';
-import type { MemWalApi, WalEntry } from '../core/stats.js';
+import { estimateBatchBytes } from '../data/size.js';
+import type { MemWalApi, WalEntry } from '../metrics/stats.js';
 import { Signal, backoffMs, sleep } from '../util/schedule.js';
-import { MemWalError, toMemWalError } from '../errors.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
-import type { Logger } from '../options.js';
+import type { Logger } from '../engine/options.js';
 import { STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
 
 /**

@@ -31,10 +31,10 @@ import type * as LanceModule from '@lancedb/lancedb';
 import type { DrainSink } from '../drain/drain.js';
 import { POSITION_COLUMN, STORE_ID_PATTERN, checkDrainBody, encodeDrainBatch } from '../drain/wire.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
-import type { WalEntry } from '../core/stats.js';
-import { TOMBSTONE_COLUMN } from '../core/schema.js';
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Logger } from '../options.js';
+import type { WalEntry } from '../metrics/stats.js';
+import { TOMBSTONE_COLUMN } from '../data/schema.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Logger } from '../engine/options.js';
 
 const requireHere = createRequire(import.meta.url);
 const lancedb = requireHere('@lancedb/lancedb') as typeof LanceModule;

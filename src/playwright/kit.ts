@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { BrowserContext, Route } from '@playwright/test';
-import { MemWalError, isMemWalErrorCode, type MemWalErrorCode } from '../errors.js';
+import { MemWalError, isMemWalErrorCode, type MemWalErrorCode } from '../util/errors.js';
 import { installPageHook, resetOrigin } from './page-hook.js';
 import type { OpenAnswer, OpenQuery, OpenRecord, Outcome, PageHookConfig } from './protocol.js';
 import { MemWalStore } from './store.js';

@@ -3,10 +3,10 @@
 // with controls the test reaches through Playwright's worker handle. Bundled by worker-bundle.ts
 // into one module script; dedicated module worker only.
 
-import { quotaExceededError } from '../errors.js';
+import { quotaExceededError } from '../util/errors.js';
 import { hostMemWal } from '../rpc/host.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
-import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
+import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
 import { sharedMemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import type { KitFaultError, KitFaultOp, KitWorkerControls } from './protocol.js';

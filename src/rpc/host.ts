@@ -3,15 +3,15 @@
 // (Arrow as transferred IPC bytes, MemWalError codes, signals as messages, paged iterators).
 
 import * as Comlink from 'comlink';
-import { MemWal } from '../core/memwal.js';
-import { describeSchemaDifference } from '../core/schema.js';
-import type { WalEntry, WriterState } from '../core/stats.js';
-import { MemWalError, toMemWalError } from '../errors.js';
+import { MemWal } from '../engine/memwal.js';
+import { describeSchemaDifference } from '../data/schema.js';
+import type { WalEntry, WriterState } from '../metrics/stats.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
-import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
-import { resolveStorage, setBrowserStorageResolver } from '../storage/resolve.js';
+import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
+import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
-import { type AttachedApi, TabServer } from './tab-host.js';
+import { type AttachedApi, TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
   Hello,

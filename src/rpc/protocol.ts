@@ -1,10 +1,10 @@
 // The wire between MemWalClient (main thread) and the worker host, types only. Calls are comlink
 // calls on a MessagePort of their own; the host's API type is derived from its implementation.
 
-import type { MemWalErrorCode } from '../errors.js';
-import type { MemWalOptions } from '../options.js';
-import type { WriterState } from '../core/stats.js';
-import type { SchemaReset } from '../core/memwal.js';
+import type { MemWalErrorCode } from '../util/errors.js';
+import type { MemWalOptions } from '../engine/options.js';
+import type { WriterState } from '../metrics/stats.js';
+import type { SchemaReset } from '../engine/memwal.js';
 import type { makeHostApi } from './host.js';
 
 /** Every method the host answers, exactly as `makeHostApi` implements it (client and host cannot drift). */

@@ -3,8 +3,8 @@
 // Lock the host holds), so that no call ever hangs on a dead worker. Browser main thread.
 
 import * as Comlink from 'comlink';
-import { MemWalError, isMemWalErrorCode, toMemWalError } from '../errors.js';
-import type { Logger } from '../options.js';
+import { MemWalError, isMemWalErrorCode, toMemWalError } from '../util/errors.js';
+import type { Logger } from '../engine/options.js';
 import type { ConnectMessage, Hello, HostApi, HostEvent, WireError } from './protocol.js';
 
 /** What openMemWal needs of a Worker (a DOM `Worker` is one). */

@@ -2,11 +2,11 @@
 // One interface, one reference implementation (MemoryStorage), one conformance suite
 // (memwal/testing conformanceCases) that every backend passes.
 
-import { MemWalError } from '../errors.js';
-import type { BackgroundJobs } from '../core/jobs.js';
-import type { StoreSchema } from '../core/schema.js';
-import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
-import type { Logger } from '../options.js';
+import { MemWalError } from '../util/errors.js';
+import type { BackgroundJobs } from '../lsm/jobs.js';
+import type { StoreSchema } from '../data/schema.js';
+import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
+import type { Logger } from '../engine/options.js';
 
 /**
  * Options for claiming a store's writer lock.

@@ -2,9 +2,9 @@
 // (docs/format.md): WAL segments, table files and the manifest as rows, every
 // mutation in one `transactionSync` followed by `storage.sync()`. Cloudflare Workers / workerd.
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import { checkManifest } from '../manifest/manifest.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import { checkManifest } from '../format/manifest/manifest.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import { warnWhileWaiting } from './lock-wait.js';

@@ -2,9 +2,9 @@
 // against the small FileSystemShim below so that Node (fs-node.ts) and Deno share one protocol.
 // Imports no runtime module: the shim brings the file system, the process id and timers.
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import { checkManifest } from '../manifest/manifest.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import { checkManifest } from '../format/manifest/manifest.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import { warnWhileWaiting } from './lock-wait.js';

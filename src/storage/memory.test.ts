@@ -2,7 +2,7 @@
 // with no faults (a transparent wrapper must keep every guarantee), plus MemoryStorage specifics.
 
 import { describe, expect, it } from 'vitest';
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage, sharedMemoryStorage } from './memory.js';

@@ -2,8 +2,8 @@
 // what every backend must do (conformance cases in src/testing/conformance.ts); also the backend
 // of `storage: 'memory'`. Runs in every runtime.
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import { warnWhileWaiting } from './lock-wait.js';

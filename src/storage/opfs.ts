@@ -2,8 +2,8 @@
 // file system, written through sync access handles; the manifest in the "memwal" IndexedDB
 // database. Dedicated workers only (that is where FileSystemSyncAccessHandle exists).
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import {

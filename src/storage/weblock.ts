@@ -2,7 +2,7 @@
 // lifetime, and WriterSession, the live/released/lost state every browser store handle checks.
 // Runs in any browser context (page, dedicated/shared/service worker).
 
-import { MemWalError, toMemWalError } from '../errors.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { LockOptions } from './adapter.js';
 import { warnWhileWaiting } from './lock-wait.js';
 

@@ -2,12 +2,12 @@
 // tests can pin what the engine does when storage misbehaves (LevelDB's fault-injection Env).
 // Runs in every runtime.
 
-import type { BackgroundJobs } from '../core/jobs.js';
-import type { StoreSchema } from '../core/schema.js';
-import { MemWalError } from '../errors.js';
-import { encodeFrame } from '../wal/codec.js';
-import { FRAME_HEADER_BYTES } from '../wal/format.js';
-import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
+import type { BackgroundJobs } from '../lsm/jobs.js';
+import type { StoreSchema } from '../data/schema.js';
+import { MemWalError } from '../util/errors.js';
+import { encodeFrame } from '../format/wal/codec.js';
+import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
+import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
