@@ -47,19 +47,10 @@ export type {
   StorageEstimate,
 } from './storage/adapter.js';
 export type { Manifest, TableFileEntry, StoreMode } from './format/manifest/manifest.js';
-export type {
-  MemWalApi,
-  MemTableStats,
-  BackpressureStats,
-  WalStats,
-  WriteStats,
-  StorageStats,
-  PutResult,
-  WalEntry,
-  WriterState,
-  Role,
-} from './metrics/stats.js';
-export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, Logger, StorageOption } from './engine/options.js';
+export type { MemTableStats, BackpressureStats, WalStats, WriteStats, StorageStats, WriterState } from './metrics/stats.js';
+export type { MemWalApi, PutResult, WalEntry, Role } from './engine/api.js';
+export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, StorageOption } from './engine/options.js';
+export type { Logger } from './util/logger.js';
 export {
   DEFAULT_MAX_WAL_BUFFER_BYTES,
   DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS,

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Field, Int64, RecordBatch, Schema, Struct, Table, makeData, tableToIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemWal } from '../src/engine/memwal.js';
-import type { WalEntry } from '../src/metrics/stats.js';
+import type { WalEntry } from '../src/engine/api.js';
 import { drain } from '../src/drain/drain.js';
 import { DRAIN_HEADERS, POSITION_COLUMN, drainRequestHeaders, encodeDrainBatch } from '../src/drain/wire.js';
 import { keyedSchema, lanceRows, lanceSnapshot, randomKeyedLoad, scanRows } from '../src/lance/testkit.test-util.js';

@@ -7,7 +7,7 @@ import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
 import { estimateBatchBytes } from '../data/size.js';
-import type { MemWalApi, WalEntry } from '../metrics/stats.js';
+import type { MemWalApi, WalEntry } from '../engine/api.js';
 import { MemWalError } from '../util/errors.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';

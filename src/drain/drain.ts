@@ -12,11 +12,11 @@
 //      runs of entries (the one being shipped and the next), and `tail` one read buffer.
 
 import { estimateBatchBytes } from '../data/size.js';
-import type { MemWalApi, WalEntry } from '../metrics/stats.js';
+import type { MemWalApi, WalEntry } from '../engine/api.js';
 import { Signal, backoffMs, sleep } from '../util/schedule.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
-import type { Logger } from '../engine/options.js';
+import type { Logger } from '../util/logger.js';
 import { STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
 
 /**

@@ -5,7 +5,7 @@
 
 import { Field, Int64, RecordBatch, Schema, Struct, makeData, tableToIPC, Table } from 'apache-arrow';
 import type { Data } from 'apache-arrow';
-import type { WalEntry } from '../metrics/stats.js';
+import type { WalEntry } from '../engine/api.js';
 import { MemWalError } from '../util/errors.js';
 import { crc32c } from '../util/crc32c.js';
 

@@ -2,7 +2,7 @@
 // BackpressureStats it keeps, with the active-waiter guard of the seed PR (docs/impl.md §5–6).
 
 import { MemWalError } from '../util/errors.js';
-import type { Logger } from './options.js';
+import type { Logger } from '../util/logger.js';
 import type { BackpressureStats } from '../metrics/stats.js';
 import { nowMs } from '../util/schedule.js';
 

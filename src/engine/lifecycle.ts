@@ -3,7 +3,7 @@
 // never returns to 'open'; after `dead` no storage call is issued; every transition notifies.
 
 import { MemWalError } from '../util/errors.js';
-import type { Logger } from './options.js';
+import type { Logger } from '../util/logger.js';
 import type { WriterState } from '../metrics/stats.js';
 import { Signal } from '../util/schedule.js';
 

@@ -14,7 +14,7 @@ import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { BackgroundLoop } from './background.js';
 import { Backpressure } from './backpressure.js';
 import { type CompactionPolicy, Compactor, DEFAULT_COMPACTION_POLICY } from './compaction.js';
-import { InlineJobs } from '../lsm/jobs.js';
+import { InlineJobs, jobsPlaceOf } from '../lsm/jobs.js';
 import { Flusher } from './flusher.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from '../data/keys.js';
 import { Lifecycle } from './lifecycle.js';
@@ -23,7 +23,8 @@ import { ManifestLog } from './manifest-log.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
 import { MemtableTier } from './memtable-tier.js';
 import { ReadView } from './read-view.js';
-import { decodePayload, recover, type WalRecord } from './recovery.js';
+import { recover, type WalRecord } from './recovery.js';
+import { decodePayload } from '../format/wal/payload.js';
 import { Retention } from './retention.js';
 import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from '../data/rows.js';
 import { AsyncRwLock } from './rwlock.js';
@@ -45,14 +46,12 @@ import type {
   CompactionStats,
   ReadStats,
   MemTableStats,
-  MemWalApi,
-  PutResult,
   StorageStats,
-  WalEntry,
   WalStats,
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
+import type { MemWalApi, PutResult, WalEntry } from './api.js';
 import { type Tier, WalOnlyTier } from './tier.js';
 import { type PendingEntry, WalWriter } from './wal-writer.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
@@ -301,7 +300,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       );
       const cache = this.tableCache;
       const jobs =
-        this.adapter.backgroundJobs?.(handle, this.schema, recordedVersions(m), m.schemaVersion ?? 1) ??
+        jobsPlaceOf(this.adapter)?.backgroundJobs(handle, this.schema, recordedVersions(m), m.schemaVersion ?? 1) ??
         new InlineJobs(this.schema, this.keyEncoder, (t) => cache.open(t));
       this.compactor = new Compactor(opts, this.keyEncoder !== undefined, this.policy, jobs, handle, this.life, this.log, this.tableCache);
       this.flusher = new Flusher(

@@ -4,6 +4,7 @@
 import { Schema } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
+import type { Logger } from '../util/logger.js';
 
 const MiB = 1024 * 1024;
 
@@ -27,10 +28,6 @@ export interface FlushRetryOptions extends RetryOptions {
 export interface WalRetryOptions extends RetryOptions {
   /** Give up (poison with the append's error) once a failing append has been retried this long. */
   timeoutMs?: number;
-}
-
-export interface Logger {
-  warn(message: string, ...details: unknown[]): void;
 }
 
 export type StorageOption = 'opfs' | 'indexeddb' | 'memory' | StorageAdapter;

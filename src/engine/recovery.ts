@@ -2,22 +2,17 @@
 // `analyzeWal` changes nothing), claim the next writer epoch, sweep orphans, cut torn tails, and
 // hand the entries after the replay cursor to replay. Numbered guarantees in docs/impl.md §7.
 
-import { type Schema, type Table, tableFromIPC } from 'apache-arrow';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import { parseSegmentName, type StoreHandle } from '../storage/adapter.js';
 import { scanSegment } from '../format/wal/codec.js';
+import { decodePayload, type SchemaCheck, type WalPayload } from '../format/wal/payload.js';
 import { settleWithin } from './limits.js';
 import type { ManifestLog } from './manifest-log.js';
-import { schemasEqual } from '../data/schema.js';
 import type { Segment } from './wal-writer.js';
 
 /** One durable WAL entry found at open. */
-export interface WalRecord {
-  position: number;
-  epoch: number;
-  payload: Uint8Array;
-}
+export type WalRecord = WalPayload;
 
 /** A listed WAL segment with its bytes. */
 export interface ReadSegment {
@@ -119,9 +114,6 @@ export function analyzeWal(listed: ReadSegment[], expect: WalExpectations): WalA
   return { segments, entries, torn, lastPosition };
 }
 
-/** Accepts a payload's schema, written by writer `epoch`: the store's, or one of its recorded versions. */
-export type SchemaCheck = Schema | ((schema: Schema, epoch: number) => boolean);
-
 /**
  * Check that every entry after `after` decodes as Arrow IPC in a schema `known` accepts (the
  * payload is viewed, not copied). Throws `Corruption` naming the position.
@@ -131,24 +123,6 @@ export function validatePayloads(entries: WalRecord[], after: number, known: Sch
     if (e.position <= after) continue;
     decodePayload(e, known, false);
   }
-}
-
-/**
- * A WAL payload as a Table in a schema `known` accepts (the store's schema, or one of its recorded
- * versions). `copy`: decode from a copy of just this payload, so the batches own a compact buffer
- * instead of viewing the whole segment. Throws `Corruption`.
- */
-export function decodePayload(e: WalRecord, known: SchemaCheck, copy: boolean): Table {
-  const { payload, position } = e;
-  let table: Table;
-  try {
-    table = tableFromIPC(copy ? payload.slice() : payload) as Table;
-  } catch (e) {
-    throw new MemWalError('Corruption', `WAL entry ${position}: payload is not an Arrow IPC stream: ${String(e)}`);
-  }
-  const ok = typeof known === 'function' ? known(table.schema, e.epoch) : schemasEqual(table.schema, known);
-  if (!ok) throw new MemWalError('Corruption', `WAL entry ${position}: its schema is none the store recorded`);
-  return table;
 }
 
 /** Every WAL segment of the store with its bytes; unchanged ones are taken from `cache`. */

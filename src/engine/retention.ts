@@ -11,7 +11,7 @@ import { scanSegment } from '../format/wal/codec.js';
 import type { Lifecycle } from './lifecycle.js';
 import { callLimitMs, settleWithin } from './limits.js';
 import type { ManifestLog } from './manifest-log.js';
-import type { WalEntry } from '../metrics/stats.js';
+import type { WalEntry } from './api.js';
 import type { Tier } from './tier.js';
 import type { WalWriter } from './wal-writer.js';
 

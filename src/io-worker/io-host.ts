@@ -3,7 +3,7 @@
 // flushed memtable's table file from the WAL entries it wrote, and compaction outputs from the
 // input files — handing back built bytes. Writes and commits stay the engine's. Browser workers.
 
-import { decodePayload } from '../engine/recovery.js';
+import { decodePayload } from '../format/wal/payload.js';
 import { buildCompactionOutputs, buildFlushTable, type CompactJob } from '../lsm/jobs.js';
 import { makeKeyEncoder } from '../data/keys.js';
 import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';

@@ -76,8 +76,9 @@ describe('a store on RemoteStorage', () => {
     await again.close();
   });
 
-  it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes)', async () => {
-    const faults = new FaultInjectingStorage(remote().storage);
+  it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes), and the jobs still run on the far side', async () => {
+    const { storage, jobs } = remote();
+    const faults = new FaultInjectingStorage(storage);
     const w = await MemWal.open({
       name: storeName(),
       schema,
@@ -91,6 +92,7 @@ describe('a store on RemoteStorage', () => {
     await w.forceSealActive();
     await w.waitForFlushDrain();
     expect((await w.writeStats()).flushFailureCount).toBe(2);
+    expect(jobs).toContain('buildFlush'); // found through the wrapper's `inner`
     expect((await w.scan()).numRows).toBe(10);
     await w.close();
   });

@@ -3,7 +3,7 @@
 // block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §11).
 // Bytes cross as transferred copies; the caller's buffers are never detached. Browser contexts.
 
-import type { BackgroundJobs, CompactJob, FlushJob } from '../lsm/jobs.js';
+import type { BackgroundJobs, CompactJob, FlushJob, JobsPlace } from '../lsm/jobs.js';
 import type { StoreSchema } from '../data/schema.js';
 import { encodeSchema } from '../data/schema.js';
 import { MemWalError } from '../util/errors.js';
@@ -36,7 +36,7 @@ const takeOver = (bytes: Uint8Array): Uint8Array =>
   bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 
 /** The proxy adapter. One I/O worker per RemoteStorage, started on first use. */
-export class RemoteStorage implements StorageAdapter {
+export class RemoteStorage implements StorageAdapter, JobsPlace {
   private endpoint: IoEndpoint | undefined;
   private nextId = 1;
   private dead: MemWalError | undefined;
@@ -78,9 +78,14 @@ export class RemoteStorage implements StorageAdapter {
     return this.send('estimate', [name]) as Promise<StorageEstimate>;
   }
 
-  /** The jobs of a store opened through this adapter run in the I/O worker, next to its files. */
+  /**
+   * The jobs of a store opened through this adapter (`handle`, or a wrapper's handle around it)
+   * run in the I/O worker, next to its files.
+   */
   backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
-    return handle instanceof RemoteHandle ? new RemoteJobs(this, handle.id, schema, { versions, currentVersion }) : undefined;
+    let own: StoreHandle | undefined = handle;
+    while (own && !(own instanceof RemoteHandle)) own = own.inner;
+    return own ? new RemoteJobs(this, own.id, schema, { versions, currentVersion }) : undefined;
   }
 
   /** Send a request; resolves its reply. `IOError` when the I/O worker died. */

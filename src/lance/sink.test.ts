@@ -11,7 +11,7 @@ import { Field, Int64, Schema, Utf8, tableFromArrays } from 'apache-arrow';
 import type * as LanceModule from '@lancedb/lancedb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
-import type { WalEntry } from '../metrics/stats.js';
+import type { WalEntry } from '../engine/api.js';
 import { drain } from '../drain/drain.js';
 import { NodeFileStorage } from '../node.js';
 import { rng } from '../testing/rng.js';

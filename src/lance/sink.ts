@@ -31,10 +31,10 @@ import type * as LanceModule from '@lancedb/lancedb';
 import type { DrainSink } from '../drain/drain.js';
 import { POSITION_COLUMN, STORE_ID_PATTERN, checkDrainBody, encodeDrainBatch } from '../drain/wire.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
-import type { WalEntry } from '../metrics/stats.js';
+import type { WalEntry } from '../engine/api.js';
 import { TOMBSTONE_COLUMN } from '../data/schema.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
-import type { Logger } from '../engine/options.js';
+import type { Logger } from '../util/logger.js';
 
 const requireHere = createRequire(import.meta.url);
 const lancedb = requireHere('@lancedb/lancedb') as typeof LanceModule;

@@ -5,7 +5,8 @@
 
 import type { RecordBatch } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
-import type { TableFileEntry } from '../format/manifest/manifest.js';
+import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.js';
+import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { BLOCK_MAX_ROWS } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
 import { type IndexEntries, indexEntries, sortedNewest } from './sorted.js';
@@ -47,6 +48,28 @@ export interface BackgroundJobs {
   buildFlush(job: FlushJob): Promise<BuiltTable>;
   /** The outputs of a compaction, built one at a time (the caller writes each before asking for the next). */
   compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncIterable<BuiltTable>;
+}
+
+/**
+ * An adapter that runs the jobs of the stores it opens somewhere better than the engine's thread
+ * (the browser's I/O worker, io-worker/remote-storage.ts). A capability beyond `StorageAdapter`,
+ * which knows nothing of jobs: the engine looks for it with `jobsPlaceOf`.
+ */
+export interface JobsPlace {
+  /**
+   * The jobs of the store open on `handle` (this adapter's handle, or a wrapper's around one), or
+   * undefined: they run inline. `schema` is the store's, `versions` every recorded schema version
+   * (data in older ones is projected onto `currentVersion`).
+   */
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined;
+}
+
+/** `adapter` if it is a JobsPlace, else the first adapter it wraps (`inner`, outermost first) that is one. */
+export function jobsPlaceOf(adapter: StorageAdapter): JobsPlace | undefined {
+  for (let a: StorageAdapter | undefined = adapter; a; a = a.inner) {
+    if (typeof (a as Partial<JobsPlace>).backgroundJobs === 'function') return a as StorageAdapter & JobsPlace;
+  }
+  return undefined;
 }
 
 /**

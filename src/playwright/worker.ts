@@ -54,8 +54,8 @@ function faulty(inner: StorageAdapter): StorageAdapter {
     openStore: async (name, options) => tracked(name, await faults.openStore(name, options)),
     destroyStore: (name) => faults.destroyStore(name),
     estimate: (name) => faults.estimate(name),
-    // Table building and compaction run where the inner adapter puts them.
-    backgroundJobs: (handle, schema, versions, current) => faults.backgroundJobs(handle, schema, versions, current),
+    // Table building and compaction run where the wrapped adapter puts them (lsm/jobs.ts jobsPlaceOf).
+    inner: faults,
   };
 }
 

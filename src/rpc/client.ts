@@ -11,18 +11,16 @@ import type {
   CompactionStats,
   ReadStats,
   MemTableStats,
-  MemWalApi,
-  PutResult,
-  Role,
   StorageStats,
-  WalEntry,
   WalStats,
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
+import type { MemWalApi, PutResult, Role, WalEntry } from '../engine/api.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
 import { MemWalError, isMemWalError } from '../util/errors.js';
-import { resolveOptions, type Logger, type MemWalOptions } from '../engine/options.js';
+import { resolveOptions, type MemWalOptions } from '../engine/options.js';
+import type { Logger } from '../util/logger.js';
 import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs/tabs.js';

@@ -5,7 +5,8 @@
 import * as Comlink from 'comlink';
 import { MemWal } from '../engine/memwal.js';
 import { describeSchemaDifference } from '../data/schema.js';
-import type { WalEntry, WriterState } from '../metrics/stats.js';
+import type { WriterState } from '../metrics/stats.js';
+import type { WalEntry } from '../engine/api.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';

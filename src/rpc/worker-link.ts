@@ -4,7 +4,7 @@
 
 import * as Comlink from 'comlink';
 import { MemWalError, isMemWalErrorCode, toMemWalError } from '../util/errors.js';
-import type { Logger } from '../engine/options.js';
+import type { Logger } from '../util/logger.js';
 import type { ConnectMessage, Hello, HostApi, HostEvent, WireError } from './protocol.js';
 
 /** What openMemWal needs of a Worker (a DOM `Worker` is one). */

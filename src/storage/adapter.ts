@@ -3,10 +3,8 @@
 // (memwal/testing conformanceCases) that every backend passes.
 
 import { MemWalError } from '../util/errors.js';
-import type { BackgroundJobs } from '../lsm/jobs.js';
-import type { StoreSchema } from '../data/schema.js';
-import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
-import type { Logger } from '../engine/options.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import type { Logger } from '../util/logger.js';
 
 /**
  * Options for claiming a store's writer lock.
@@ -85,13 +83,11 @@ export interface StorageAdapter {
    */
   estimate?(name: string): Promise<StorageEstimate>;
   /**
-   * Optional: where this store's background jobs (building flushed and compacted table files)
-   * run, when the adapter offers a better place than the engine's thread (the browser's I/O
-   * worker, `storage/remote.ts`). `handle` is the store's open handle from this adapter (or a
-   * wrapper's), `schema` the store's schemas, `versions` every recorded schema version (data in
-   * older ones is projected onto `currentVersion`). Absent: the jobs run inline.
+   * An adapter that wraps another (fault injection, tracing) names it here, so that what the
+   * wrapped one offers beyond this interface is still found through the wrapper (the browser's
+   * I/O worker, where table files are built: lsm/jobs.ts `jobsPlaceOf`).
    */
-  backgroundJobs?(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined;
+  readonly inner?: StorageAdapter;
 }
 
 /**
@@ -100,6 +96,8 @@ export interface StorageAdapter {
  * (mapped with `toMemWalError`); `Fenced` when a newer writer epoch forbids the operation.
  */
 export interface StoreHandle {
+  /** A handle that wraps another (of the adapter's `inner`) names it here. */
+  readonly inner?: StoreHandle;
   /** The committed manifest, or `undefined` for a store that was never opened. */
   manifestLoad(): Promise<Manifest | undefined>;
   /**

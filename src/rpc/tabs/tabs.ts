@@ -14,7 +14,7 @@
 
 import type { HostEvent, TabControlMessage, TabReply, TabRequest, WireOpenOptions } from '../protocol.js';
 import { MemWalError } from '../../util/errors.js';
-import type { Logger } from '../../engine/options.js';
+import type { Logger } from '../../util/logger.js';
 import { controlChannelName, electionLockName, tabChannelName, tabLockName, termLockName } from './names.js';
 import {
   type ClientLink,
