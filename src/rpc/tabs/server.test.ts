@@ -51,6 +51,9 @@ beforeEach(async () => {
       return { rows: 1, position: calls.length, durable: true };
     },
     detach: async () => undefined,
+    compactionStats: async () => ({ tag: 'compactionStats' }),
+    readStats: async () => ({ tag: 'readStats' }),
+    compact: async () => ({ tag: 'compact' }),
   };
   server = await TabServer.start({ name: store, leader, store: fakeStore, attach: () => api });
 });
@@ -71,7 +74,7 @@ async function join(tab: string): Promise<{ send(m: TabRequest): void; replies: 
   return { send: (m) => mine.postMessage(m), replies };
 }
 
-const call = (id: number, deadline = Date.now() + 10_000, args: unknown[] = ['rows']): TabRequest => ({
+const call = (id: number, deadline = Date.now() + 10_000, args: unknown[] = ['rows']): Extract<TabRequest, { memwalTabs: 'call' }> => ({
   memwalTabs: 'call',
   leader,
   id,
@@ -107,6 +110,15 @@ describe('TabServer', () => {
     await until(() => tab.replies.some((r) => r.memwalTabs === 'result'));
     expect(calls).toHaveLength(1);
     expect(tab.replies.filter((r) => r.memwalTabs === 'accepted').map((r) => (r as { id: number }).id)).toEqual([3]);
+  });
+
+  it("serves a tab's compactionStats, readStats and compact, as every other call a follower's client makes", async () => {
+    const tab = await join('d');
+    const methods = ['compactionStats', 'readStats', 'compact'] as const;
+    for (const [i, method] of methods.entries()) tab.send({ ...call(i + 1, undefined, []), method });
+    await until(() => tab.replies.filter((r) => r.memwalTabs === 'result' || r.memwalTabs === 'error').length === 3);
+    const values = tab.replies.filter((r) => r.memwalTabs === 'result').map((r) => (r as { value: unknown }).value);
+    expect(values).toEqual(methods.map((tag) => ({ tag })));
   });
 
   it('after stopAccepting a new call is left for the next leader, while a call it took still gets its answer', async () => {
