@@ -9,19 +9,11 @@ import { makeKeyEncoder } from '../data/keys.js';
 import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
 import { SchemaVersions } from '../format/schema-versions.js';
 import { TableCache } from '../lsm/table-cache.js';
-import { MemWalError } from '../util/errors.js';
+import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import { encodeFrame, scanSegment } from '../format/wal/codec.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
-import {
-  errorToWire,
-  type IoEvent,
-  type IoReply,
-  type IoRequest,
-  transferables,
-  type WireBuiltTable,
-  type WireSchemaVersions,
-} from './io-protocol.js';
+import { type IoEvent, type IoReply, type IoRequest, transferables, type WireBuiltTable, type WireSchemaVersions } from './io-protocol.js';
 
 /** Where the I/O worker listens and answers (its worker scope). */
 export interface IoScope {

@@ -1,7 +1,6 @@
 // The wire protocol between a store's engine thread and its I/O worker (storage/remote.ts and
 // storage/remote-host.ts): requests with an id, replies, and events. Types and tiny codecs only.
 
-import { isMemWalErrorCode, MemWalError, toMemWalError } from '../util/errors.js';
 import type { SchemaVersion } from '../format/manifest/manifest.js';
 
 /** A request from the engine thread. `bytes` are transferred (the sender keeps no view of them). */
@@ -35,15 +34,6 @@ export interface WireBuiltTable {
   blocks: number;
   minKey?: string;
   maxKey?: string;
-}
-
-export function errorToWire(e: unknown, context: string): { code: string; message: string } {
-  const err = toMemWalError(e, context);
-  return { code: err.code, message: err.message };
-}
-
-export function errorFromWire(w: { code: string; message: string }): MemWalError {
-  return new MemWalError(isMemWalErrorCode(w.code) ? w.code : 'IOError', w.message);
 }
 
 /** The buffers of `values` that can be transferred: Uint8Arrays that own their whole buffer. */

@@ -6,19 +6,11 @@
 import type { BackgroundJobs, CompactJob, FlushJob, JobsPlace } from '../lsm/jobs.js';
 import type { StoreSchema } from '../data/schema.js';
 import { encodeSchema } from '../data/schema.js';
-import { MemWalError } from '../util/errors.js';
+import { MemWalError, errorFromWire } from '../util/errors.js';
 import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
-import {
-  errorFromWire,
-  type IoEvent,
-  type IoReply,
-  type IoRequest,
-  transferables,
-  type WireBuiltTable,
-  type WireSchemaVersions,
-} from './io-protocol.js';
+import { type IoEvent, type IoReply, type IoRequest, transferables, type WireBuiltTable, type WireSchemaVersions } from './io-protocol.js';
 
 /** What RemoteStorage needs of the I/O worker: a Worker or a MessagePort. */
 export interface IoEndpoint {

@@ -7,7 +7,7 @@ import { MemWal } from '../engine/memwal.js';
 import { describeSchemaDifference } from '../data/schema.js';
 import type { WriterState } from '../metrics/stats.js';
 import type { WalEntry } from '../engine/api.js';
-import { MemWalError, toMemWalError } from '../util/errors.js';
+import { MemWalError, errorToWire } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
 import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
@@ -21,7 +21,7 @@ import type {
   Page,
   WireArrow,
   WireData,
-  WireError,
+  HostError,
   WireOpenOptions,
   WireSignal,
   WireStorage,
@@ -97,19 +97,13 @@ function holdLifetimeLock(name: string | undefined): Lifetime {
   return { held, release };
 }
 
-/** The error comlink carries for a rejected call: code and message, rebuilt by the client. */
-function toWireError(e: unknown): WireError {
-  const err = toMemWalError(e, 'memwal worker');
-  return { memwalError: { code: err.code, message: err.message } };
-}
-
-/** `fn` with every rejection turned into a WireError. */
+/** `fn` with every rejection thrown as a HostError (the client rebuilds the MemWalError). */
 function wire<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   return async (...args: A): Promise<R> => {
     try {
       return await fn(...args);
     } catch (e) {
-      throw toWireError(e);
+      throw { memwalError: errorToWire(e, 'memwal worker') } satisfies HostError;
     }
   };
 }

@@ -1,7 +1,7 @@
 // The wire between MemWalClient (main thread) and the worker host, types only. Calls are comlink
 // calls on a MessagePort of their own; the host's API type is derived from its implementation.
 
-import type { MemWalErrorCode } from '../util/errors.js';
+import type { WireError } from '../util/errors.js';
 import type { MemWalOptions } from '../engine/options.js';
 import type { WriterState } from '../metrics/stats.js';
 import type { SchemaReset } from '../engine/memwal.js';
@@ -66,9 +66,13 @@ export interface WireSignal {
   aborted: boolean;
 }
 
-/** A `MemWalError` as thrown across the port (comlink only keeps `message` of an Error). */
-export interface WireError {
-  memwalError: { code: MemWalErrorCode; message: string };
+/**
+ * A `MemWalError` as a host call throws it across the port (comlink keeps only the `message` of
+ * an Error), and as a leader tab answers a failed call: the error's WireError (util/errors.ts),
+ * under a key no other thrown value has.
+ */
+export interface HostError {
+  memwalError: WireError;
 }
 
 /** One `tail` entry on the wire. */
@@ -146,5 +150,5 @@ export type TabReply =
   /** The leader took call `id`: from now on only it can answer it. */
   | { memwalTabs: 'accepted'; leader: string; id: number }
   | { memwalTabs: 'result'; leader: string; id: number; value: unknown }
-  | { memwalTabs: 'error'; leader: string; id: number; error: WireError }
+  | { memwalTabs: 'error'; leader: string; id: number; error: HostError }
   | { memwalTabs: 'event'; leader: string; event: HostEvent };

@@ -97,6 +97,27 @@ export function toMemWalError(e: unknown, context: string, fallback: MemWalError
   return new MemWalError(code, message, { cause: e });
 }
 
+/**
+ * A MemWalError as it crosses a boundary (a worker's port, the I/O worker, another tab, a
+ * Playwright page): plain, structured-clonable data. `errorToWire` and `errorFromWire` are the
+ * one encode/decode pair every boundary uses.
+ */
+export interface WireError {
+  code: string;
+  message: string;
+}
+
+/** `e` as a WireError: any thrown value is mapped by `toMemWalError` first (`context` prefixes its message). */
+export function errorToWire(e: unknown, context: string): WireError {
+  const err = toMemWalError(e, context);
+  return { code: err.code, message: err.message };
+}
+
+/** The MemWalError a WireError stands for; a code this build does not know becomes `IOError`. */
+export function errorFromWire(w: WireError): MemWalError {
+  return new MemWalError(isMemWalErrorCode(w.code) ? w.code : 'IOError', w.message);
+}
+
 /** A QuotaExceededError as browsers throw it, for fault injection and tests in any runtime. */
 export function quotaExceededError(message = 'No space available for this operation'): Error {
   if (typeof DOMException === 'function') return new DOMException(message, 'QuotaExceededError');

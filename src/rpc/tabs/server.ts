@@ -10,8 +10,8 @@
 // Browser workers (Web Locks, BroadcastChannel).
 
 import type { MemWal } from '../../engine/memwal.js';
-import { MemWalError, toMemWalError } from '../../util/errors.js';
-import type { HostEvent, TabControlMessage, TabReply, TabRequest, WireError } from '../protocol.js';
+import { MemWalError, errorToWire } from '../../util/errors.js';
+import type { HostError, HostEvent, TabControlMessage, TabReply, TabRequest } from '../protocol.js';
 import { controlChannelName, tabChannelName, tabLockName, termLockName } from './names.js';
 
 /** One connection's API (host.ts `makeHostApi`), attached to the open store, as the server calls it. */
@@ -191,12 +191,12 @@ export class TabServer {
   }
 
   /** `e` as the tab gets it: a store closing under a taken call is this leader going away. */
-  private wireError(e: unknown): WireError {
-    const w = (e as Partial<WireError> | null)?.memwalError ?? toMemWalError(e, 'memwal leader tab');
+  private wireError(e: unknown): HostError {
+    const w = (e as Partial<HostError> | null)?.memwalError ?? errorToWire(e, 'memwal leader tab');
     if (w.code === 'Closed' && !this.accepting) {
       return { memwalError: { code: 'LeaderChanged', message: `the leader tab closed the store under this call: ${w.message}` } };
     }
-    return { memwalError: { code: w.code, message: w.message } };
+    return { memwalError: w };
   }
 
   /** Post `message` to the tab; false when it cannot be cloned or the tab was dropped meanwhile. */
