@@ -1,5 +1,5 @@
 // Chooses the browser storage adapter: OPFS where sync access handles exist (dedicated workers),
-// else IndexedDB; and where it runs: in an I/O worker of the store's own (storage/remote.ts), so
+// else IndexedDB; and where it runs: in an I/O worker of the store's own (remote-storage.ts), so
 // that sync I/O and table building never block the engine's thread, where nested workers exist.
 // One adapter instance per layout per JavaScript context. Browser contexts.
 

@@ -13,7 +13,17 @@ import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import { encodeFrame, scanSegment } from '../format/wal/codec.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
-import { type IoEvent, type IoReply, type IoRequest, transferables, type WireBuiltTable, type WireSchemaVersions } from './io-protocol.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import type { StorageEstimate } from '../storage/adapter.js';
+import {
+  type IoEvent,
+  type IoReply,
+  type IoRequest,
+  transferables,
+  type WireFlushJob,
+  type WireSchemaVersions,
+  type WireStoreSchema,
+} from './io-protocol.js';
 
 /** Where the I/O worker listens and answers (its worker scope). */
 export interface IoScope {
@@ -71,18 +81,13 @@ function stream(handle: StoreHandle, name: string): Stream {
   };
 }
 
-function toWire(b: BuiltTable): WireBuiltTable {
-  const w: WireBuiltTable = { bytes: b.bytes, rows: b.rows, blocks: b.blocks };
-  if (b.minKey !== undefined) w.minKey = b.minKey;
-  if (b.maxKey !== undefined) w.maxKey = b.maxKey;
-  return w;
-}
-
 /**
- * Serve `scope` (the I/O worker's global scope) with `adapter`. Call once, in the I/O worker.
- * Every open handle, table-write stream and compaction job is keyed by an id the engine holds.
+ * The I/O worker's API over `adapter`: every method a request may name, with its parameters and
+ * result (io-protocol.ts derives the wire types from it, so RemoteStorage and this host cannot
+ * drift). Every open handle, table-write stream and compaction is keyed by an id the engine
+ * holds; `event` reports what happens unasked (a lost lock, a waiting open, a warning).
  */
-export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
+export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void) {
   const handles = new Map<number, StoreHandle>();
   const streams = new Map<number, Stream>();
   const compactions = new Map<number, AsyncIterator<BuiltTable>>();
@@ -90,105 +95,108 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
   const schemas = new Map<string, StoreSchema>();
   let nextId = 1;
 
-  const event = (e: IoEvent): void => scope.postMessage(e, []);
-  const schemaOf = (b64: string, pk: string[]): StoreSchema => {
-    const key = `${b64}|${pk.join('\u0000')}`;
+  const schemaOf = ({ schema, primaryKey }: WireStoreSchema): StoreSchema => {
+    const key = `${schema}|${primaryKey.join('\u0000')}`;
     let ss = schemas.get(key);
     if (!ss) {
-      ss = makeStoreSchema(decodeSchema(b64), pk);
+      ss = makeStoreSchema(decodeSchema(schema), primaryKey);
       schemas.set(key, ss);
     }
     return ss;
   };
-  const need = (id: number | undefined): StoreHandle => {
-    const h = id === undefined ? undefined : handles.get(id);
+  const need = (handle: number): StoreHandle => {
+    const h = handles.get(handle);
     if (!h) throw new MemWalError('Closed', 'store handle was released');
     return h;
   };
+  const streamOf = (id: number): Stream => {
+    const s = streams.get(id);
+    if (!s) throw new Error(`no table write ${id}`);
+    return s;
+  };
 
-  const ops: Record<string, (req: IoRequest) => Promise<unknown>> = {
-    async openStore({ id, args: [name, o] }) {
-      const options = o as { timeoutMs?: number; steal?: boolean };
+  return {
+    /** Claim store `name`'s writer lock; `open` names this claim in 'waiting' events and `abortOpen`. Resolves the handle id. */
+    async openStore(open: number, name: string, options: { timeoutMs?: number; steal?: boolean }): Promise<number> {
       const controller = new AbortController();
-      opening.set(id, controller);
-      let hid = 0;
+      opening.set(open, controller);
+      let handle = 0;
       try {
-        const h = await adapter.openStore(name as string, {
+        const h = await adapter.openStore(name, {
           ...options,
           signal: controller.signal,
-          onWaiting: () => event({ event: 'waiting', request: id }),
-          onLost: (reason) => event({ event: 'lost', handle: hid, reason }),
+          onWaiting: () => event({ event: 'waiting', open }),
+          onLost: (reason) => event({ event: 'lost', handle, reason }),
           logger: { warn: (message: string) => event({ event: 'warn', message }) },
         });
-        hid = nextId++;
-        handles.set(hid, h);
-        return hid;
+        handle = nextId++;
+        handles.set(handle, h);
+        return handle;
       } finally {
-        opening.delete(id);
+        opening.delete(open);
       }
     },
-    async abortOpen({ args: [request] }) {
-      opening.get(request as number)?.abort();
+    async abortOpen(open: number): Promise<void> {
+      opening.get(open)?.abort();
     },
-    destroyStore: ({ args: [name] }) => adapter.destroyStore(name as string),
-    estimate: async ({ args: [name] }) => (adapter.estimate ? adapter.estimate(name as string) : {}),
-    manifestLoad: (r) => need(r.handle).manifestLoad(),
-    manifestCommit: (r) => need(r.handle).manifestCommit(r.args[0] as number, r.args[1] as never),
-    walList: (r) => need(r.handle).walList(),
-    walRead: (r) => need(r.handle).walRead(r.args[0] as string, r.args[1] as number | undefined),
-    walAppend: (r) => need(r.handle).walAppend(r.args[0] as string, r.args[1] as number, r.args[2] as Uint8Array),
-    async walAppendEntry(r) {
-      const [name, offset, epoch, position, payload] = r.args as [string, number, number, number, Uint8Array];
+    destroyStore: (name: string): Promise<void> => adapter.destroyStore(name),
+    estimate: async (name: string): Promise<StorageEstimate> => (adapter.estimate ? adapter.estimate(name) : {}),
+    manifestLoad: (handle: number) => need(handle).manifestLoad(),
+    manifestCommit: (handle: number, expectedVersion: number, next: Manifest) => need(handle).manifestCommit(expectedVersion, next),
+    walList: (handle: number) => need(handle).walList(),
+    walRead: (handle: number, name: string, offset?: number) => need(handle).walRead(name, offset),
+    walAppend: (handle: number, name: string, offset: number, bytes: Uint8Array) => need(handle).walAppend(name, offset, bytes),
+    /** Frame the entry here (the copy and its CRC-32C) and append it; resolves the frame's length. */
+    async walAppendEntry(
+      handle: number,
+      name: string,
+      offset: number,
+      epoch: number,
+      position: number,
+      payload: Uint8Array,
+    ): Promise<number> {
       const frame = encodeFrame(epoch, position, payload);
-      await need(r.handle).walAppend(name, offset, frame);
+      await need(handle).walAppend(name, offset, frame);
       return frame.length;
     },
-    walTruncate: (r) => need(r.handle).walTruncate(r.args[0] as string, r.args[1] as number),
-    walRemove: (r) => need(r.handle).walRemove(r.args[0] as string),
-    async tableWriteOpen(r) {
+    walTruncate: (handle: number, name: string, length: number) => need(handle).walTruncate(name, length),
+    walRemove: (handle: number, name: string) => need(handle).walRemove(name),
+    /** Start writing table file `name`; resolves the stream id its chunks go to. */
+    async tableWriteOpen(handle: number, name: string): Promise<number> {
       const id = nextId++;
-      streams.set(id, stream(need(r.handle), r.args[0] as string));
+      streams.set(id, stream(need(handle), name));
       return id;
     },
-    async tableWriteChunk({ args: [id, chunk] }) {
-      const s = streams.get(id as number);
-      if (!s) throw new Error(`no table write ${id}`);
-      s.push(chunk as Uint8Array);
+    async tableWriteChunk(stream: number, chunk: Uint8Array): Promise<void> {
+      streamOf(stream).push(chunk);
     },
-    async tableWriteClose({ args: [id] }) {
-      const s = streams.get(id as number);
-      streams.delete(id as number);
-      if (!s) throw new Error(`no table write ${id}`);
+    async tableWriteClose(stream: number): Promise<void> {
+      const s = streamOf(stream);
+      streams.delete(stream);
       s.end();
       await s.done;
     },
-    async tableWriteAbort({ args: [id] }) {
-      const s = streams.get(id as number);
-      streams.delete(id as number);
+    async tableWriteAbort(stream: number): Promise<void> {
+      const s = streams.get(stream);
+      streams.delete(stream);
       s?.fail(new Error('table write abandoned by the engine'));
       await s?.done.catch(() => undefined);
     },
-    tableRead: (r) => need(r.handle).tableRead(r.args[0] as string),
-    tableReadRange: (r) => need(r.handle).tableReadRange(r.args[0] as string, r.args[1] as number, r.args[2] as number),
-    tableList: (r) => need(r.handle).tableList(),
-    tableRemove: (r) => need(r.handle).tableRemove(r.args[0] as string),
-    async release(r) {
-      const h = handles.get(r.handle!);
-      handles.delete(r.handle!);
+    tableRead: (handle: number, name: string) => need(handle).tableRead(name),
+    tableReadRange: (handle: number, name: string, offset: number, length: number) => need(handle).tableReadRange(name, offset, length),
+    tableList: (handle: number) => need(handle).tableList(),
+    tableRemove: (handle: number, name: string) => need(handle).tableRemove(name),
+    async release(handle: number): Promise<void> {
+      const h = handles.get(handle);
+      handles.delete(handle);
       await h?.release();
     },
 
     /** The table file of a generation, from its WAL entries (read here, where the segments are). */
-    async buildFlush(r) {
-      const [b64, pk, job, wv] = r.args as [
-        string,
-        string[],
-        { generation: number; firstPosition: number; lastPosition: number; segments: { name: string }[] },
-        WireSchemaVersions,
-      ];
-      const ss = schemaOf(b64, pk);
+    async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<BuiltTable> {
+      const ss = schemaOf(schema);
       const versions = new SchemaVersions(ss, wv.currentVersion, wv.versions);
-      const h = need(r.handle);
+      const h = need(handle);
       const batches = [];
       for (const seg of job.segments) {
         for (const f of scanSegment(await h.walRead(seg.name, 0), 0).frames) {
@@ -198,13 +206,13 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
         }
       }
       const keyEncoder = ss.primaryKey.length > 0 ? makeKeyEncoder(ss) : undefined;
-      return toWire(buildFlushTable(ss, keyEncoder, batches, job.generation));
+      return buildFlushTable(ss, keyEncoder, batches, job.generation);
     },
-    async compactOpen(r) {
-      const [b64, pk, job, wv] = r.args as [string, string[], CompactJob, WireSchemaVersions];
-      const ss = schemaOf(b64, pk);
+    /** Open a compaction's inputs here; resolves the id `compactNext` pulls its outputs from. */
+    async compactOpen(handle: number, schema: WireStoreSchema, job: CompactJob, wv: WireSchemaVersions): Promise<number> {
+      const ss = schemaOf(schema);
       const versions = new SchemaVersions(ss, wv.currentVersion, wv.versions);
-      const h = need(r.handle);
+      const h = need(handle);
       const keyEncoder = ss.primaryKey.length > 0 ? makeKeyEncoder(ss) : undefined;
       const cache = new TableCache(
         ss,
@@ -219,39 +227,46 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
       compactions.set(id, buildCompactionOutputs(ss, keyEncoder, job, tables, undefined)[Symbol.asyncIterator]());
       return id;
     },
-    async compactNext({ args: [id] }) {
-      const it = compactions.get(id as number);
-      if (!it) throw new Error(`no compaction ${id}`);
+    /** The next output of compaction `compaction`, or null when there is none. */
+    async compactNext(compaction: number): Promise<BuiltTable | null> {
+      const it = compactions.get(compaction);
+      if (!it) throw new Error(`no compaction ${compaction}`);
       const r = await it.next();
-      return r.done ? null : toWire(r.value);
+      return r.done ? null : r.value;
     },
-    async compactClose({ args: [id] }) {
-      const it = compactions.get(id as number);
-      compactions.delete(id as number);
+    async compactClose(compaction: number): Promise<void> {
+      const it = compactions.get(compaction);
+      compactions.delete(compaction);
       await it?.return?.();
     },
   };
+}
 
+/** The bytes of a result that are transferred rather than copied: a read, or a built table file. */
+function resultBytes(value: unknown): Uint8Array[] {
+  if (value instanceof Uint8Array) return [value];
+  const bytes = (value as Partial<BuiltTable> | null | undefined)?.bytes;
+  return bytes instanceof Uint8Array ? [bytes] : [];
+}
+
+/**
+ * Serve `scope` (the I/O worker's global scope) with `adapter`: each request runs the method of
+ * `makeIoHost` it names. Call once, in the I/O worker.
+ */
+export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
+  const api = makeIoHost(adapter, (e) => scope.postMessage(e, []));
   scope.addEventListener('message', (ev: MessageEvent) => {
-    const req = ev.data as IoRequest;
-    const op = ops[req.op];
+    const req = ev.data as IoRequest; // what RemoteStorage posts (io-protocol.ts)
     const reply = (r: IoReply, transfer: Transferable[] = []): void => scope.postMessage(r, transfer);
-    if (!op) {
-      reply({ id: req.id, ok: false, error: { code: 'InvalidArgument', message: `unknown I/O request ${req.op}` } });
+    if (typeof req?.op !== 'string' || !Object.hasOwn(api, req.op)) {
+      reply({ id: req?.id, ok: false, error: { code: 'InvalidArgument', message: `unknown I/O request ${String(req?.op)}` } });
       return;
     }
+    const method = api[req.op] as (...args: unknown[]) => Promise<unknown>; // the request's op and args agree (IoRequest)
     Promise.resolve()
-      .then(() => op(req))
+      .then(() => method(...req.args))
       .then(
-        (value) => {
-          const bytes =
-            value instanceof Uint8Array
-              ? [value]
-              : value && typeof value === 'object' && 'bytes' in value
-                ? [(value as WireBuiltTable).bytes]
-                : [];
-          reply({ id: req.id, ok: true, value }, transferables(bytes));
-        },
+        (value) => reply({ id: req.id, ok: true, value }, transferables(resultBytes(value))),
         (e: unknown) => reply({ id: req.id, ok: false, error: errorToWire(e, `I/O worker ${req.op}`) }),
       );
   });

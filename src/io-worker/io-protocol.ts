@@ -1,25 +1,38 @@
-// The wire protocol between a store's engine thread and its I/O worker (storage/remote.ts and
-// storage/remote-host.ts): requests with an id, replies, and events. Types and tiny codecs only.
+// The wire protocol between a store's engine thread (remote-storage.ts) and its I/O worker
+// (io-host.ts): requests with an id, replies, and events. Types only, derived from the host's API
+// (`makeIoHost`), as rpc/protocol.ts derives the page's from its host: a request names a method
+// of the host and carries exactly its parameters, so the two sides cannot drift.
 
 import type { SchemaVersion } from '../format/manifest/manifest.js';
+import type { WireError } from '../util/errors.js';
+import type { makeIoHost } from './io-host.js';
 
-/** A request from the engine thread. `bytes` are transferred (the sender keeps no view of them). */
-export interface IoRequest {
-  id: number;
-  op: string;
-  /** Handle id for handle operations and jobs. */
-  handle?: number;
-  args: unknown[];
-}
+/** Every method the I/O worker answers, exactly as `makeIoHost` implements it. */
+export type IoApi = ReturnType<typeof makeIoHost>;
+export type IoOp = keyof IoApi;
+/** What a request for `op` resolves. */
+export type IoResult<K extends IoOp> = Awaited<ReturnType<IoApi[K]>>;
+
+/**
+ * A request from the engine thread: method `op` of the host with its parameters. Uint8Arrays
+ * among `args` that own their whole buffer are transferred (the sender keeps no view of them).
+ */
+export type IoRequest<K extends IoOp = IoOp> = { [P in K]: { id: number; op: P; args: Parameters<IoApi[P]> } }[K];
 
 /** A reply to request `id`. */
-export type IoReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { code: string; message: string } };
+export type IoReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: WireError };
 
-/** Something the I/O worker reports unasked. */
+/** Something the I/O worker reports unasked: a handle's lost lock, an open that waits (`open` as the engine named it), a warning. */
 export type IoEvent =
   | { event: 'lost'; handle: number; reason: string }
-  | { event: 'waiting'; request: number }
+  | { event: 'waiting'; open: number }
   | { event: 'warn'; message: string };
+
+/** A store's schema and key, for jobs (`schema`: base64 of its Arrow IPC schema message). */
+export interface WireStoreSchema {
+  schema: string;
+  primaryKey: string[];
+}
 
 /** A store's schema versions, for jobs that read data written in older ones. */
 export interface WireSchemaVersions {
@@ -27,13 +40,12 @@ export interface WireSchemaVersions {
   currentVersion: number;
 }
 
-/** A built table file crossing the boundary (bytes transferred). */
-export interface WireBuiltTable {
-  bytes: Uint8Array;
-  rows: number;
-  blocks: number;
-  minKey?: string;
-  maxKey?: string;
+/** A flush job as the I/O worker needs it: which WAL entries hold the generation, and where. */
+export interface WireFlushJob {
+  generation: number;
+  firstPosition: number;
+  lastPosition: number;
+  segments: { name: string }[];
 }
 
 /** The buffers of `values` that can be transferred: Uint8Arrays that own their whole buffer. */

@@ -1,4 +1,4 @@
-// The I/O worker a browser store's engine starts (storage/browser.ts): it serves storage calls and
+// The I/O worker a browser store's engine starts (io-worker/browser.ts): it serves storage calls and
 // background jobs on the layout the engine names in its first message. Dedicated module worker.
 
 import type { BrowserLayout } from './browser.js';

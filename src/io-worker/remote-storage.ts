@@ -1,5 +1,5 @@
 // RemoteStorage: a StorageAdapter whose calls run in a second worker, the store's I/O worker
-// (storage/remote-host.ts), so that synchronous OPFS I/O, table encoding, CRCs and compaction never
+// (io-host.ts), so that synchronous OPFS I/O, table encoding, CRCs and compaction never
 // block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §11).
 // Bytes cross as transferred copies; the caller's buffers are never detached. Browser contexts.
 
@@ -10,7 +10,17 @@ import { MemWalError, errorFromWire } from '../util/errors.js';
 import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
-import { type IoEvent, type IoReply, type IoRequest, transferables, type WireBuiltTable, type WireSchemaVersions } from './io-protocol.js';
+import {
+  type IoApi,
+  type IoEvent,
+  type IoOp,
+  type IoReply,
+  type IoRequest,
+  type IoResult,
+  transferables,
+  type WireSchemaVersions,
+  type WireStoreSchema,
+} from './io-protocol.js';
 
 /** What RemoteStorage needs of the I/O worker: a Worker or a MessagePort. */
 export interface IoEndpoint {
@@ -31,6 +41,7 @@ const takeOver = (bytes: Uint8Array): Uint8Array =>
 export class RemoteStorage implements StorageAdapter, JobsPlace {
   private endpoint: IoEndpoint | undefined;
   private nextId = 1;
+  private nextOpen = 1;
   private dead: MemWalError | undefined;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: MemWalError) => void }>();
   private readonly waiting = new Map<number, () => void>();
@@ -47,27 +58,27 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
   ) {}
 
   async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
-    const id = this.nextId;
-    if (options.onWaiting) this.waiting.set(id, options.onWaiting);
-    const onAbort = (): void => void this.send('abortOpen', [id]).catch(() => undefined);
+    const open = this.nextOpen++;
+    if (options.onWaiting) this.waiting.set(open, options.onWaiting);
+    const onAbort = (): void => void this.send('abortOpen', open).catch(() => undefined);
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       if (options.signal?.aborted) throw new MemWalError('Aborted', `opening store "${name}" was aborted`);
-      const handle = (await this.send('openStore', [name, { timeoutMs: options.timeoutMs, steal: options.steal }])) as number;
+      const handle = await this.send('openStore', open, name, { timeoutMs: options.timeoutMs, steal: options.steal });
       if (options.onLost) this.lost.set(handle, options.onLost);
       return new RemoteHandle(this, handle);
     } finally {
-      this.waiting.delete(id);
+      this.waiting.delete(open);
       options.signal?.removeEventListener('abort', onAbort);
     }
   }
 
   destroyStore(name: string): Promise<void> {
-    return this.send('destroyStore', [name]) as Promise<void>;
+    return this.send('destroyStore', name);
   }
 
   estimate(name: string): Promise<StorageEstimate> {
-    return this.send('estimate', [name]) as Promise<StorageEstimate>;
+    return this.send('estimate', name);
   }
 
   /**
@@ -80,15 +91,14 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
     return own ? new RemoteJobs(this, own.id, schema, { versions, currentVersion }) : undefined;
   }
 
-  /** Send a request; resolves its reply. `IOError` when the I/O worker died. */
-  send(op: string, args: unknown[], handle?: number): Promise<unknown> {
+  /** Call method `op` of the I/O worker (io-host.ts); resolves its result. `IOError` when the I/O worker died. */
+  send<K extends IoOp>(op: K, ...args: Parameters<IoApi[K]>): Promise<IoResult<K>> {
     if (this.dead) return Promise.reject(this.dead);
     const endpoint = this.connect();
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      const request: IoRequest = { id, op, args };
-      if (handle !== undefined) request.handle = handle;
+    return new Promise<IoResult<K>>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      const request: IoRequest<K> = { id, op, args };
       try {
         endpoint.postMessage(request, transferables(args));
       } catch (e) {
@@ -117,7 +127,7 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
   private receive(msg: IoReply | IoEvent): void {
     if ('event' in msg) {
       if (msg.event === 'lost') this.lost.get(msg.handle)?.(msg.reason);
-      else if (msg.event === 'waiting') this.waiting.get(msg.request)?.();
+      else if (msg.event === 'waiting') this.waiting.get(msg.open)?.();
       else this.logger.warn(msg.message);
       return;
     }
@@ -146,117 +156,101 @@ class RemoteHandle implements StoreHandle {
     readonly id: number,
   ) {}
 
-  private call<T>(op: string, ...args: unknown[]): Promise<T> {
-    return this.remote.send(op, args, this.id) as Promise<T>;
-  }
-
   manifestLoad(): Promise<Manifest | undefined> {
-    return this.call('manifestLoad');
+    return this.remote.send('manifestLoad', this.id);
   }
 
   manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
-    return this.call('manifestCommit', expectedVersion, next);
+    return this.remote.send('manifestCommit', this.id, expectedVersion, next);
   }
 
   walList(): Promise<WalSegmentInfo[]> {
-    return this.call('walList');
+    return this.remote.send('walList', this.id);
   }
 
   walRead(name: string, offset?: number): Promise<Uint8Array> {
-    return this.call('walRead', name, offset);
+    return this.remote.send('walRead', this.id, name, offset);
   }
 
   walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void> {
-    return this.call('walAppend', name, offset, own(bytes));
+    return this.remote.send('walAppend', this.id, name, offset, own(bytes));
   }
 
   walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
-    return this.call('walAppendEntry', name, offset, epoch, position, takeOver(payload)); // the caller gave it up
+    return this.remote.send('walAppendEntry', this.id, name, offset, epoch, position, takeOver(payload)); // the caller gave it up
   }
 
   walTruncate(name: string, length: number): Promise<void> {
-    return this.call('walTruncate', name, length);
+    return this.remote.send('walTruncate', this.id, name, length);
   }
 
   walRemove(name: string): Promise<void> {
-    return this.call('walRemove', name);
+    return this.remote.send('walRemove', this.id, name);
   }
 
   /** Streams the chunks (each a transferred copy); the I/O worker writes them as they come. */
   async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
-    const stream = await this.call<number>('tableWriteOpen', name);
+    const stream = await this.remote.send('tableWriteOpen', this.id, name);
     try {
-      for await (const chunk of chunks) await this.call('tableWriteChunk', stream, own(chunk));
+      for await (const chunk of chunks) await this.remote.send('tableWriteChunk', stream, own(chunk));
     } catch (e) {
-      await this.call('tableWriteAbort', stream).catch(() => undefined);
+      await this.remote.send('tableWriteAbort', stream).catch(() => undefined);
       throw e;
     }
-    await this.call('tableWriteClose', stream);
+    await this.remote.send('tableWriteClose', stream);
   }
 
   tableRead(name: string): Promise<Uint8Array> {
-    return this.call('tableRead', name);
+    return this.remote.send('tableRead', this.id, name);
   }
 
   tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
-    return this.call('tableReadRange', name, offset, length);
+    return this.remote.send('tableReadRange', this.id, name, offset, length);
   }
 
   tableList(): Promise<string[]> {
-    return this.call('tableList');
+    return this.remote.send('tableList', this.id);
   }
 
   tableRemove(name: string): Promise<void> {
-    return this.call('tableRemove', name);
+    return this.remote.send('tableRemove', this.id, name);
   }
 
   async release(): Promise<void> {
     this.remote.forget(this.id);
-    await this.call('release').catch(() => undefined);
+    await this.remote.send('release', this.id).catch(() => undefined);
   }
 }
 
 /** Jobs run by the I/O worker: it reads the rows next to its files and hands back built bytes. */
 class RemoteJobs implements BackgroundJobs {
-  private readonly schemaB64: string;
+  private readonly schema: WireStoreSchema;
 
   constructor(
     private readonly remote: RemoteStorage,
     private readonly handle: number,
-    private readonly schema: StoreSchema,
+    schema: StoreSchema,
     private readonly versions: WireSchemaVersions,
   ) {
-    this.schemaB64 = encodeSchema(schema.base);
+    this.schema = { schema: encodeSchema(schema.base), primaryKey: schema.primaryKey };
   }
 
-  private call<T>(op: string, ...args: unknown[]): Promise<T> {
-    return this.remote.send(op, args, this.handle) as Promise<T>;
-  }
-
-  async buildFlush(job: FlushJob): Promise<BuiltTable> {
+  buildFlush(job: FlushJob): Promise<BuiltTable> {
     const { generation, firstPosition, lastPosition, segments } = job;
-    const request = { generation, firstPosition, lastPosition, segments };
-    return fromWire(await this.call<WireBuiltTable>('buildFlush', this.schemaB64, this.schema.primaryKey, request, this.versions));
+    return this.remote.send('buildFlush', this.handle, this.schema, { generation, firstPosition, lastPosition, segments }, this.versions);
   }
 
   async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<BuiltTable> {
-    const id = await this.call<number>('compactOpen', this.schemaB64, this.schema.primaryKey, job, this.versions);
+    const id = await this.remote.send('compactOpen', this.handle, this.schema, job, this.versions);
     try {
       for (;;) {
         if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
-        const out = await this.call<WireBuiltTable | null>('compactNext', id);
+        const out = await this.remote.send('compactNext', id);
         if (!out) return;
-        yield fromWire(out);
+        yield out;
       }
     } finally {
-      await this.call('compactClose', id).catch(() => undefined);
+      await this.remote.send('compactClose', id).catch(() => undefined);
     }
   }
-}
-
-function fromWire(w: WireBuiltTable): BuiltTable {
-  const built: BuiltTable = { bytes: w.bytes, rows: w.rows, blocks: w.blocks };
-  if (w.minKey !== undefined) built.minKey = w.minKey;
-  if (w.maxKey !== undefined) built.maxKey = w.maxKey;
-  return built;
 }

@@ -1,7 +1,7 @@
 // Background jobs behind one seam (docs/impl.md §11): building the table file of a frozen memtable
 // and the outputs of a compaction — the CPU-heavy work (sorting, encoding, CRCs, merging). The
 // inline implementation runs them on the engine's thread (Node, Deno, workerd); a browser store
-// runs them in its I/O worker (storage/remote.ts). Either way the engine writes and commits.
+// runs them in its I/O worker (io-worker/remote-storage.ts). Either way the engine writes and commits.
 
 import type { RecordBatch } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
