@@ -12,7 +12,7 @@ import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
 import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
-import { type AttachedApi, TabServer } from './tabs/server.js';
+import { TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
   Hello,
@@ -327,7 +327,7 @@ export function makeHostApi(
         name: base.name,
         leader,
         store: s,
-        attach: (p) => makeHostApi(p, options, NO_LIFETIME, { store: s, opened: base }) as unknown as AttachedApi,
+        attach: (p) => makeHostApi(p, options, NO_LIFETIME, { store: s, opened: base }),
       });
     }),
 

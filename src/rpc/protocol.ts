@@ -6,6 +6,7 @@ import type { MemWalOptions } from '../engine/options.js';
 import type { WriterState } from '../metrics/stats.js';
 import type { SchemaReset } from '../engine/memwal.js';
 import type { makeHostApi } from './host.js';
+import type { TabMethod } from './tabs/routes.js';
 
 /** Every method the host answers, exactly as `makeHostApi` implements it (client and host cannot drift). */
 export type HostApi = ReturnType<typeof makeHostApi>;
@@ -134,7 +135,8 @@ export type TabRequest =
       leader: string;
       /** Unique per tab, increasing. */
       id: number;
-      method: string;
+      /** A host method a tab may call (tabs/routes.ts), with its arguments. */
+      method: TabMethod;
       args: unknown[];
       /** Wall-clock ms (Date.now()) after which the leader must not accept the call. */
       deadline: number;

@@ -5,8 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { MemWal } from '../../engine/memwal.js';
 import type { WriterState } from '../../metrics/stats.js';
-import type { TabControlMessage, TabReply, TabRequest } from '../protocol.js';
-import { type AttachedApi, TabServer } from './server.js';
+import type { HostApi, TabControlMessage, TabReply, TabRequest } from '../protocol.js';
+import { TabServer } from './server.js';
 import { controlChannelName, tabChannelName, tabLockName, termLockName } from './names.js';
 import { TestLocks } from '../locks.test-util.js';
 
@@ -44,8 +44,8 @@ beforeEach(async () => {
   vi.stubGlobal('navigator', { locks });
   calls = [];
   const fakeStore = { onStateChange: (_l: (s: WriterState) => void) => () => undefined } as unknown as MemWal;
-  const api: AttachedApi = {
-    put: async (...args) => {
+  const api = {
+    put: async (...args: unknown[]) => {
       calls.push({ method: 'put', args });
       if (args[0] === 'hold') await new Promise<void>((r) => (release = r));
       return { rows: 1, position: calls.length, durable: true };
@@ -55,7 +55,8 @@ beforeEach(async () => {
     readStats: async () => ({ tag: 'readStats' }),
     compact: async () => ({ tag: 'compact' }),
   };
-  server = await TabServer.start({ name: store, leader, store: fakeStore, attach: () => api });
+  // The methods these tests call, of a connection's API (rpc/host.ts makeHostApi).
+  server = await TabServer.start({ name: store, leader, store: fakeStore, attach: () => api as unknown as HostApi });
 });
 
 afterEach(() => {

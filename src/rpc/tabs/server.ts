@@ -11,45 +11,14 @@
 
 import type { MemWal } from '../../engine/memwal.js';
 import { MemWalError, errorToWire } from '../../util/errors.js';
-import type { HostError, HostEvent, TabControlMessage, TabReply, TabRequest } from '../protocol.js';
+import type { HostApi, HostError, HostEvent, TabControlMessage, TabReply, TabRequest } from '../protocol.js';
+import { isTabMethod } from './routes.js';
 import { controlChannelName, tabChannelName, tabLockName, termLockName } from './names.js';
-
-/** One connection's API (host.ts `makeHostApi`), attached to the open store, as the server calls it. */
-export type AttachedApi = Record<string, (...args: unknown[]) => Promise<unknown>>;
-
-/** Methods a tab may call; the handshake and the host's own lifecycle calls are not among them. */
-const TAB_METHODS: ReadonlySet<string> = new Set([
-  'open',
-  'put',
-  'delete',
-  'get',
-  'scan',
-  'scanBatches',
-  'tail',
-  'nextBatches',
-  'nextEntries',
-  'release',
-  'abortSignal',
-  'sync',
-  'forceSealActive',
-  'waitForFlushDrain',
-  'memtableStats',
-  'backpressureStats',
-  'compactionStats',
-  'readStats',
-  'compact',
-  'walStats',
-  'writeStats',
-  'storageStats',
-  'metrics',
-  'markConsumed',
-  'close',
-  'abort',
-]);
 
 interface Tab {
   channel: BroadcastChannel;
-  api: AttachedApi;
+  /** The tab's connection (host.ts `makeHostApi`), attached to the open store. */
+  api: HostApi;
   /** Ids taken and not yet known to be settled on the tab's side. */
   seen: Set<number>;
   /** Stops watching the tab's lifetime lock. */
@@ -64,7 +33,7 @@ export interface TabServerOptions {
   leader: string;
   store: MemWal;
   /** A new connection API attached to the open store, posting its events to `port`. */
-  attach(port: { postMessage(message: unknown): void }): AttachedApi;
+  attach(port: { postMessage(message: unknown): void }): HostApi;
 }
 
 /** Serves the sharing tabs for one term of this worker's leadership. */
@@ -179,9 +148,8 @@ export class TabServer {
     tab.seen.add(msg.id);
     const { leader } = this.o;
     this.reply(tab, { memwalTabs: 'accepted', leader, id: msg.id });
-    const fn = TAB_METHODS.has(msg.method) ? tab.api[msg.method] : undefined;
-    const run = fn
-      ? fn(...msg.args)
+    const run = isTabMethod(msg.method)
+      ? (tab.api[msg.method] as (...args: unknown[]) => Promise<unknown>)(...msg.args) // the tab sent this method's arguments
       : Promise.reject(new MemWalError('InvalidArgument', `tabs: '${String(msg.method)}' cannot be called by a tab`));
     const fail = (e: unknown): void => void this.reply(tab, { memwalTabs: 'error', leader, id: msg.id, error: this.wireError(e) });
     run.then((value) => {

@@ -16,6 +16,7 @@ import type { HostEvent, TabControlMessage, TabReply, TabRequest, WireOpenOption
 import { MemWalError } from '../../util/errors.js';
 import type { Logger } from '../../util/logger.js';
 import { controlChannelName, electionLockName, tabChannelName, tabLockName, termLockName } from './names.js';
+import { type HostMethod, isTabMethod, TAB_ROUTES, type TabMethod } from './routes.js';
 import {
   type ClientLink,
   type ClientRole,
@@ -46,7 +47,7 @@ const BYE_TIMEOUT_MS = 1000;
 /** A call forwarded to a leader, until it settles. */
 interface Forwarded {
   id: number;
-  method: string;
+  method: TabMethod;
   args: unknown[];
   /** Only this term may take it (iterator calls). */
   pin: string | undefined;
@@ -147,10 +148,9 @@ export class TabsLink implements ClientLink {
       const held = new Promise<void>((release) => (this.releaseTabLock = release));
       lm.request(tabLockName(this.name, this.tab), () => (granted(), held)).catch(() => granted());
     });
-    this.remote = new Proxy({} as Remote, {
-      get: (_target, method) =>
-        typeof method === 'string' && method !== 'then' ? (...args: unknown[]) => this.route(method, args) : undefined,
-    });
+    const remote: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
+    for (const method of Object.keys(TAB_ROUTES) as HostMethod[]) remote[method] = (...args) => this.route(method, args);
+    this.remote = remote as unknown as Remote; // one function per host method, each routed as TAB_ROUTES says
   }
 
   role(): ClientRole {
@@ -190,20 +190,17 @@ export class TabsLink implements ClientLink {
 
   // ------------------------------------------------------------------ routing
 
-  private route(method: string, args: unknown[]): Promise<unknown> {
-    switch (method) {
+  private route(method: HostMethod, args: unknown[]): Promise<unknown> {
+    switch (TAB_ROUTES[method]) {
       case 'open':
         return this.open();
-      case 'scanBatches':
-      case 'tail':
+      case 'iterator':
         return this.send(method, args).then(({ value, term }) => {
           const id = this.nextIteratorId++;
           this.iterators.set(id, { term, hostId: value as number });
           return id;
         });
-      case 'nextBatches':
-      case 'nextEntries':
-      case 'release': {
+      case 'page': {
         const it = this.iterators.get(args[0] as number);
         if (!it) {
           if (method === 'release') return Promise.resolve();
@@ -215,26 +212,25 @@ export class TabsLink implements ClientLink {
           return value;
         });
       }
-      case 'close':
-      case 'abort':
-      case 'detach':
-        return this.leave(method);
+      case 'leave':
+        return this.leave(method === 'close' ? 'close' : 'abort');
       default:
         return this.send(method, args).then(({ value }) => value);
     }
   }
 
   /** To this tab's worker while it leads (or the term `pin` names it), else forwarded. */
-  private send(method: string, args: unknown[], pin?: string): Promise<Served> {
+  private send(method: HostMethod, args: unknown[], pin?: string): Promise<Served> {
     const local = this.local;
     if (local?.ready && (pin === undefined || pin === local.term)) return this.callLocal(local, method, args);
+    if (!isTabMethod(method)) return Promise.reject(new MemWalError('InvalidArgument', `tabs: '${method}' cannot be called by a tab`));
     return this.forward(method, args, pin);
   }
 
-  private callLocal(local: Term, method: string, args: unknown[]): Promise<Served> {
+  private callLocal(local: Term, method: HostMethod, args: unknown[]): Promise<Served> {
     return new Promise<Served>((resolve, reject) => {
       local.pending.add(reject);
-      const fn = (local.link.remote as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!;
+      const fn = local.link.remote[method] as (...a: unknown[]) => Promise<unknown>; // `args` are what the client passed for `method`
       fn(...args)
         .then(
           (value) => resolve({ value, term: local.term }),
@@ -245,7 +241,7 @@ export class TabsLink implements ClientLink {
   }
 
   private forward(
-    method: string,
+    method: TabMethod,
     args: unknown[],
     pin: string | undefined,
     acceptWithinMs = ACCEPT_TIMEOUT_MS,
@@ -549,14 +545,14 @@ export class TabsLink implements ClientLink {
   }
 
   /** close/abort/detach: the leader's worker closes (aborts) the store; a follower lets go of its iterators there. */
-  private async leave(method: 'close' | 'abort' | 'detach'): Promise<void> {
+  private async leave(method: 'close' | 'abort'): Promise<void> {
     const local = this.local;
     if (local?.ready) {
       await this.callLocal(local, method, []);
       return;
     }
     if (this.leader === undefined) return;
-    await this.forward(method === 'close' ? 'close' : 'abort', [], undefined, BYE_TIMEOUT_MS).catch(() => undefined); // we leave all the same
+    await this.forward(method, [], undefined, BYE_TIMEOUT_MS).catch(() => undefined); // we leave all the same
   }
 
   async end(_detach: boolean): Promise<void> {
