@@ -166,6 +166,13 @@ export function checkInside(name: string, offset: number, length: number, size: 
   }
 }
 
+/** `IOError` unless an append to segment `name` at `offset` starts at its end (`length`; undefined: the segment is missing, so 0). */
+export function checkAppendOffset(name: string, offset: number, length: number | undefined): void {
+  if (offset !== (length ?? 0)) {
+    throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${length ?? 'none (missing)'}`);
+  }
+}
+
 /** Segment names: `{epoch}-{firstPosition}`; parse returns undefined for foreign names. */
 export function segmentName(epoch: number, firstPosition: number): string {
   return `${epoch}-${firstPosition}`;

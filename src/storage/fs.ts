@@ -5,9 +5,17 @@
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import { checkManifest } from '../format/manifest/manifest.js';
 import type { Manifest } from '../format/manifest/manifest.js';
-import { checkInside, checkRange, parseSegmentName } from './adapter.js';
+import { checkAppendOffset, checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
-import { warnWhileWaiting } from './lock-wait.js';
+import {
+  checkEpoch,
+  checkManifestSuccessor,
+  checkSegmentEpoch,
+  commitRefusal,
+  decideManifestCommit,
+  type StoredVersion,
+} from './fencing.js';
+import { beginWait } from './lock-wait.js';
 
 /** Node-style open flags: read only, read-write of an existing file, exclusive create for writing. */
 export type OpenFlags = 'r' | 'r+' | 'wx';
@@ -435,7 +443,7 @@ class LockFile {
    * as a stale one.
    */
   async acquire(name: string, options: LockOptions, pollMs: number): Promise<HeldLock> {
-    const { timeoutMs, steal, onWaiting, signal } = options;
+    const { timeoutMs, steal, signal } = options;
     const token = crypto.randomUUID();
     const temp = `${this.dir}/${tempName(this.fs, 'LOCK', 'tmp')}`;
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
@@ -466,12 +474,7 @@ class LockFile {
           throw new MemWalError('Locked', `store "${name}" is locked by another writer${timeoutMs ? ` (waited ${timeoutMs} ms)` : ''}`);
         }
         if (!stopWarning) {
-          stopWarning = warnWhileWaiting(name, options, () => this.describe(holder!));
-          try {
-            onWaiting?.();
-          } catch (e) {
-            throw toMemWalError(e, 'onWaiting callback');
-          }
+          stopWarning = beginWait(name, options, () => this.describe(holder!));
         }
         await delay(Math.min(pollMs, left), signal, `opening store "${name}"`);
       }
@@ -671,14 +674,9 @@ class FileStoreHandle implements StoreHandle {
 
   manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
     return this.op('manifest commit', async () => {
-      if (next.version !== expectedVersion + 1) {
-        throw new MemWalError('InvalidArgument', `manifest version ${next.version} does not follow expected version ${expectedVersion}`);
-      }
+      checkManifestSuccessor(expectedVersion, next);
       const versions = await this.versions();
-      const latest = versions.at(-1) ?? 0;
-      if (latest !== expectedVersion || (latest !== 0 && (await this.epochOf(latest)) > next.writerEpoch)) {
-        throw await this.conflict(latest, expectedVersion, next.writerEpoch);
-      }
+      decideManifestCommit(expectedVersion, next, await this.stored(versions.at(-1) ?? 0));
       for (const v of versions) {
         if (v > next.version - this.manifestVersionsKept) break;
         await unlinkIfPresent(this.fs, this.manifestPath(v));
@@ -688,7 +686,7 @@ class FileStoreHandle implements StoreHandle {
       try {
         await this.fs.link(temp, this.manifestPath(next.version));
       } catch (e) {
-        if (isErrno(e, 'EEXIST')) throw await this.conflict(next.version, expectedVersion, next.writerEpoch);
+        if (isErrno(e, 'EEXIST')) throw commitRefusal(expectedVersion, next.writerEpoch, await this.stored(next.version));
         throw e;
       } finally {
         await unlinkIfPresent(this.fs, temp);
@@ -698,7 +696,7 @@ class FileStoreHandle implements StoreHandle {
       // Linking succeeds where a newer writer already pruned this version: then it is not the
       // newest, never loaded, and must not be acknowledged.
       const newest = await this.latestVersion();
-      if (newest !== next.version) throw await this.conflict(newest, expectedVersion, next.writerEpoch);
+      if (newest !== next.version) throw commitRefusal(expectedVersion, next.writerEpoch, await this.stored(newest));
       this.epoch = next.writerEpoch;
     });
   }
@@ -731,11 +729,9 @@ class FileStoreHandle implements StoreHandle {
     return this.op(`WAL append to ${name}`, async () => {
       const parsed = parseSegmentName(name);
       if (!parsed) throw new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`);
-      await this.checkEpoch(parsed.epoch, name);
+      await this.checkSegmentEpoch(parsed.epoch, name);
       const seg = this.segments.get(name) ?? (await this.openSegment(name, offset === 0));
-      if (offset !== seg.length) {
-        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${seg.length}`);
-      }
+      checkAppendOffset(name, offset, seg.length);
       try {
         await seg.file.write(bytes, offset);
         await seg.file.datasync();
@@ -746,14 +742,14 @@ class FileStoreHandle implements StoreHandle {
         throw e;
       }
       seg.length = offset + bytes.length;
-      await this.checkEpoch(parsed.epoch, name);
+      await this.checkSegmentEpoch(parsed.epoch, name);
     });
   }
 
   walTruncate(name: string, length: number): Promise<void> {
     return this.op(`WAL truncate of ${name}`, async () => {
       checkComponent(name, 'WAL segment');
-      await this.fence();
+      await this.fence(`WAL truncate of ${name}`);
       const seg = this.segments.get(name) ?? (await this.openSegment(name, false));
       if (!(Number.isSafeInteger(length) && length >= 0 && length <= seg.length)) {
         throw new MemWalError('InvalidArgument', `WAL segment ${name}: cannot truncate ${seg.length} bytes to ${length}`);
@@ -767,7 +763,7 @@ class FileStoreHandle implements StoreHandle {
   walRemove(name: string): Promise<void> {
     return this.op(`WAL remove of ${name}`, async () => {
       checkComponent(name, 'WAL segment');
-      await this.fence();
+      await this.fence(`WAL remove of ${name}`);
       await this.closeSegment(name);
       await unlinkIfPresent(this.fs, this.walPath(name));
       await this.fs.syncDir(`${this.dir}/wal`);
@@ -777,7 +773,7 @@ class FileStoreHandle implements StoreHandle {
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     return this.op(`table write of ${name}`, async () => {
       checkComponent(name, 'table file');
-      await this.fence();
+      await this.fence(`table write of ${name}`);
       const path = this.tablePath(name);
       let file: ShimFile;
       try {
@@ -798,7 +794,7 @@ class FileStoreHandle implements StoreHandle {
         await file.close();
         await this.fs.syncDir(`${this.dir}/tables`);
         // A newer writer that claimed meanwhile never names this file; leave nothing behind.
-        await this.fence();
+        await this.fence(`table write of ${name}`);
       } catch (e) {
         if (open) await file.close().catch(() => undefined);
         await unlinkIfPresent(this.fs, path).catch(() => undefined);
@@ -848,7 +844,7 @@ class FileStoreHandle implements StoreHandle {
   tableRemove(name: string): Promise<void> {
     return this.op(`table remove of ${name}`, async () => {
       checkComponent(name, 'table file');
-      await this.fence();
+      await this.fence(`table remove of ${name}`);
       await unlinkIfPresent(this.fs, this.tablePath(name));
       await this.fs.syncDir(`${this.dir}/tables`);
     });
@@ -894,13 +890,8 @@ class FileStoreHandle implements StoreHandle {
   }
 
   /** Rejects `Fenced` if the newest manifest's epoch is newer than `epoch` (a segment's). */
-  private async checkEpoch(epoch: number, name: string): Promise<void> {
-    const latest = await this.latestVersion();
-    if (latest === 0) return;
-    const stored = await this.epochOf(latest);
-    if (stored > epoch) {
-      throw new MemWalError('Fenced', `WAL segment ${name} belongs to epoch ${epoch}, fenced by epoch ${stored}`);
-    }
+  private async checkSegmentEpoch(epoch: number, name: string): Promise<void> {
+    checkSegmentEpoch(name, epoch, await this.newestEpoch());
   }
 
   /**
@@ -909,18 +900,19 @@ class FileStoreHandle implements StoreHandle {
    * Between the check and the mutation another process may claim: the engine's recovery never
    * depends on an older writer's segment staying as it read it (docs/impl.md, "Fencing").
    */
-  private async fence(): Promise<void> {
-    const latest = await this.latestVersion();
-    if (latest === 0) return;
-    const stored = await this.epochOf(latest);
-    if (stored > this.epoch) throw new MemWalError('Fenced', `writer epoch ${this.epoch} is fenced by epoch ${stored}`);
+  private async fence(what: string): Promise<void> {
+    checkEpoch(what, this.epoch, await this.newestEpoch());
   }
 
-  /** The error of a commit that found version `found` instead of `expected`. */
-  private async conflict(found: number, expected: number, epoch: number): Promise<MemWalError> {
-    const stored = found === 0 ? 0 : await this.epochOf(found);
-    if (stored > epoch) return new MemWalError('Fenced', `writer epoch ${epoch} is fenced by epoch ${stored}`);
-    return new MemWalError('IOError', `manifest commit conflict: expected version ${expected}, stored ${found}`);
+  /** The writer epoch of the newest manifest (0: none yet). */
+  private async newestEpoch(): Promise<number> {
+    const latest = await this.latestVersion();
+    return latest === 0 ? 0 : this.epochOf(latest);
+  }
+
+  /** The manifest `version` as a commit decision needs it (undefined for 0: none). */
+  private async stored(version: number): Promise<StoredVersion> {
+    return version === 0 ? undefined : { version, writerEpoch: await this.epochOf(version) };
   }
 
   private async epochOf(version: number): Promise<number> {

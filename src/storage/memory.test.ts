@@ -54,6 +54,7 @@ describe('MemoryStorage', () => {
     let waits = 0;
     const b = storage.openStore('s', { onWaiting: () => waits++ }).then((h) => (order.push('b'), h));
     const c = storage.openStore('s', { onWaiting: () => waits++ }).then((h) => (order.push('c'), h));
+    await new Promise((r) => setTimeout(r, 0)); // each claim first asks the lock table whether the lock is free
     expect(waits).toBe(2);
     await first.release();
     const hb = await b;
