@@ -17,7 +17,7 @@ import type { Manifest } from '../format/manifest/manifest.js';
 import { NodeFileStorage } from '../node.js';
 import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FileStorage } from './fs.js';
-import type { FileSystemShim, ShimFile } from './fs.js';
+import type { FileSystemShim, ShimFile } from './fs-shim.js';
 import { nodeFileSystem } from './fs-node.js';
 
 const roots: string[] = [];
