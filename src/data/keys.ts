@@ -4,7 +4,7 @@
 import { Type } from 'apache-arrow';
 import type { Data, DataType, Field, RecordBatch } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
-import { coerceScalar, expectedFor } from './rows.js';
+import { coerceScalar, expectedFor } from './plain-rows.js';
 import type { StoreSchema } from './schema.js';
 
 /**
