@@ -10,7 +10,7 @@ import { type CompactionPlan, type CompactionPolicy, type Compactor, compactionB
 import type { Flusher } from './flusher.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ManifestLog } from './manifest-log.js';
-import type { MemtableTier } from './memtable-tier.js';
+import type { MemtableSet } from './memtable-set.js';
 import type { CompactionResult } from '../metrics/stats.js';
 import { levelOf } from './table-file-io.js';
 
@@ -29,7 +29,7 @@ export class BackgroundLoop {
   constructor(
     private readonly o: ResolvedOptions,
     private readonly life: Lifecycle,
-    private readonly tier: MemtableTier,
+    private readonly tier: MemtableSet,
     private readonly flusher: Flusher,
     private readonly compactor: Compactor,
     private readonly log: ManifestLog,

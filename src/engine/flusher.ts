@@ -12,7 +12,7 @@ import type { BackgroundJobs, FlushJob } from '../lsm/jobs.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ManifestLog } from './manifest-log.js';
 import type { MemTable } from '../lsm/memtable.js';
-import type { MemtableTier } from './memtable-tier.js';
+import type { MemtableSet } from './memtable-set.js';
 import type { WriteStats } from '../metrics/stats.js';
 import { removeTableFile, writeTableFile } from './table-file-io.js';
 
@@ -34,7 +34,7 @@ export class Flusher {
     private readonly handle: StoreHandle,
     private readonly life: Lifecycle,
     private readonly log: ManifestLog,
-    private readonly tier: MemtableTier,
+    private readonly tier: MemtableSet,
     private readonly ws: WriteStats,
     private readonly durablePosition: () => number,
     /** Called after a commit is published (tables changed). */

@@ -21,7 +21,7 @@ import { Lifecycle } from './lifecycle.js';
 import { callLimitMs, settleWithin } from './limits.js';
 import { ManifestLog } from './manifest-log.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
-import { MemtableTier } from './memtable-tier.js';
+import { MemtableSet } from './memtable-set.js';
 import { ReadView } from './read-view.js';
 import { recover, type WalRecord } from './recovery.js';
 import { decodePayload } from '../format/wal/payload.js';
@@ -117,7 +117,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly wal: WalWriter;
   private readonly tier: Tier;
   /** The MemTable-mode parts; undefined in WAL-only mode. */
-  private readonly memtables: MemtableTier | undefined;
+  private readonly memtables: MemtableSet | undefined;
   private handle: StoreHandle | undefined;
   private log!: ManifestLog;
   private flusher: Flusher | undefined;
@@ -145,7 +145,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       onFailure: (err) => this.life.poison(err),
     });
     if (opts.enableMemtable) {
-      this.memtables = new MemtableTier(
+      this.memtables = new MemtableSet(
         opts,
         this.keyEncoder !== undefined,
         this.life,
@@ -450,7 +450,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     void this.handle?.release();
   }
 
-  private requireMemtable(op: string): MemtableTier {
+  private requireMemtable(op: string): MemtableSet {
     if (!this.memtables) throw new MemWalError('NotSupported', `${op} is not available in WAL-only mode`);
     return this.memtables;
   }

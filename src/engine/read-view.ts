@@ -11,7 +11,7 @@ import { type MergeSource, mergeSorted } from '../lsm/merge.js';
 import { indexEntries, type SortedRun, sortedNewest } from '../lsm/sorted.js';
 import { compareKeys, encodeKey, type Key, type KeyEncoder, keyFromHex, keyString } from '../data/keys.js';
 import type { MemTable } from '../lsm/memtable.js';
-import type { MemtableTier } from './memtable-tier.js';
+import type { MemtableSet } from './memtable-set.js';
 import { projectBatch, rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
@@ -29,7 +29,7 @@ export class ReadView {
   constructor(
     private readonly ss: StoreSchema,
     private readonly keyEncoder: KeyEncoder | undefined,
-    private readonly tier: MemtableTier,
+    private readonly tier: MemtableSet,
     /** The committed table files (the manifest's list). */
     private readonly tables: () => readonly TableFileEntry[],
     private readonly cache: TableCache,

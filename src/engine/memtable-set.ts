@@ -16,7 +16,7 @@ import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
 /** The memtables of one writer. */
-export class MemtableTier implements Tier {
+export class MemtableSet implements Tier {
   readonly mode = 'memtable';
   active: MemTable;
   /** Frozen memtables in generation order: waiting, failed, or committed within grace. */
