@@ -58,10 +58,10 @@ function utf8Cmp(a: string, b: string): number {
 /** Sorting by encoded key gives the same order as sorting by `natural`. */
 function expectOrderPreserved<R extends Record<string, unknown>>(
   rows: R[],
-  ss: ReturnType<typeof keyed>,
+  storeSchema: ReturnType<typeof keyed>,
   natural: (a: R, b: R) => number,
 ): void {
-  const keys = Array.from(makeKeyEncoder(ss)(toBatches(rows, ss)[0]!), (k) => keyString(k, ss));
+  const keys = Array.from(makeKeyEncoder(storeSchema)(toBatches(rows, storeSchema)[0]!), (k) => keyString(k, storeSchema));
   const idx = rows.map((_, i) => i);
   const byKey = [...idx].sort((a, b) => cmp(keys[a]!, keys[b]!));
   const byValue = [...idx].sort((a, b) => natural(rows[a]!, rows[b]!));
@@ -86,10 +86,10 @@ describe('key encoding preserves order', () => {
       ...Array.from({ length: 500 }, () => BigInt(Math.floor((r() - 0.5) * 2 ** 53)) * BigInt(Math.floor(r() * 1024))),
       ...Array.from({ length: 200 }, () => BigInt(Math.floor((r() - 0.5) * 2000))),
     ];
-    const ss = keyed([['id', new Int64()]], ['id']);
+    const storeSchema = keyed([['id', new Int64()]], ['id']);
     expectOrderPreserved(
       ids.map((id) => ({ id })),
-      ss,
+      storeSchema,
       (a, b) => cmp(a.id, b.id),
     );
   });
@@ -105,20 +105,20 @@ describe('key encoding preserves order', () => {
     const r = rng(2);
     const vals = [min, max, 0, ...Array.from({ length: 300 }, () => min + Math.floor(r() * (max - min)))];
     if (type instanceof DateDay) for (let i = 0; i < vals.length; i++) vals[i] = Math.floor(vals[i]! / 86400000) * 86400000;
-    const ss = keyed([['k', type]], ['k']);
+    const storeSchema = keyed([['k', type]], ['k']);
     expectOrderPreserved(
       vals.map((k) => ({ k })),
-      ss,
+      storeSchema,
       (a, b) => cmp(a.k, b.k),
     );
   });
 
   it('for Uint64 values above 2^63', () => {
     const vals = [0n, 1n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, 12345678901234567890n];
-    const ss = keyed([['k', new Uint64()]], ['k']);
+    const storeSchema = keyed([['k', new Uint64()]], ['k']);
     expectOrderPreserved(
       vals.map((k) => ({ k })),
-      ss,
+      storeSchema,
       (a, b) => cmp(a.k, b.k),
     );
   });
@@ -134,15 +134,15 @@ describe('key encoding preserves order', () => {
       strs.push(s);
     }
     for (const type of [new Utf8(), new LargeUtf8()]) {
-      const ss = keyed([['s', type]], ['s']);
+      const storeSchema = keyed([['s', type]], ['s']);
       expectOrderPreserved(
         strs.map((s) => ({ s })),
-        ss,
+        storeSchema,
         (a, b) => utf8Cmp(a.s, b.s),
       );
     }
-    const ss = keyed([['s', new Utf8()]], ['s']);
-    const [a, a0, ab] = ['a', 'a\0', 'ab'].map((s) => encodeKey({ s }, ss));
+    const storeSchema = keyed([['s', new Utf8()]], ['s']);
+    const [a, a0, ab] = ['a', 'a\0', 'ab'].map((s) => encodeKey({ s }, storeSchema));
     expect(a! < a0! && a0! < ab!).toBe(true);
   });
 
@@ -153,7 +153,7 @@ describe('key encoding preserves order', () => {
       n: BigInt(Math.floor((r() - 0.5) * 20)),
       f: r() < 0.5,
     }));
-    const ss = keyed(
+    const storeSchema = keyed(
       [
         ['s', new Utf8()],
         ['n', new Int64()],
@@ -161,22 +161,22 @@ describe('key encoding preserves order', () => {
       ],
       ['s', 'n', 'f'],
     );
-    expectOrderPreserved(rows, ss, (a, b) => utf8Cmp(a.s, b.s) || cmp(a.n, b.n) || cmp(Number(a.f), Number(b.f)));
+    expectOrderPreserved(rows, storeSchema, (a, b) => utf8Cmp(a.s, b.s) || cmp(a.n, b.n) || cmp(Number(a.f), Number(b.f)));
   });
 
   it('for binary values with zero bytes', () => {
     const vals = [[], [0], [0, 0], [0, 255], [0, 1], [1], [255], [255, 0], [1, 0, 0]].map((b) => new Uint8Array(b));
-    const ss = keyed([['b', new Binary()]], ['b']);
+    const storeSchema = keyed([['b', new Binary()]], ['b']);
     expectOrderPreserved(
       vals.map((b) => ({ b })),
-      ss,
+      storeSchema,
       (x, y) => Buffer.compare(x.b, y.b),
     );
   });
 });
 
 describe('encodeKey', () => {
-  const ss = keyed(
+  const storeSchema = keyed(
     [
       ['i8', new Int8()],
       ['u32', new Uint32()],
@@ -218,17 +218,17 @@ describe('encodeKey', () => {
       dur: -BigInt(i),
       v: i,
     }));
-    const keys = makeKeyEncoder(ss)(toBatches(rows, ss)[0]!);
+    const keys = makeKeyEncoder(storeSchema)(toBatches(rows, storeSchema)[0]!);
     rows.forEach((row, i) => {
       const { v: _v, ...key } = row;
-      expect(encodeKey(key, ss)).toBe(keys[i]);
+      expect(encodeKey(key, storeSchema)).toBe(keys[i]);
     });
     // and a tombstone batch of the same keys encodes the same
     const t = tombstoneBatch(
       rows.map(({ v: _v, ...key }) => key),
-      ss,
+      storeSchema,
     )!;
-    expect(makeKeyEncoder(ss)(t)).toEqual(keys);
+    expect(makeKeyEncoder(storeSchema)(t)).toEqual(keys);
   });
 
   it('matches the Int64 fast path for numbers and bigints', () => {
@@ -316,11 +316,12 @@ describe('keyToHex / keyFromHex', () => {
 describe('keys of decoded batches', () => {
   it('a batch decoded from Arrow IPC (buffers padded to 8 bytes) has exactly one key per row', () => {
     for (const type of [new Int8(), new Int16(), new Int32(), new Uint16(), new DateDay()]) {
-      const ss = keyed([['k', type]], ['k']);
+      const storeSchema = keyed([['k', type]], ['k']);
       const rows = Array.from({ length: 5 }, (_, i) => ({ k: type instanceof DateDay ? new Date(i * 86_400_000) : i }));
-      const decoded = (tableFromIPC(tableToIPC(new Table(ss.internal, toBatches(rows, ss)), 'stream')) as Table).batches[0]!;
+      const decoded = (tableFromIPC(tableToIPC(new Table(storeSchema.internal, toBatches(rows, storeSchema)), 'stream')) as Table)
+        .batches[0]!;
       expect((decoded.data.children[0]!.values as { length: number }).length).toBeGreaterThan(5); // the padding is there
-      expect(makeKeyEncoder(ss)(decoded)).toHaveLength(5);
+      expect(makeKeyEncoder(storeSchema)(decoded)).toHaveLength(5);
     }
   });
 });

@@ -28,7 +28,7 @@ export function numberKey(v: number): number | undefined {
 
 /**
  * One key per row of a batch in the store's base or internal schema (key columns at
- * `ss.keyIndices`, no nulls in them, as `toBatches`/`tombstoneBatch` guarantee). A
+ * `storeSchema.keyIndices`, no nulls in them, as `toBatches`/`tombstoneBatch` guarantee). A
  * `Float64Array` when every key of the batch is a number.
  */
 export type KeyEncoder = (batch: RecordBatch) => ArrayLike<Key>;
@@ -186,16 +186,16 @@ function columnWriter(data: Data, kind: ColumnKind): ColumnWriter {
 }
 
 /**
- * An encoder of `ss`'s primary key for whole batches (see {@link ColumnKind} for the byte
+ * An encoder of `storeSchema`'s primary key for whole batches (see {@link ColumnKind} for the byte
  * format). Single Int64-like keys take a fast path. Throws `NotSupported` when the store has
  * no primary key. Any runtime.
  */
-export function makeKeyEncoder(ss: StoreSchema): KeyEncoder {
-  if (ss.keyIndices.length === 0) throw new MemWalError('NotSupported', 'this store has no primary key');
-  const kinds = ss.keyIndices.map((i) => kindOf(ss.base.fields[i]!.type));
+export function makeKeyEncoder(storeSchema: StoreSchema): KeyEncoder {
+  if (storeSchema.keyIndices.length === 0) throw new MemWalError('NotSupported', 'this store has no primary key');
+  const kinds = storeSchema.keyIndices.map((i) => kindOf(storeSchema.base.fields[i]!.type));
   const first = kinds[0]!;
   if (kinds.length === 1 && first.kind === 'int') {
-    const col = ss.keyIndices[0]!;
+    const col = storeSchema.keyIndices[0]!;
     if (first.width < 8) {
       // Int8..32, Uint8..32, Date<Day>, Time32: always safe integers. Decoded IPC buffers are
       // padded to 8 bytes, so `values` may hold more elements than the batch has rows.
@@ -238,7 +238,7 @@ export function makeKeyEncoder(ss: StoreSchema): KeyEncoder {
   return (batch) => {
     // All keys go into one buffer that becomes one string; each key is a substring of it (one
     // string conversion per batch instead of one per row: several times faster).
-    const writers = ss.keyIndices.map((i, k) => columnWriter(batch.data.children[i]!, kinds[k]!));
+    const writers = storeSchema.keyIndices.map((i, k) => columnWriter(batch.data.children[i]!, kinds[k]!));
     const n = batch.numRows;
     const w = new KeyWriter(n * 16);
     const ends = new Float64Array(n);
@@ -266,19 +266,19 @@ const utf8 = new TextEncoder();
  * primary key; `InvalidArgument` for a missing key column, a value of the wrong kind, or any
  * non-key field. Any runtime.
  */
-export function encodeKey(key: Record<string, unknown>, ss: StoreSchema): Key {
-  if (ss.keyIndices.length === 0) throw new MemWalError('NotSupported', 'this store has no primary key');
+export function encodeKey(key: Record<string, unknown>, storeSchema: StoreSchema): Key {
+  if (storeSchema.keyIndices.length === 0) throw new MemWalError('NotSupported', 'this store has no primary key');
   if (typeof key !== 'object' || key === null || Array.isArray(key)) {
     throw new MemWalError('InvalidArgument', 'a key must be an object with the primary key columns');
   }
   for (const name of Object.keys(key)) {
-    if (!ss.primaryKey.includes(name)) {
-      throw new MemWalError('InvalidArgument', `"${name}" is not a primary key column (primary key: ${ss.primaryKey.join(', ')})`);
+    if (!storeSchema.primaryKey.includes(name)) {
+      throw new MemWalError('InvalidArgument', `"${name}" is not a primary key column (primary key: ${storeSchema.primaryKey.join(', ')})`);
     }
   }
   const w = new KeyWriter();
-  for (const i of ss.keyIndices) {
-    const field: Field = ss.base.fields[i]!;
+  for (const i of storeSchema.keyIndices) {
+    const field: Field = storeSchema.base.fields[i]!;
     const v = key[field.name];
     if (v === undefined || v === null) throw new MemWalError('InvalidArgument', `key column "${field.name}" is missing`);
     const raw = coerceScalar(field.type, v);
@@ -286,7 +286,7 @@ export function encodeKey(key: Record<string, unknown>, ss: StoreSchema): Key {
       throw new MemWalError('InvalidArgument', `key column "${field.name}": expected ${expectedFor(field.type)}, got ${typeof v}`);
     }
     const kind = kindOf(field.type);
-    if (ss.keyIndices.length === 1 && kind.kind === 'int') {
+    if (storeSchema.keyIndices.length === 1 && kind.kind === 'int') {
       const n = numberKey(Number(raw));
       if (n !== undefined) return n; // the number form, as makeKeyEncoder gives it
     }
@@ -299,10 +299,10 @@ export function encodeKey(key: Record<string, unknown>, ss: StoreSchema): Key {
  * The order-preserving encoding of a key in either form (see {@link Key}): comparing two
  * results as strings compares the keys. Any runtime.
  */
-export function keyString(key: Key, ss: StoreSchema): string {
+export function keyString(key: Key, storeSchema: StoreSchema): string {
   if (typeof key === 'string') return key;
   const w = new KeyWriter(8);
-  const kind = kindOf(ss.base.fields[ss.keyIndices[0]!]!.type);
+  const kind = kindOf(storeSchema.base.fields[storeSchema.keyIndices[0]!]!.type);
   writeScalar(w, kind, kind.kind === 'int' && kind.width === 8 ? BigInt(key) : key);
   return w.take();
 }
@@ -359,10 +359,10 @@ export function keyFromHex(hex: string): string {
  * bytes), and the rare mix (an Int64 key beyond 2^53 next to a safe one) through `keyString`.
  * Any runtime.
  */
-export function compareKeys(a: Key, b: Key, ss: StoreSchema): number {
+export function compareKeys(a: Key, b: Key, storeSchema: StoreSchema): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b;
-  const x = typeof a === 'string' ? a : keyString(a, ss);
-  const y = typeof b === 'string' ? b : keyString(b, ss);
+  const x = typeof a === 'string' ? a : keyString(a, storeSchema);
+  const y = typeof b === 'string' ? b : keyString(b, storeSchema);
   return x < y ? -1 : x > y ? 1 : 0;
 }
 

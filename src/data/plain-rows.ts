@@ -19,22 +19,22 @@ const encoder = new TextEncoder();
 // ---------------------------------------------------------------------------------------------
 // Plain rows -> one batch, column by column into typed arrays
 
-export function rowsToBatch(rows: Row[], ss: StoreSchema, what: string): RecordBatch {
+export function rowsToBatch(rows: Row[], storeSchema: StoreSchema, what: string): RecordBatch {
   const n = rows.length;
   const known: Record<string, true> = Object.create(null) as Record<string, true>;
-  for (const f of ss.base.fields) known[f.name] = true;
+  for (const f of storeSchema.base.fields) known[f.name] = true;
   for (let i = 0; i < n; i++) {
     const row = rows[i];
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
       throw invalid(`${what}: row ${i} is not an object (got ${describe(row)})`);
     }
     for (const k in row) {
-      if (known[k] !== true && Object.hasOwn(row, k)) throw unknownColumn(k, ss, what);
+      if (known[k] !== true && Object.hasOwn(row, k)) throw unknownColumn(k, storeSchema, what);
     }
   }
-  const children = ss.base.fields.map((f) => buildColumn(rows, f, what));
-  if (ss.hasTombstone) children.push(boolData(n, false));
-  return makeBatch(ss.internal, children, n);
+  const children = storeSchema.base.fields.map((f) => buildColumn(rows, f, what));
+  if (storeSchema.hasTombstone) children.push(boolData(n, false));
+  return makeBatch(storeSchema.internal, children, n);
 }
 
 function buildColumn(rows: Row[], field: Field, what: string): Data {
@@ -336,8 +336,8 @@ export function expectedFor(type: DataType): string {
 }
 
 /** The error of a column the store does not have. */
-export function unknownColumn(name: string, ss: StoreSchema, what: string): MemWalError {
-  const known = ss.base.fields.map((f) => f.name).join(', ');
+export function unknownColumn(name: string, storeSchema: StoreSchema, what: string): MemWalError {
+  const known = storeSchema.base.fields.map((f) => f.name).join(', ');
   return invalid(`${what}: unknown column "${name}" (${what === 'delete' ? 'primary key columns' : 'columns'}: ${known})`);
 }
 

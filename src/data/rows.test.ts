@@ -42,7 +42,7 @@ const base = new Schema([
   new Field('value', new Float64(), true),
   new Field('name', new Utf8(), true),
 ]);
-const ss = makeStoreSchema(base, ['id']);
+const storeSchema = makeStoreSchema(base, ['id']);
 const plain = makeStoreSchema(base, []);
 
 function errorOf(fn: () => unknown): MemWalError {
@@ -70,7 +70,7 @@ describe('toBatches from record batches', () => {
   it('decodes dictionary-encoded strings to the declared Utf8', () => {
     const names = vectorFromArray(['a', 'bb', null, 'a', 'ccc'], new Dictionary(new Utf8(), new Int32()));
     const b = batchOf({ id: vectorFromArray([1n, 2n, 3n, 4n, 5n], new Int64()), name: names });
-    const [out] = toBatches(b, ss);
+    const [out] = toBatches(b, storeSchema);
     expect(out!.schema.fields[2]!.type.typeId).toBe(new Utf8().typeId);
     expect(out!.data.children[2]!.dictionary).toBeUndefined();
     expect(column(out!, 'name')).toEqual(['a', 'bb', null, 'a', 'ccc']);
@@ -88,15 +88,15 @@ describe('toBatches from record batches', () => {
       value: vectorFromArray([1.5, 2.5], new Float64()),
       id: vectorFromArray([7n, 8n], new Int64()),
     });
-    const [out] = toBatches(b, ss);
-    expect(out!.schema).toBe(ss.internal);
+    const [out] = toBatches(b, storeSchema);
+    expect(out!.schema).toBe(storeSchema.internal);
     expect(out!.schema.fields.map((f) => f.name)).toEqual(['id', 'value', 'name', TOMBSTONE_COLUMN]);
     expect(rowObject(out!, 1)).toEqual({ id: 8n, value: 2.5, name: 'y' });
     expect(column(out!, TOMBSTONE_COLUMN)).toEqual([false, false]);
   });
 
   it('fills a missing nullable column with nulls', () => {
-    const [out] = toBatches(batchOf({ id: vectorFromArray([1n, 2n, 3n], new Int64()) }), ss);
+    const [out] = toBatches(batchOf({ id: vectorFromArray([1n, 2n, 3n], new Int64()) }), storeSchema);
     expect(column(out!, 'value')).toEqual([null, null, null]);
     expect(column(out!, 'name')).toEqual([null, null, null]);
     // and the batch encodes to IPC and back
@@ -115,7 +115,7 @@ describe('toBatches from record batches', () => {
       TOMBSTONE_COLUMN,
     ],
   ])('rejects %s with InvalidArgument naming the column', (_what, make, text) => {
-    const e = errorOf(() => toBatches(make(), ss));
+    const e = errorOf(() => toBatches(make(), storeSchema));
     expect(e.code).toBe('InvalidArgument');
     expect(e.message).toContain(text);
   });
@@ -123,9 +123,9 @@ describe('toBatches from record batches', () => {
   it('drops empty batches, and input without rows gives no batches (a no-op put)', () => {
     const empty = batchOf({ id: vectorFromArray([], new Int64()) });
     const one = batchOf({ id: vectorFromArray([1n], new Int64()) });
-    expect(toBatches(new Table([empty, one, empty]), ss)).toHaveLength(1);
-    expect(toBatches(empty, ss)).toEqual([]);
-    expect(toBatches([], ss)).toEqual([]);
+    expect(toBatches(new Table([empty, one, empty]), storeSchema)).toHaveLength(1);
+    expect(toBatches(empty, storeSchema)).toEqual([]);
+    expect(toBatches([], storeSchema)).toEqual([]);
   });
 
   it('copies a sparse slice into compact buffers so backing bytes drop to the estimate', () => {
@@ -133,14 +133,14 @@ describe('toBatches from record batches', () => {
     const whole = toBatches(rows, plain)[0]!;
     const slice = whole.slice(1000, 1010);
     expect(backingBytes(slice)).toBe(backingBytes(whole));
-    const [copied] = toBatches(slice, ss);
+    const [copied] = toBatches(slice, storeSchema);
     expect(backingBytes(copied!)).toBeLessThan(2 * estimateBatchBytes(copied!));
     expect(backingBytes(copied!)).toBeLessThan(backingBytes(whole) / 1000);
     expect(rowObject(copied!, 3)).toEqual({ id: 1003n, value: 1003, name: 'n1003' });
   });
 
   it('keeps a batch that uses its buffers as is (no copy)', () => {
-    const whole = toBatches([{ id: 1 }, { id: 2 }], ss)[0]!;
+    const whole = toBatches([{ id: 1 }, { id: 2 }], storeSchema)[0]!;
     expect(compactIfSparse(whole)).toBe(whole);
   });
 });
@@ -154,18 +154,18 @@ describe('toBatches from plain rows', () => {
   });
 
   it.each([[2 ** 53], [1.5], [NaN], [Infinity], ['7'], [true]])('rejects Int64 value %s naming the column and row', (bad) => {
-    const e = errorOf(() => toBatches([{ id: 1 }, { id: bad }], ss));
+    const e = errorOf(() => toBatches([{ id: 1 }, { id: bad }], storeSchema));
     expect(e.code).toBe('InvalidArgument');
     expect(e.message).toContain('row 1');
     expect(e.message).toContain('"id"');
   });
 
   it('rejects a bigint outside the Int64 range', () => {
-    expect(errorOf(() => toBatches([{ id: 2n ** 63n }], ss)).code).toBe('InvalidArgument');
+    expect(errorOf(() => toBatches([{ id: 2n ** 63n }], storeSchema)).code).toBe('InvalidArgument');
   });
 
   it('rejects an unknown field, naming it', () => {
-    const e = errorOf(() => toBatches([{ id: 1 }, { id: 2, nmae: 'typo' }], ss));
+    const e = errorOf(() => toBatches([{ id: 1 }, { id: 2, nmae: 'typo' }], storeSchema));
     expect(e.code).toBe('InvalidArgument');
     expect(e.message).toContain('"nmae"');
   });
@@ -176,18 +176,18 @@ describe('toBatches from plain rows', () => {
         { id: 1, name: 'x' },
         { id: 2, value: 3 },
       ],
-      ss,
+      storeSchema,
     );
     expect(rowObject(out!, 0)).toEqual({ id: 1n, value: null, name: 'x' });
     expect(rowObject(out!, 1)).toEqual({ id: 2n, value: 3, name: null });
-    const e = errorOf(() => toBatches([{ value: 1 }], ss));
+    const e = errorOf(() => toBatches([{ value: 1 }], storeSchema));
     expect(e.message).toContain('"id" is non-nullable');
   });
 
   it('rejects values of the wrong kind with the expected kind in the message', () => {
-    expect(errorOf(() => toBatches([{ id: 1, name: 5 }], ss)).message).toMatch(/"name": expected a string, got number 5/);
-    expect(errorOf(() => toBatches([{ id: 1, value: '1' }], ss)).message).toMatch(/"value": expected a number/);
-    expect(errorOf(() => toBatches([null as never], ss)).message).toMatch(/row 0 is not an object/);
+    expect(errorOf(() => toBatches([{ id: 1, name: 5 }], storeSchema)).message).toMatch(/"name": expected a string, got number 5/);
+    expect(errorOf(() => toBatches([{ id: 1, value: '1' }], storeSchema)).message).toMatch(/"value": expected a number/);
+    expect(errorOf(() => toBatches([null as never], storeSchema)).message).toMatch(/row 0 is not an object/);
   });
 
   it('round-trips rows of many types through toBatches -> rowObject', () => {
@@ -267,10 +267,10 @@ describe('toBatches from plain rows', () => {
   });
 
   it('produces batches that share the internal schema, so rows and batches encode in one IPC stream', () => {
-    const a = toBatches([{ id: 1, name: 'a' }], ss)[0]!;
-    const b = toBatches(batchOf({ name: vectorFromArray(['b'], new Utf8()), id: vectorFromArray([2n], new Int64()) }), ss)[0]!;
-    expect(a.schema).toBe(ss.internal);
-    expect(b.schema).toBe(ss.internal);
+    const a = toBatches([{ id: 1, name: 'a' }], storeSchema)[0]!;
+    const b = toBatches(batchOf({ name: vectorFromArray(['b'], new Utf8()), id: vectorFromArray([2n], new Int64()) }), storeSchema)[0]!;
+    expect(a.schema).toBe(storeSchema.internal);
+    expect(b.schema).toBe(storeSchema.internal);
     const back = tableFromIPC(tableToIPC(new Table([a, b]), 'stream')) as Table;
     expect(back.numRows).toBe(2);
     expect(back.getChild('name')!.toArray()).toEqual(['a', 'b']);
@@ -279,11 +279,11 @@ describe('toBatches from plain rows', () => {
   it('prints the rows/s of toBatches for 100k {id, value, name} rows', () => {
     const n = 100_000;
     const rows = Array.from({ length: n }, (_, i) => ({ id: i, value: i * 0.5, name: `user-${i.toString(36)}-xyz` }));
-    toBatches(rows.slice(0, 5000), ss); // warm up
+    toBatches(rows.slice(0, 5000), storeSchema); // warm up
     let best = Infinity;
     for (let rep = 0; rep < 3; rep++) {
       const t0 = performance.now();
-      toBatches(rows, ss);
+      toBatches(rows, storeSchema);
       best = Math.min(best, performance.now() - t0);
     }
     console.log(`toBatches: ${n} rows in ${best.toFixed(1)} ms = ${Math.round((n / best) * 1000).toLocaleString('en')} rows/s`);
@@ -293,14 +293,14 @@ describe('toBatches from plain rows', () => {
 
 describe('tombstoneBatch', () => {
   it('copies the keys, sets _tombstone and nulls the other columns', () => {
-    const t = tombstoneBatch([{ id: 5 }, { id: 6n }], ss)!;
-    expect(t.schema).toBe(ss.internal);
+    const t = tombstoneBatch([{ id: 5 }, { id: 6n }], storeSchema)!;
+    expect(t.schema).toBe(storeSchema.internal);
     expect(column(t, 'id')).toEqual([5n, 6n]);
     expect(column(t, TOMBSTONE_COLUMN)).toEqual([true, true]);
     expect(column(t, 'value')).toEqual([null, null]);
     expect(column(t, 'name')).toEqual([null, null]);
     expect(isTombstoneRow(t, 1)).toBe(true);
-    const put = toBatches([{ id: 1, name: 'x' }], ss)[0]!;
+    const put = toBatches([{ id: 1, name: 'x' }], storeSchema)[0]!;
     expect(isTombstoneRow(put, 0)).toBe(false);
     // puts and deletes share the internal schema: one IPC stream holds both
     const back = tableFromIPC(tableToIPC(new Table([put, t]), 'stream')) as Table;
@@ -326,15 +326,15 @@ describe('tombstoneBatch', () => {
 
   it('accepts keys as a Table and merges its batches into one', () => {
     const keys = new Table([batchOf({ id: vectorFromArray([1n], new Int64()) }), batchOf({ id: vectorFromArray([2n, 3n], new Int64()) })]);
-    expect(column(tombstoneBatch(keys, ss)!, 'id')).toEqual([1n, 2n, 3n]);
+    expect(column(tombstoneBatch(keys, storeSchema)!, 'id')).toEqual([1n, 2n, 3n]);
   });
 
   it('rejects non-key columns, and deletes on a store without a primary key', () => {
-    const e = errorOf(() => tombstoneBatch([{ id: 1, name: 'x' }], ss));
+    const e = errorOf(() => tombstoneBatch([{ id: 1, name: 'x' }], storeSchema));
     expect(e.code).toBe('InvalidArgument');
     expect(e.message).toContain('"name"');
     expect(errorOf(() => tombstoneBatch([{ id: 1 }], plain)).code).toBe('NotSupported');
-    expect(tombstoneBatch([], ss)).toBeUndefined();
+    expect(tombstoneBatch([], storeSchema)).toBeUndefined();
   });
 });
 
@@ -345,14 +345,14 @@ describe('concatRows', () => {
       { id: 2, value: null, name: null },
       { id: 3, value: 3, name: 'three' },
     ],
-    ss,
+    storeSchema,
   )[0]!;
   const b = toBatches(
     [
       { id: 4, value: 4, name: 'four' },
       { id: 5, value: 5, name: 'fünf' },
     ],
-    ss,
+    storeSchema,
   )[0]!;
 
   it('selects rows from several batches, in order, into one compact batch', () => {
@@ -362,10 +362,10 @@ describe('concatRows', () => {
         { batch: b, rows: 'all' },
         { batch: a, rows: [] },
       ],
-      ss.internal,
+      storeSchema.internal,
     );
     expect(out).toHaveLength(1);
-    expect(out[0]!.schema).toBe(ss.internal);
+    expect(out[0]!.schema).toBe(storeSchema.internal);
     expect(column(out[0]!, 'id')).toEqual([3n, 2n, 4n, 5n]);
     expect(column(out[0]!, 'value')).toEqual([3, null, 4, 5]);
     expect(column(out[0]!, 'name')).toEqual(['three', null, 'four', 'fünf']);
@@ -376,14 +376,14 @@ describe('concatRows', () => {
   it('passes large whole batches through without copying', () => {
     const big = toBatches(
       Array.from({ length: 2000 }, (_, i) => ({ id: i })),
-      ss,
+      storeSchema,
     )[0]!;
     const out = concatRows(
       [
         { batch: a, rows: [0] },
         { batch: big, rows: 'all' },
       ],
-      ss.internal,
+      storeSchema.internal,
     );
     expect(out).toHaveLength(2);
     expect(out[1]).toBe(big);
@@ -419,7 +419,7 @@ describe('concatRows', () => {
 });
 
 describe('projectBatch', () => {
-  const batch = toBatches([{ id: 1, value: 2, name: 'x' }], ss)[0]!;
+  const batch = toBatches([{ id: 1, value: 2, name: 'x' }], storeSchema)[0]!;
 
   it('keeps the named columns and drops or keeps _tombstone', () => {
     const p = projectBatch(batch, ['name', 'id'], true);
@@ -431,7 +431,7 @@ describe('projectBatch', () => {
   });
 
   it('shares one projected schema object between batches of one schema', () => {
-    const other = toBatches([{ id: 2 }], ss)[0]!;
+    const other = toBatches([{ id: 2 }], storeSchema)[0]!;
     expect(projectBatch(batch, ['id'], true).schema).toBe(projectBatch(other, ['id'], true).schema);
   });
 

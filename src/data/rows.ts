@@ -18,12 +18,12 @@ import { boolData, EMPTY, invalid, type Row, rowsToBatch, unknownColumn } from '
 // toBatches
 
 /**
- * Convert put input into record batches in `ss.internal` (the very schema object, so batches of
+ * Convert put input into record batches in `storeSchema.internal` (the very schema object, so batches of
  * different puts encode into one IPC stream), with `_tombstone` false when the store has one.
  * Any runtime.
  *
  * - `RecordBatch` / `Table`: columns are matched by name in any order and checked against
- *   `ss.base` (types per `typesEqual`; metadata ignored). A `Dictionary<_, Utf8|LargeUtf8>`
+ *   `storeSchema.base` (types per `typesEqual`; metadata ignored). A `Dictionary<_, Utf8|LargeUtf8>`
  *   column where the schema says `Utf8`/`LargeUtf8` is decoded. A missing nullable column
  *   becomes all-null. Nullability is checked on the data: a column may be declared nullable in
  *   the input as long as it holds no null where the schema forbids one. Empty batches are
@@ -42,22 +42,22 @@ import { boolData, EMPTY, invalid, type Row, rowsToBatch, unknownColumn } from '
  * column, missing non-nullable column, type mismatch, null in a non-nullable column, a value
  * of the wrong kind or out of range. Input without rows gives no batches (`[]`): a no-op put.
  */
-export function toBatches(data: RecordBatch | Table | Row[], ss: StoreSchema): RecordBatch[] {
-  return convertInput(data, ss, 'put');
+export function toBatches(data: RecordBatch | Table | Row[], storeSchema: StoreSchema): RecordBatch[] {
+  return convertInput(data, storeSchema, 'put');
 }
 
-function convertInput(data: RecordBatch | Table | Row[], ss: StoreSchema, what: 'put' | 'delete'): RecordBatch[] {
+function convertInput(data: RecordBatch | Table | Row[], storeSchema: StoreSchema, what: 'put' | 'delete'): RecordBatch[] {
   let out: RecordBatch[];
   if (Array.isArray(data)) {
-    out = data.length === 0 ? [] : [rowsToBatch(data, ss, what)];
+    out = data.length === 0 ? [] : [rowsToBatch(data, storeSchema, what)];
   } else if (RecordBatch.isRecordBatch(data)) {
-    const b = conformBatch(data, ss, what);
+    const b = conformBatch(data, storeSchema, what);
     out = b ? [b] : [];
   } else if (Table.isTable(data)) {
-    checkColumns(data.schema, ss, what);
+    checkColumns(data.schema, storeSchema, what);
     out = [];
     for (const batch of data.batches) {
-      const b = conformBatch(batch, ss, what);
+      const b = conformBatch(batch, storeSchema, what);
       if (b) out.push(b);
     }
   } else {
@@ -67,20 +67,20 @@ function convertInput(data: RecordBatch | Table | Row[], ss: StoreSchema, what: 
 }
 
 /** Names in `input` that the store does not have, or that appear twice: InvalidArgument. */
-function checkColumns(input: Schema, ss: StoreSchema, what: string): Map<string, number> {
+function checkColumns(input: Schema, storeSchema: StoreSchema, what: string): Map<string, number> {
   const byName = new Map<string, number>();
   input.fields.forEach((f, j) => {
     if (byName.has(f.name)) throw invalid(`${what}: the input has two columns named "${f.name}"`);
-    if (!ss.base.fields.some((b) => b.name === f.name)) throw unknownColumn(f.name, ss, what);
+    if (!storeSchema.base.fields.some((b) => b.name === f.name)) throw unknownColumn(f.name, storeSchema, what);
     byName.set(f.name, j);
   });
   return byName;
 }
 
-function conformBatch(batch: RecordBatch, ss: StoreSchema, what: string): RecordBatch | null {
-  const byName = checkColumns(batch.schema, ss, what);
+function conformBatch(batch: RecordBatch, storeSchema: StoreSchema, what: string): RecordBatch | null {
+  const byName = checkColumns(batch.schema, storeSchema, what);
   const n = batch.numRows;
-  const children = ss.base.fields.map((field) => {
+  const children = storeSchema.base.fields.map((field) => {
     const j = byName.get(field.name);
     if (j === undefined) {
       if (!field.nullable) throw invalid(`${what}: missing non-nullable column "${field.name}"`);
@@ -101,8 +101,8 @@ function conformBatch(batch: RecordBatch, ss: StoreSchema, what: string): Record
     return data;
   });
   if (n === 0) return null;
-  if (ss.hasTombstone) children.push(boolData(n, false));
-  return compactIfSparse(makeBatch(ss.internal, children, n));
+  if (storeSchema.hasTombstone) children.push(boolData(n, false));
+  return compactIfSparse(makeBatch(storeSchema.internal, children, n));
 }
 
 function isStringType(t: DataType | undefined): boolean {
@@ -146,7 +146,7 @@ function decodeDictionaryStrings(data: Data, target: DataType): Data {
 const keySchemas = new WeakMap<StoreSchema, StoreSchema>();
 
 /**
- * A batch in `ss.internal` with one row per given key: key columns copied, `_tombstone` true,
+ * A batch in `storeSchema.internal` with one row per given key: key columns copied, `_tombstone` true,
  * every other column null (non-nullable ones get the type's default: 0, '', false, empty bytes,
  * epoch 0). Only key columns may be given, in any order; values follow {@link toBatches}'s
  * rules. Throws `NotSupported` when the store has no primary key, `InvalidArgument` for a
@@ -154,25 +154,25 @@ const keySchemas = new WeakMap<StoreSchema, StoreSchema>();
  * Union column, which has no null or default to fill). Undefined when there are no keys (a
  * no-op delete). Any runtime.
  */
-export function tombstoneBatch(keys: Table | RecordBatch | Row[], ss: StoreSchema): RecordBatch | undefined {
-  if (!ss.hasTombstone) throw new MemWalError('NotSupported', 'delete needs a primary key; this store has none');
-  let kss = keySchemas.get(ss);
+export function tombstoneBatch(keys: Table | RecordBatch | Row[], storeSchema: StoreSchema): RecordBatch | undefined {
+  if (!storeSchema.hasTombstone) throw new MemWalError('NotSupported', 'delete needs a primary key; this store has none');
+  let kss = keySchemas.get(storeSchema);
   if (!kss) {
-    const base = new Schema(ss.keyIndices.map((i) => ss.base.fields[i]!));
+    const base = new Schema(storeSchema.keyIndices.map((i) => storeSchema.base.fields[i]!));
     kss = { base, internal: base, primaryKey: [], keyIndices: [], hasTombstone: false };
-    keySchemas.set(ss, kss);
+    keySchemas.set(storeSchema, kss);
   }
   const parts = convertInput(keys, kss, 'delete');
   if (parts.length === 0) return undefined;
   const n = parts.reduce((s, b) => s + b.numRows, 0);
   const keyData = parts.length === 1 ? parts[0]!.data.children : gatherBatch(kss.base, parts.map(allRows), n).data.children;
-  const children = ss.internal.fields.map((f, j) => {
-    const k = ss.keyIndices.indexOf(j);
+  const children = storeSchema.internal.fields.map((f, j) => {
+    const k = storeSchema.keyIndices.indexOf(j);
     if (k >= 0) return keyData[k]!;
     if (f.name === TOMBSTONE_COLUMN) return boolData(n, true);
     return zeroData(f.type, n, f.nullable);
   });
-  return makeBatch(ss.internal, children, n);
+  return makeBatch(storeSchema.internal, children, n);
 }
 
 /** Is row `row` of an internal-schema batch a delete marker? False when there is no `_tombstone`. */

@@ -29,28 +29,28 @@ function memWalError(code: string, text = ''): unknown {
 
 describe('makeStoreSchema', () => {
   it('appends a non-nullable Bool _tombstone last when there is a primary key', () => {
-    const ss = makeStoreSchema(schema, ['id']);
-    expect(ss.internal.fields.map((f) => f.name)).toEqual(['id', 'value', 'name', TOMBSTONE_COLUMN]);
-    const t = ss.internal.fields[3]!;
+    const storeSchema = makeStoreSchema(schema, ['id']);
+    expect(storeSchema.internal.fields.map((f) => f.name)).toEqual(['id', 'value', 'name', TOMBSTONE_COLUMN]);
+    const t = storeSchema.internal.fields[3]!;
     expect(t.nullable).toBe(false);
     expect(t.type).toBeInstanceOf(Bool);
-    expect(ss.internal.fields[0]).toBe(ss.base.fields[0]);
-    expect(ss.keyIndices).toEqual([0]);
-    expect(ss.hasTombstone).toBe(true);
+    expect(storeSchema.internal.fields[0]).toBe(storeSchema.base.fields[0]);
+    expect(storeSchema.keyIndices).toEqual([0]);
+    expect(storeSchema.hasTombstone).toBe(true);
   });
 
   it('uses the base schema as the internal one without a primary key', () => {
-    const ss = makeStoreSchema(schema, []);
-    expect(ss.internal).toBe(ss.base);
-    expect(ss.hasTombstone).toBe(false);
+    const storeSchema = makeStoreSchema(schema, []);
+    expect(storeSchema.internal).toBe(storeSchema.base);
+    expect(storeSchema.hasTombstone).toBe(false);
   });
 
   it('finds composite key columns in primaryKey order', () => {
-    const ss = makeStoreSchema(
+    const storeSchema = makeStoreSchema(
       new Schema([new Field('a', new Int32(), false), new Field('b', new Utf8(), false), new Field('c', new Int64(), false)]),
       ['c', 'a'],
     );
-    expect(ss.keyIndices).toEqual([2, 0]);
+    expect(storeSchema.keyIndices).toEqual([2, 0]);
   });
 
   it.each([

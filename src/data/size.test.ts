@@ -4,7 +4,7 @@ import { makeStoreSchema } from './schema.js';
 import { toBatches } from './rows.js';
 import { backingBytes, estimateBatchBytes } from './size.js';
 
-const ss = makeStoreSchema(
+const storeSchema = makeStoreSchema(
   new Schema([new Field('id', new Int64(), false), new Field('value', new Float64(), true), new Field('name', new Utf8(), true)]),
   ['id'],
 );
@@ -12,7 +12,7 @@ const ss = makeStoreSchema(
 function bigBatch(n: number): RecordBatch {
   return toBatches(
     Array.from({ length: n }, (_, i) => ({ id: i, value: i / 2, name: `name-${i % 1000}` })),
-    ss,
+    storeSchema,
   )[0]!;
 }
 

@@ -1,61 +1,44 @@
-// The background work of one writer (LevelDB's BackgroundCompaction, SlateDB's dispatcher): two
-// lanes that share one lifecycle — flushes (one at a time, oldest first) and compactions (one at a
-// time) — each a commented ladder. Never on the put path; a failed job is retried with backoff;
-// on shutdown both lanes drain and stop. Their manifest commits are serialized by ManifestLog.
+// The background work of one MemTable-mode writer (LevelDB's BackgroundCompaction, SlateDB's
+// dispatcher): two lanes (lane.ts) — flushes (one at a time, oldest first) and compactions (one at a
+// time) — each a commented ladder of one pass. Never on the put path; a failed job is retried
+// with backoff; a long compaction never holds back a flush. Their manifest commits are
+// serialized by ManifestLog.
 
 import { MemWalError } from '../util/errors.js';
-import type { ResolvedOptions } from './options.js';
 import { backoffMs, sleep } from '../util/schedule.js';
-import { type CompactionPlan, type CompactionPolicy, type Compactor, compactionBehind, planCompaction } from './compaction.js';
-import type { Flusher } from './flusher.js';
-import type { Lifecycle } from './lifecycle.js';
-import type { ManifestLog } from './manifest-log.js';
-import type { MemtableSet } from './memtable-set.js';
 import type { CompactionResult } from '../metrics/stats.js';
-import { levelOf } from './table-file-io.js';
+import { type CompactionPlan, type Compactor, compactionBehind, planCompaction } from './compaction.js';
+import type { ClaimedContext } from './context.js';
+import type { Flusher } from './flusher.js';
+import type { BackgroundLane, LaneStep } from './lane.js';
+import type { MemtableSet } from './memtable-set.js';
+import type { MemTable } from '../lsm/memtable.js';
 
 /** Runs the flushes and compactions of one writer. */
-export class BackgroundLoop {
-  private flushing = false;
-  private compacting = false;
+export class Background {
+  /** Flushes frozen memtables, oldest first. */
+  readonly flushLane: BackgroundLane;
+  /** Merges level 0 into level 1 when the policy says so. */
+  readonly compactionLane: BackgroundLane;
   /** Consecutive failed compactions (backoff). */
   private compactionFailures = 0;
   /** True while flushes wait for compaction (BackpressureStats.cause). */
   stalled = false;
-  /** Serializes `compact()` calls with the compaction lane. */
+  /** Serializes `compact()` calls. */
   private manual: Promise<unknown> = Promise.resolve();
+  /** Aborted at shutdown: a compaction in progress stops. */
   private readonly stop = new AbortController();
 
   constructor(
-    private readonly o: ResolvedOptions,
-    private readonly life: Lifecycle,
-    private readonly tier: MemtableSet,
-    private readonly flusher: Flusher,
-    private readonly compactor: Compactor,
-    private readonly log: ManifestLog,
-    private readonly keyed: boolean,
-    private readonly policy: CompactionPolicy,
+    private readonly ctx: ClaimedContext,
+    private readonly parts: { memtables: MemtableSet; flusher: Flusher; compactor: Compactor },
   ) {
-    life.onTerminal(() => this.stop.abort());
-  }
-
-  /** True while a flush runs or waits to retry. */
-  get busy(): boolean {
-    return this.flushing;
-  }
-
-  /** Start the flush lane if it is idle (a memtable froze, an entry turned durable, close wants a try). */
-  kick(): void {
-    if (this.flushing || this.life.dead) return;
-    this.flushing = true;
-    void this.flushLane();
-  }
-
-  /** Start the compaction lane if it is idle (a flush committed, the store opened). */
-  kickCompaction(): void {
-    if (this.compacting || this.life.dead || this.life.stopping) return;
-    this.compacting = true;
-    void this.compactionLane();
+    ctx.life.onTerminal(() => this.stop.abort());
+    this.flushLane = ctx.lanes.add('flush', () => this.flushPass(), { atClose: 'stop' });
+    this.compactionLane = ctx.lanes.add('compaction', () => this.compactionPass(), {
+      atClose: 'stop',
+      mayRun: () => !ctx.life.stopping,
+    });
   }
 
   /** Bytes the next compaction would read (the compaction debt). */
@@ -68,120 +51,108 @@ export class BackgroundLoop {
    * compaction in progress first. Rejects with the writer's error, `Closed`, or `Aborted`.
    */
   compact(signal?: AbortSignal): Promise<CompactionResult> {
-    const run = async (): Promise<CompactionResult> => {
-      while (this.compacting) await this.life.progress.wait(signal);
-      this.compacting = true;
-      const before = this.log.manifest.tables.length;
-      const c0 = this.compactor.snapshot(this.log.manifest, 0);
-      let compactions = 0;
-      try {
-        for (;;) {
-          this.life.throwIfUnusable();
-          if (signal?.aborted) throw new MemWalError('Aborted', 'compact aborted');
-          const plan = this.plan(true);
-          if (!plan) break;
-          const outcome = await this.compactor.run(plan, signal);
-          if (outcome === 'fatal') this.life.throwIfUnusable();
-          if (outcome === 'failed')
-            throw new MemWalError('IOError', 'compaction failed (see the logger); the store is unchanged and will retry');
-          compactions++;
-        }
-      } finally {
-        this.compacting = false;
-        this.life.progress.notify();
-      }
-      const c1 = this.compactor.snapshot(this.log.manifest, 0);
-      return {
-        compactions,
-        bytesRead: c1.bytesRead - c0.bytesRead,
-        bytesWritten: c1.bytesWritten - c0.bytesWritten,
-        tablesBefore: before,
-        tablesAfter: this.log.manifest.tables.length,
-      };
-    };
+    const run = (): Promise<CompactionResult> => this.compactionLane.exclusive(() => this.compactAll(signal), signal, 'compact aborted');
     const p = this.manual.then(run, run);
     this.manual = p.catch(() => undefined);
     return p;
   }
 
+  private async compactAll(signal: AbortSignal | undefined): Promise<CompactionResult> {
+    const { life, log } = this.ctx;
+    const before = log.manifest.tables.length;
+    const c0 = this.parts.compactor.snapshot(log.manifest, 0);
+    let compactions = 0;
+    for (;;) {
+      life.throwIfUnusable();
+      if (signal?.aborted) throw new MemWalError('Aborted', 'compact aborted');
+      const plan = this.plan(true);
+      if (!plan) break;
+      const outcome = await this.parts.compactor.run(plan, signal);
+      if (outcome === 'fatal') life.throwIfUnusable();
+      if (outcome === 'failed')
+        throw new MemWalError('IOError', 'compaction failed (see the logger); the store is unchanged and will retry');
+      compactions++;
+    }
+    const c1 = this.parts.compactor.snapshot(log.manifest, 0);
+    return {
+      compactions,
+      bytesRead: c1.bytesRead - c0.bytesRead,
+      bytesWritten: c1.bytesWritten - c0.bytesWritten,
+      tablesBefore: before,
+      tablesAfter: log.manifest.tables.length,
+    };
+  }
+
   private plan(force: boolean): CompactionPlan | undefined {
     const held = new Set<number>();
-    for (const f of this.tier.frozen) held.add(f.generation);
-    return planCompaction(this.log.manifest, this.keyed, held, force, this.policy);
+    for (const f of this.parts.memtables.frozen) held.add(f.generation);
+    return planCompaction(this.ctx.log.manifest, this.ctx.keyEncoder !== undefined, held, force, this.ctx.policy);
   }
 
-  private async flushLane(): Promise<void> {
-    try {
-      for (;;) {
-        // 0. A dead writer does no I/O.
-        if (this.life.dead) return;
-        // 1. Flush the oldest frozen memtable first: it holds budget that puts wait for, and a
-        //    younger generation never commits past an older one (its replay cursor would skip
-        //    the older one's WAL entries; Lance issue 8293).
-        const m = this.tier.oldestUncommitted();
-        // 2. Nothing frozen: the lane ends until the next freeze.
-        if (!m) return;
-        // 3. Not all of it is in the WAL yet: its entries are being appended.
-        if (!m.fullyDurable) {
-          await this.life.progress.wait();
-          continue;
-        }
-        // 4. Compaction is behind (too many level-0 files or pending bytes): wait for it, so that
-        //    reads stay bounded; puts feel it through the budget (cause 'compaction'). A close
-        //    flushes anyway: the data must reach a table file.
-        if (
-          !this.life.stopping &&
-          compactionBehind(this.log.manifest, this.pendingBytes(), this.o.maxPendingCompactionBytes, this.policy)
-        ) {
-          if (!this.stalled) this.compactor.noteStall();
-          this.stalled = true;
-          this.kickCompaction();
-          await this.life.progress.wait();
-          continue;
-        }
-        this.stalled = false;
-        const outcome = await this.flusher.flushOnce(m);
-        if (outcome === 'fatal') return;
-        if (outcome === 'committed') {
-          this.kickCompaction();
-          continue;
-        }
-        // 5. Failed: close gets one more try each, then reports; otherwise back off and retry in
-        //    place (a kick cuts the wait short).
-        if (this.life.stopping) return;
-        await sleep(backoffMs(m.flushAttempts, this.o.flushRetry.baseMs, this.o.flushRetry.maxMs), this.life.kick);
-      }
-    } finally {
-      this.flushing = false;
-      this.life.progress.notify();
+  /** One pass of the flush lane (synchronous while it finds nothing to do). */
+  private flushPass(): LaneStep | Promise<LaneStep> {
+    // 0. A dead writer does no I/O.
+    if (this.ctx.life.dead) return 'stop';
+    // 1. Flush the oldest frozen memtable first: it holds budget that puts wait for, and a
+    //    younger generation never commits past an older one (its replay cursor would skip the
+    //    older one's WAL entries; Lance issue 8293).
+    const m = this.parts.memtables.oldestUncommitted();
+    // 2. Nothing frozen: the lane rests until the next freeze.
+    if (!m) return 'idle';
+    return this.flushStep(m);
+  }
+
+  private async flushStep(m: MemTable): Promise<LaneStep> {
+    const { life, log, options, policy } = this.ctx;
+    // 3. Not all of it is in the WAL yet: its entries are being appended.
+    if (!m.fullyDurable) {
+      await life.progress.wait();
+      return 'more';
     }
-  }
-
-  private async compactionLane(): Promise<void> {
-    try {
-      for (;;) {
-        // 0. Closing or dead: no new compaction.
-        if (this.life.dead || this.life.stopping) return;
-        // 1. Nothing due by the policy: the lane ends until the next flush commits.
-        const plan = this.plan(false);
-        if (!plan) return;
-        // 2. Merge; a failure backs off (the stats count it) and is retried: a compaction that
-        //    keeps failing never blocks flushes below the stop trigger, and is visible.
-        const outcome = await this.compactor.run(plan, this.stop.signal);
-        if (outcome === 'fatal') return;
-        if (outcome === 'failed') {
-          this.compactionFailures++;
-          await sleep(backoffMs(this.compactionFailures, this.o.flushRetry.baseMs, this.o.flushRetry.maxMs), this.life.kick);
-        } else this.compactionFailures = 0;
-      }
-    } finally {
-      this.compacting = false;
-      this.life.progress.notify();
+    // 4. Compaction is behind (too many level-0 files or pending bytes): wait for it, so that
+    //    reads stay bounded; puts feel it through the budget (cause 'compaction'). A close
+    //    flushes anyway: the data must reach a table file.
+    if (!life.stopping && compactionBehind(log.manifest, this.pendingBytes(), options.maxPendingCompactionBytes, policy)) {
+      if (!this.stalled) this.parts.compactor.noteStall();
+      this.stalled = true;
+      this.compactionLane.wake();
+      await life.progress.wait();
+      return 'more';
     }
+    this.stalled = false;
+    const outcome = await this.parts.flusher.flushOnce(m);
+    if (outcome === 'fatal') return 'stop';
+    if (outcome === 'committed') {
+      this.compactionLane.wake();
+      return 'more';
+    }
+    // 5. Failed: close gets one more try each, then reports; otherwise back off and retry in
+    //    place (a kick cuts the wait short).
+    if (life.stopping) return 'stop';
+    await sleep(backoffMs(m.flushAttempts, options.flushRetry.baseMs, options.flushRetry.maxMs), life.kick);
+    return 'more';
   }
 
-  /** Level-0 files now (for stats). */
-  level0Files(): number {
-    return this.log.manifest.tables.filter((t) => levelOf(t) === 0).length;
+  /** One pass of the compaction lane (synchronous while it finds nothing to do). */
+  private compactionPass(): LaneStep | Promise<LaneStep> {
+    // 0. Closing or dead: no new compaction.
+    if (this.ctx.life.dead || this.ctx.life.stopping) return 'stop';
+    // 1. Nothing due by the policy: the lane rests until the next flush commits.
+    const plan = this.plan(false);
+    if (!plan) return 'idle';
+    return this.compactStep(plan);
+  }
+
+  private async compactStep(plan: CompactionPlan): Promise<LaneStep> {
+    const { life, options } = this.ctx;
+    // 2. Merge; a failure backs off (the stats count it) and is retried: a compaction that keeps
+    //    failing never blocks flushes below the stop trigger, and is visible.
+    const outcome = await this.parts.compactor.run(plan, this.stop.signal);
+    if (outcome === 'fatal') return 'stop';
+    if (outcome === 'failed') {
+      this.compactionFailures++;
+      await sleep(backoffMs(this.compactionFailures, options.flushRetry.baseMs, options.flushRetry.maxMs), life.kick);
+    } else this.compactionFailures = 0;
+    return 'more';
   }
 }

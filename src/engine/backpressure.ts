@@ -39,6 +39,11 @@ export class Backpressure {
   private readonly active = new Set<Waiter>();
   private wakers = new Set<() => void>();
 
+  /** The invariant, checked (for tests): each waiting put has at most one wake-up pending (they never pile up). */
+  checkInvariants(): void {
+    if (this.wakers.size > this.active.size) throw new Error(`${this.wakers.size} wake-ups pending for ${this.active.size} waiting puts`);
+  }
+
   /** Wake every waiter to re-check: a flush committed, the writer poisoned, closed or aborted. */
   wake(): void {
     const wakers = this.wakers;

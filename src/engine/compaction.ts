@@ -5,12 +5,9 @@
 
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Manifest, TableFileEntry } from '../format/manifest/manifest.js';
-import type { ResolvedOptions } from './options.js';
-import type { StoreHandle } from '../storage/adapter.js';
 import type { BackgroundJobs } from '../lsm/jobs.js';
 import { keyFromHex } from '../data/keys.js';
-import type { Lifecycle } from './lifecycle.js';
-import type { ManifestLog } from './manifest-log.js';
+import type { ClaimedContext } from './context.js';
 import type { CompactionStats, LevelStats } from '../metrics/stats.js';
 import { generationsOf, levelOf, removeTableFile, writeTableFile } from './table-file-io.js';
 import type { TableCache } from '../lsm/table-cache.js';
@@ -152,15 +149,18 @@ export class Compactor {
   private liveBytesEstimate = 0;
 
   constructor(
-    private readonly o: ResolvedOptions,
-    private readonly keyed: boolean,
-    private readonly policy: CompactionPolicy,
-    private readonly jobs: BackgroundJobs,
-    private readonly handle: StoreHandle,
-    private readonly life: Lifecycle,
-    private readonly log: ManifestLog,
-    private readonly cache: TableCache,
+    private readonly ctx: ClaimedContext,
+    private readonly parts: {
+      /** Where compaction outputs are built. */
+      jobs: BackgroundJobs;
+      /** The table files readers use: inputs are pinned while merged and deleted once unused. */
+      cache: TableCache;
+    },
   ) {}
+
+  private get keyed(): boolean {
+    return this.ctx.keyEncoder !== undefined;
+  }
 
   /** A flush had to wait for compaction (the leading indicator). */
   noteStall(): void {
@@ -181,18 +181,19 @@ export class Compactor {
         // Resolved (here or by an earlier commit): the manifest says which side of the commit is
         // live, file by file. Never judge by the outputs alone: a move keeps its input's name and
         // an empty merge has no output, so "every output is named" holds whether it landed or not.
-        await this.log.resolveDoubt();
+        await this.ctx.log.resolveDoubt();
         const { inputs: was, outputs: wrote } = this.doubt;
         this.doubt = undefined;
-        const named = new Set(this.log.manifest.tables.map((t) => t.name));
+        const named = new Set(this.ctx.log.manifest.tables.map((t) => t.name));
         this.retire(was.filter((t) => !named.has(t.name)));
-        for (const t of wrote) if (!named.has(t.name)) await removeTableFile(this.handle, t.name, this.o.flushRetry.stallMs, this.warn);
+        for (const t of wrote)
+          if (!named.has(t.name)) await removeTableFile(this.ctx.handle, t.name, this.ctx.options.flushRetry.stallMs, this.warn);
         return 'committed';
       }
       if (plan.move) {
         const moved = plan.l0.map((t) => ({ ...t, level: 1 }));
         committing = true;
-        await this.log.commit({ removeTables: plan.l0.map((t) => t.name), addTables: moved }, 0);
+        await this.ctx.log.commit({ removeTables: plan.l0.map((t) => t.name), addTables: moved }, 0);
         this.counters.completedCount++;
         return 'committed';
       }
@@ -204,63 +205,63 @@ export class Compactor {
         level0: plan.l0.length,
         minGeneration,
         maxGeneration,
-        targetBytes: this.keyed ? this.policy.keyedOutputBytes : this.policy.appendOnlyOutputBytes,
+        targetBytes: this.keyed ? this.ctx.policy.keyedOutputBytes : this.ctx.policy.appendOnlyOutputBytes,
       };
-      this.cache.pin(inputs.map((t) => t.name));
+      this.parts.cache.pin(inputs.map((t) => t.name));
       try {
-        for await (const built of this.jobs.compactionOutputs(job, signal)) {
-          if (signal?.aborted || this.life.dead) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
-          const name = `c${maxGeneration}-${this.log.epoch}-${++this.seq}.arrow`;
-          const placement = { name, level: 1, minGeneration, maxGeneration, schemaVersion: this.log.manifest.schemaVersion ?? 1 };
-          outputs.push(await writeTableFile(this.handle, built, placement, this.o.flushRetry.stallMs));
+        for await (const built of this.parts.jobs.compactionOutputs(job, signal)) {
+          if (signal?.aborted || this.ctx.life.dead) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
+          const name = `c${maxGeneration}-${this.ctx.log.epoch}-${++this.seq}.arrow`;
+          const placement = { name, level: 1, minGeneration, maxGeneration, schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1 };
+          outputs.push(await writeTableFile(this.ctx.handle, built, placement, this.ctx.options.flushRetry.stallMs));
         }
       } finally {
-        this.cache.unpin(inputs.map((t) => t.name));
+        this.parts.cache.unpin(inputs.map((t) => t.name));
       }
       committing = true;
-      await this.log.commit({ removeTables: inputs.map((t) => t.name), addTables: outputs }, 0);
+      await this.ctx.log.commit({ removeTables: inputs.map((t) => t.name), addTables: outputs }, 0);
       this.counters.completedCount++;
       this.counters.bytesRead += sumBytes(inputs);
       this.counters.bytesWritten += sumBytes(outputs);
       // Everything in level 1 right after a compaction: its bytes are the newest versions only.
-      if (this.log.manifest.tables.every((t) => levelOf(t) >= 1)) this.liveBytesEstimate = sumBytes(this.log.manifest.tables);
+      if (this.ctx.log.manifest.tables.every((t) => levelOf(t) >= 1)) this.liveBytesEstimate = sumBytes(this.ctx.log.manifest.tables);
       this.retire(inputs);
       return 'committed';
     } catch (raw) {
       const err = toMemWalError(raw, 'compaction');
-      if (err.code === 'Fenced' || err.code === 'Corruption' || err.code === 'InvalidArgument' || this.log.unresolvable) {
+      if (err.code === 'Fenced' || err.code === 'Corruption' || err.code === 'InvalidArgument' || this.ctx.log.unresolvable) {
         this.counters.failureCount++;
-        this.life.poison(err);
+        this.ctx.life.poison(err);
         return 'fatal';
       }
       if (err.code !== 'Aborted') {
         this.counters.failureCount++;
-        this.o.logger.warn(`memwal: ${err.message}; compaction retried later`);
+        this.ctx.options.logger.warn(`memwal: ${err.message}; compaction retried later`);
       }
-      if (committing && this.log.inDoubt) {
+      if (committing && this.ctx.log.inDoubt) {
         this.doubt = { inputs, outputs };
-      } else if (!committing || !outputs.every((t) => this.log.manifest.tables.some((x) => x.name === t.name))) {
-        for (const t of outputs) await removeTableFile(this.handle, t.name, this.o.flushRetry.stallMs, this.warn);
+      } else if (!committing || !outputs.every((t) => this.ctx.log.manifest.tables.some((x) => x.name === t.name))) {
+        for (const t of outputs) await removeTableFile(this.ctx.handle, t.name, this.ctx.options.flushRetry.stallMs, this.warn);
       }
       return 'failed';
     } finally {
       this.running = false;
-      this.life.progress.notify();
+      this.ctx.life.progress.notify();
     }
   }
 
   /** Inputs left the manifest: delete each once no reader holds it (in the background). */
   private retire(inputs: readonly TableFileEntry[]): void {
     for (const t of inputs) {
-      void this.cache.whenUnused(t.name).then(async () => {
-        this.cache.forget(t.name);
-        if (!this.life.dead) await removeTableFile(this.handle, t.name, this.o.flushRetry.stallMs, this.warn);
+      void this.parts.cache.whenUnused(t.name).then(async () => {
+        this.parts.cache.forget(t.name);
+        if (!this.ctx.life.dead) await removeTableFile(this.ctx.handle, t.name, this.ctx.options.flushRetry.stallMs, this.warn);
       });
     }
   }
 
   private readonly warn = (m: string, e: unknown): void => {
-    if (!this.life.dead) this.o.logger.warn(m, e);
+    if (!this.ctx.life.dead) this.ctx.options.logger.warn(m, e);
   };
 
   /** The stats of compaction and of the table files in `m`. */

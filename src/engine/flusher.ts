@@ -5,15 +5,11 @@
 
 import { type MemWalError, toMemWalError } from '../util/errors.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
-import type { ResolvedOptions } from './options.js';
-import type { StoreHandle } from '../storage/adapter.js';
 import { nowMs } from '../util/schedule.js';
 import type { BackgroundJobs, FlushJob } from '../lsm/jobs.js';
-import type { Lifecycle } from './lifecycle.js';
-import type { ManifestLog } from './manifest-log.js';
+import type { ClaimedContext } from './context.js';
 import type { MemTable } from '../lsm/memtable.js';
 import type { MemtableSet } from './memtable-set.js';
-import type { WriteStats } from '../metrics/stats.js';
 import { removeTableFile, writeTableFile } from './table-file-io.js';
 
 /** What one flush attempt ended with. */
@@ -27,18 +23,18 @@ export class Flusher {
   closeError: MemWalError | undefined;
 
   constructor(
-    private readonly o: ResolvedOptions,
-    private readonly jobs: BackgroundJobs,
-    /** The WAL segments holding positions `first..last` (remote jobs read the rows there). */
-    private readonly segmentsOf: (first: number, last: number) => FlushJob['segments'],
-    private readonly handle: StoreHandle,
-    private readonly life: Lifecycle,
-    private readonly log: ManifestLog,
-    private readonly tier: MemtableSet,
-    private readonly ws: WriteStats,
-    private readonly durablePosition: () => number,
-    /** Called after a commit is published (tables changed). */
-    private readonly onCommitted: () => void,
+    private readonly ctx: ClaimedContext,
+    private readonly parts: {
+      /** Where table files are built. */
+      jobs: BackgroundJobs;
+      memtables: MemtableSet;
+      /** The WAL segments holding positions `first..last` (remote jobs read the rows there). */
+      segmentsOf(first: number, last: number): FlushJob['segments'];
+      /** The highest durable WAL position (the manifest's position hint). */
+      durablePosition(): number;
+      /** Called after a commit is published (tables changed). */
+      onCommitted(): void;
+    },
   ) {}
 
   /**
@@ -52,59 +48,69 @@ export class Flusher {
     try {
       if (m.pendingTable) {
         // An earlier attempt's commit may have landed: find out by content before anything else.
-        if (this.log.inDoubt) await this.log.resolveDoubt();
-        if (this.log.manifest.tables.some((t) => t.name === m.pendingTable!.name)) {
+        if (this.ctx.log.inDoubt) await this.ctx.log.resolveDoubt();
+        if (this.ctx.log.manifest.tables.some((t) => t.name === m.pendingTable!.name)) {
           this.publish(m, m.pendingTable, start);
           return 'committed';
         }
-        await removeTableFile(this.handle, m.pendingTable.name, this.o.flushRetry.stallMs, this.warn);
+        await removeTableFile(this.ctx.handle, m.pendingTable.name, this.ctx.options.flushRetry.stallMs, this.warn);
         m.pendingTable = undefined;
       }
       phase = 'write';
       m.flushAttempts += 1;
-      name = `${m.generation}-${this.log.epoch}-${m.flushAttempts}.arrow`;
+      name = `${m.generation}-${this.ctx.log.epoch}-${m.flushAttempts}.arrow`;
       this.setStage(m, 'building the table file');
-      const built = await this.jobs.buildFlush({
+      const built = await this.parts.jobs.buildFlush({
         memtable: m,
         generation: m.generation,
         firstPosition: m.firstPosition,
         lastPosition: m.lastPosition,
-        segments: this.segmentsOf(m.firstPosition, m.lastPosition),
+        segments: this.parts.segmentsOf(m.firstPosition, m.lastPosition),
       });
       this.setStage(m, 'writing the table file');
       const entry = await writeTableFile(
-        this.handle,
+        this.ctx.handle,
         built,
-        { name, level: 0, minGeneration: m.generation, maxGeneration: m.generation, schemaVersion: this.log.manifest.schemaVersion ?? 1 },
-        this.o.flushRetry.stallMs,
+        {
+          name,
+          level: 0,
+          minGeneration: m.generation,
+          maxGeneration: m.generation,
+          schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1,
+        },
+        this.ctx.options.flushRetry.stallMs,
       );
       this.setStage(m, 'committing the manifest');
       phase = 'commit';
       m.pendingTable = entry; // from here on the commit may land even if it reports a failure
-      await this.log.commit({ addTables: [entry], nextGeneration: m.generation + 1, replayCursor: m.lastPosition }, this.durablePosition());
+      await this.ctx.log.commit(
+        { addTables: [entry], nextGeneration: m.generation + 1, replayCursor: m.lastPosition },
+        this.parts.durablePosition(),
+      );
       this.publish(m, entry, start);
       return 'committed';
     } catch (raw) {
       const err = toMemWalError(raw, `flush of generation ${m.generation}`);
-      this.ws.flushFailureCount += 1;
-      if (err.code === 'Fenced' || err.code === 'Corruption' || err.code === 'InvalidArgument' || this.log.unresolvable) {
-        this.life.poison(err);
+      this.ctx.writeStats.flushFailureCount += 1;
+      if (err.code === 'Fenced' || err.code === 'Corruption' || err.code === 'InvalidArgument' || this.ctx.log.unresolvable) {
+        this.ctx.life.poison(err);
         return 'fatal';
       }
       // A file no commit can name any more is removed; one a commit in doubt may name is kept.
-      if (phase === 'commit' && !this.log.inDoubt && !this.log.manifest.tables.some((t) => t.name === name)) m.pendingTable = undefined;
-      if (name !== undefined && m.pendingTable?.name !== name && !this.life.dead) {
-        await removeTableFile(this.handle, name, this.o.flushRetry.stallMs, this.warn);
+      if (phase === 'commit' && !this.ctx.log.inDoubt && !this.ctx.log.manifest.tables.some((t) => t.name === name))
+        m.pendingTable = undefined;
+      if (name !== undefined && m.pendingTable?.name !== name && !this.ctx.life.dead) {
+        await removeTableFile(this.ctx.handle, name, this.ctx.options.flushRetry.stallMs, this.warn);
       }
-      if (this.life.stopping) this.closeError ??= err;
-      else this.o.logger.warn(`memwal: ${err.message}; retrying in place`);
-      this.life.progress.notify();
+      if (this.ctx.life.stopping) this.closeError ??= err;
+      else this.ctx.options.logger.warn(`memwal: ${err.message}; retrying in place`);
+      this.ctx.life.progress.notify();
       return 'failed';
     }
   }
 
   private readonly warn = (m: string, e: unknown): void => {
-    if (!this.life.dead) this.o.logger.warn(m, e);
+    if (!this.ctx.life.dead) this.ctx.options.logger.warn(m, e);
   };
 
   private setStage(m: MemTable, s: string): void {
@@ -114,14 +120,14 @@ export class Flusher {
   /** The synchronous publish step of a committed flush (docs/impl.md §4). */
   private publish(m: MemTable, entry: TableFileEntry, start: number): void {
     m.pendingTable = undefined;
-    this.tier.committed(m);
+    this.parts.memtables.committed(m);
     const ms = nowMs() - start;
-    this.ws.flushCount += 1;
-    this.ws.flushRows += entry.rows;
-    this.ws.flushBytes += entry.bytes;
-    this.ws.flushTimeMs += ms;
-    this.ws.lastFlushMs = ms;
+    this.ctx.writeStats.flushCount += 1;
+    this.ctx.writeStats.flushRows += entry.rows;
+    this.ctx.writeStats.flushBytes += entry.bytes;
+    this.ctx.writeStats.flushTimeMs += ms;
+    this.ctx.writeStats.lastFlushMs = ms;
     this.stage = 'idle';
-    this.onCommitted();
+    this.parts.onCommitted();
   }
 }

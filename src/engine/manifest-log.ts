@@ -58,6 +58,19 @@ export class ManifestLog {
     private readonly limitMs: number,
   ) {}
 
+  /**
+   * The invariants of the file header, checked (cheap; for tests): the manifest held is this
+   * writer's claim or a later version of it, and a commit in doubt is the one after it.
+   */
+  checkInvariants(): void {
+    const m = this.manifest;
+    if (m.writerEpoch !== this.epoch)
+      throw new Error(`the manifest held has writer epoch ${m.writerEpoch}, not this writer's ${this.epoch}`);
+    if (this.doubt && this.doubt.version !== m.version + 1) {
+      throw new Error(`the commit in doubt is version ${this.doubt.version}, not the one after ${m.version}`);
+    }
+  }
+
   /** True while a commit's outcome is unknown. */
   get inDoubt(): boolean {
     return this.doubt !== undefined;

@@ -1,50 +1,46 @@
-// MemTable mode's tier: the active memtable, the frozen ones (waiting, retrying, or in grace),
-// freeze, insert and publish-on-durable. Invariants: `frozen` is in generation order; the active
+// The memtables of one MemTable-mode writer (memtable-tier.ts): the active memtable, the frozen
+// ones (waiting, retrying, or in grace), freeze, insert and publish-on-durable. Invariants: `frozen` is in generation order; the active
 // memtable's generation is above every frozen one; a memtable leaves the read view only after its
 // flush committed (and its grace passed). Every method here is synchronous.
 
 import type { RecordBatch } from 'apache-arrow';
 import type { Manifest } from '../format/manifest/manifest.js';
-import type { ResolvedOptions } from './options.js';
 import { nowMs } from '../util/schedule.js';
-import type { Backpressure } from './backpressure.js';
 import type { Key } from '../data/keys.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { EngineContext } from './context.js';
 import { MemTable } from '../lsm/memtable.js';
 import type { MemTableStats } from '../metrics/stats.js';
-import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
 /** The memtables of one writer. */
-export class MemtableSet implements Tier {
-  readonly mode = 'memtable';
+export class MemtableSet {
   active: MemTable;
   /** Frozen memtables in generation order: waiting, failed, or committed within grace. */
   frozen: MemTable[] = [];
   /** Highest generation whose flush committed. */
-  committedGeneration = 0;
+  committedGeneration: number;
 
+  /** The memtables after a claim of manifest `m`: the active one takes its next generation. */
   constructor(
-    private readonly o: ResolvedOptions,
-    private readonly keyed: boolean,
-    private readonly life: Lifecycle,
+    private readonly ctx: EngineContext,
     private readonly wal: WalWriter,
-    private readonly bp: Backpressure,
-    /** Starts the background loop if it is idle. */
-    private readonly kickBackground: () => void,
-    /** Starts the compaction lane if it is idle (files held in grace may be compacted now). */
-    private readonly kickCompaction: () => void,
+    private readonly kicks: {
+      /** Starts the flush lane if it is idle. */
+      flush(): void;
+      /** Starts the compaction lane if it is idle (files held in grace may be compacted now). */
+      compaction(): void;
+    },
+    m: Manifest,
   ) {
-    this.active = new MemTable(1, keyed);
-    life.onTerminal(() => {
+    this.committedGeneration = m.nextGeneration - 1;
+    this.active = new MemTable(m.nextGeneration, this.keyed);
+    ctx.life.onTerminal(() => {
       for (const f of this.frozen) if (f.graceTimer !== undefined) clearTimeout(f.graceTimer);
     });
   }
 
-  /** After the claim: the active memtable takes the manifest's next generation. */
-  start(m: Manifest): void {
-    this.committedGeneration = m.nextGeneration - 1;
-    this.active = new MemTable(m.nextGeneration, this.keyed);
+  private get keyed(): boolean {
+    return this.ctx.keyEncoder !== undefined;
   }
 
   /** Active memtable + frozen memtables whose flush has not committed. */
@@ -61,14 +57,18 @@ export class MemtableSet implements Tier {
   insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
     const m = this.active;
     const end = m.append(batches, keys, sizes);
-    if (!this.o.durableWrite) m.publish(end);
+    if (!this.ctx.options.durableWrite) m.publish(end);
     const e = this.wal.join(m, batches, bytes, rows, end);
     if (this.freezeTriggered(m)) this.freeze();
     return e;
   }
 
   freezeTriggered(m: MemTable): boolean {
-    return m.estimatedBytes >= this.o.maxMemtableBytes || m.rows >= this.o.maxMemtableRows || m.batches.length >= this.o.maxMemtableBatches;
+    return (
+      m.estimatedBytes >= this.ctx.options.maxMemtableBytes ||
+      m.rows >= this.ctx.options.maxMemtableRows ||
+      m.batches.length >= this.ctx.options.maxMemtableBatches
+    );
   }
 
   /**
@@ -83,21 +83,21 @@ export class MemtableSet implements Tier {
     this.frozen.push(m);
     this.active = new MemTable(m.generation + 1, this.keyed);
     this.wal.kick();
-    this.kickBackground();
+    this.kicks.flush();
     return m.generation;
   }
 
   /** Freeze if nothing else is frozen, so that a blocked put's wait can end; push the flush. */
   onBlocked(): void {
     if (!this.hasUncommittedFrozen() && this.active.rows > 0) this.freeze();
-    this.kickBackground();
+    this.kicks.flush();
   }
 
   onDurable(e: PendingEntry): void {
     const m = e.memtable!;
     if (e.batchEnd > m.durableBatches) m.durableBatches = e.batchEnd;
-    if (this.o.durableWrite) m.publish(e.batchEnd);
-    if (m.state === 'frozen' && m.fullyDurable) this.kickBackground();
+    if (this.ctx.options.durableWrite) m.publish(e.batchEnd);
+    if (m.state === 'frozen' && m.fullyDurable) this.kicks.flush();
   }
 
   hasUncommittedFrozen(): boolean {
@@ -114,7 +114,7 @@ export class MemtableSet implements Tier {
     this.committedGeneration = m.generation;
     m.state = 'committed';
     m.committedAtMs = nowMs();
-    if (this.o.frozenMemtableGraceMs === 0) {
+    if (this.ctx.options.frozenMemtableGraceMs === 0) {
       this.frozen = this.frozen.filter((f) => f !== m);
     } else {
       m.graceTimer = setTimeout(() => {
@@ -122,12 +122,12 @@ export class MemtableSet implements Tier {
         this.frozen = this.frozen.filter((f) => f !== m);
         // Its file may be compacted now: a flush lane stopped at the level-0 trigger (and puts
         // and close behind it) waits for that compaction.
-        this.life.progress.notify();
-        this.kickCompaction();
-      }, this.o.frozenMemtableGraceMs);
+        this.ctx.life.progress.notify();
+        this.kicks.compaction();
+      }, this.ctx.options.frozenMemtableGraceMs);
     }
-    this.bp.wake();
-    this.life.progress.notify();
+    this.ctx.backpressure.wake();
+    this.ctx.life.progress.notify();
   }
 
   /** The invariants of the file header, checked (cheap; for tests). Throws an Error naming the broken one. */
@@ -142,14 +142,6 @@ export class MemtableSet implements Tier {
       if (m.visibleBatches > m.batches.length || m.durableBatches > m.batches.length)
         throw new Error(`memtable ${m.generation}: a prefix beyond its batches`);
     }
-  }
-
-  retainedFrom(m: Manifest): number {
-    return m.replayCursor;
-  }
-
-  retentionCursor(m: Manifest): number {
-    return m.consumerCursor === null ? m.replayCursor : Math.min(m.replayCursor, m.consumerCursor);
   }
 
   snapshot(): MemTableStats {

@@ -1,60 +1,44 @@
-// MemWal, the in-process writer: a thin façade that opens a store in named steps and routes the
-// public API to the parts that do the work (LevelDB's DBImpl over log::Writer, Recover and
-// BackgroundCompaction). docs/impl.md §1 maps the parts; every await here is at a part's call.
+// MemWal, the in-process writer: a thin façade that opens a store in named steps (open.ts) and
+// routes the public API to the parts that do the work (LevelDB's DBImpl over log::Writer, Recover
+// and BackgroundCompaction). docs/impl.md §1 maps the parts; every await here is at a part's call.
+// The mode of the store is its tier (tier.ts): nothing here tests it.
 
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arrow';
-import { MemWalError, toMemWalError } from '../util/errors.js';
-import { MANIFEST_FORMAT_VERSION, type Manifest, cloneManifest } from '../format/manifest/manifest.js';
-import { renderMetrics } from '../metrics/prometheus.js';
-import { type MemWalOptions, type ResolvedOptions, resolveOptions } from './options.js';
-import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
-import { resolveStorage } from './resolve-storage.js';
-import { nowMs, yieldToEventLoop } from '../util/schedule.js';
-import { BackgroundLoop } from './background.js';
-import { Backpressure } from './backpressure.js';
-import { type CompactionPolicy, Compactor, DEFAULT_COMPACTION_POLICY } from './compaction.js';
-import { InlineJobs, jobsPlaceOf } from '../lsm/jobs.js';
-import { Flusher } from './flusher.js';
-import { type Key, type KeyEncoder, makeKeyEncoder } from '../data/keys.js';
-import { Lifecycle } from './lifecycle.js';
-import { callLimitMs, settleWithin } from './limits.js';
-import { ManifestLog } from './manifest-log.js';
+import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import { type Key, makeKeyEncoder } from '../data/keys.js';
+import { projectBatch, toBatches } from '../data/rows.js';
+import { makeStoreSchema } from '../data/schema.js';
+import { isSchemaMismatch } from '../format/schema-versions.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
-import { MemtableSet } from './memtable-set.js';
-import { ReadView } from './read-view.js';
-import { recover, type WalRecord } from './recovery.js';
-import { decodePayload } from '../format/wal/payload.js';
-import { Retention } from './retention.js';
-import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from '../data/rows.js';
-import { AsyncRwLock } from './rwlock.js';
-import { type StoreSchema, encodeSchema, makeStoreSchema } from '../data/schema.js';
-import {
-  decodeVersions,
-  evolutionProblem,
-  evolveManifest,
-  isSchemaMismatch,
-  recordedVersions,
-  SchemaVersions,
-  schemaMismatchError,
-} from '../format/schema-versions.js';
-import { CachedEstimate } from './storage-estimate.js';
-import { TableCache } from '../lsm/table-cache.js';
+import { renderMetrics } from '../metrics/prometheus.js';
 import type {
   BackpressureStats,
   CompactionResult,
   CompactionStats,
-  ReadStats,
   MemTableStats,
+  ReadStats,
   StorageStats,
   WalStats,
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
+import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import { nowMs } from '../util/schedule.js';
 import type { MemWalApi, PutResult, WalEntry } from './api.js';
-import { type Tier, WalOnlyTier } from './tier.js';
-import { type PendingEntry, WalWriter } from './wal-writer.js';
-import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import { Backpressure } from './backpressure.js';
+import { type CompactionPolicy, DEFAULT_COMPACTION_POLICY } from './compaction.js';
+import type { ClaimedContext, EngineContext } from './context.js';
+import { Lifecycle } from './lifecycle.js';
+import { openStore, releaseHandle } from './open.js';
+import { type MemWalOptions, resolveOptions } from './options.js';
+import { resolveStorage } from './resolve-storage.js';
+import type { Retention } from './retention.js';
+import { AsyncRwLock } from './rwlock.js';
+import { CachedEstimate } from './storage-estimate.js';
+import type { Tier } from './tier.js';
+import type { PendingEntry, WalWriter } from './wal-writer.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
@@ -105,59 +89,33 @@ function zeroWriteStats(): WriteStats {
  * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
  */
 export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
-  private readonly opts: ResolvedOptions;
-  private readonly policy: CompactionPolicy;
-  private readonly schema: StoreSchema;
-  private readonly adapter: StorageAdapter;
-  private readonly keyEncoder: KeyEncoder | undefined;
-  private readonly statsLock = new AsyncRwLock();
-  private readonly backpressure = new Backpressure();
+  private readonly ctx: ClaimedContext;
   private readonly life: Lifecycle;
-  private readonly writeStats_ = zeroWriteStats();
+  private readonly backpressure: Backpressure;
+  private readonly handle: StoreHandle;
   private readonly wal: WalWriter;
   private readonly tier: Tier;
-  /** The MemTable-mode parts; undefined in WAL-only mode. */
-  private readonly memtables: MemtableSet | undefined;
-  private handle: StoreHandle | undefined;
-  private log!: ManifestLog;
-  private flusher: Flusher | undefined;
-  private background: BackgroundLoop | undefined;
-  private reads: ReadView | undefined;
-  private tableCache: TableCache | undefined;
-  /** The store's schema versions (set by the claim). */
-  private versions!: SchemaVersions;
-  private compactor: Compactor | undefined;
-  private retention!: Retention;
-  private closePromise: Promise<void> | undefined;
+  private readonly retention: Retention;
   private readonly estimates: CachedEstimate;
+  private closePromise: Promise<void> | undefined;
 
-  private constructor(opts: ResolvedOptions, schema: StoreSchema, adapter: StorageAdapter, hooks: OpenHooks) {
-    this.opts = opts;
-    this.schema = schema;
-    this.adapter = adapter;
-    this.keyEncoder = schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined;
-    this.life = new Lifecycle(opts.name, opts.logger, hooks.onStateChange);
-    this.policy = { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy };
-    this.estimates = new CachedEstimate(adapter, opts.name);
-    this.life.onTerminal(() => this.backpressure.wake());
-    this.wal = new WalWriter(opts, schema.internal, this.life, this.writeStats_, {
-      onDurable: (e) => this.onDurable(e),
-      onFailure: (err) => this.life.poison(err),
-    });
-    if (opts.enableMemtable) {
-      this.memtables = new MemtableSet(
-        opts,
-        this.keyEncoder !== undefined,
-        this.life,
-        this.wal,
-        this.backpressure,
-        () => this.background?.kick(),
-        () => this.background?.kickCompaction(),
-      );
-      this.tier = this.memtables;
-    } else {
-      this.tier = new WalOnlyTier(this.wal, this.backpressure);
-    }
+  private constructor(
+    opened: { ctx: ClaimedContext; wal: WalWriter; tier: Tier; retention: Retention },
+    private readonly statsLock: AsyncRwLock,
+    adapter: StorageAdapter,
+  ) {
+    this.ctx = opened.ctx;
+    this.life = opened.ctx.life;
+    this.backpressure = opened.ctx.backpressure;
+    this.handle = opened.ctx.handle;
+    this.wal = opened.wal;
+    this.tier = opened.tier;
+    this.retention = opened.retention;
+    this.estimates = new CachedEstimate(adapter, opened.ctx.options.name);
+  }
+
+  private get options(): ClaimedContext['options'] {
+    return this.ctx.options;
   }
 
   // ------------------------------------------------------------------ open
@@ -175,11 +133,9 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   ): Promise<MemWal<RowsOf<S, K>>>;
   static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {
     const opts = resolveOptions(options);
-    const schema = makeStoreSchema(opts.schema, opts.primaryKey);
     const adapter = resolveStorage(opts.storage);
-    const w = new MemWal(opts, schema, adapter, hooks);
     try {
-      await w.openStore();
+      return await MemWal.openOnce(opts, adapter, hooks);
     } catch (e) {
       if (opts.onSchemaMismatch !== 'reset' || !(e instanceof MemWalError) || !isSchemaMismatch(e)) throw e;
       // The recorded schema cannot evolve into this one and the caller chose a fresh store.
@@ -192,10 +148,37 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       } catch (hookError) {
         opts.logger.warn('memwal: onSchemaReset hook threw', hookError);
       }
-      const fresh = new MemWal(opts, schema, adapter, hooks);
-      await fresh.openStore();
-      return fresh;
+      return MemWal.openOnce(opts, adapter, hooks);
     }
+  }
+
+  /** Open in named steps: lock → recover → build the parts (open.ts) → replay → wake the lanes. */
+  private static async openOnce(options: EngineContext['options'], adapter: StorageAdapter, hooks: OpenHooks): Promise<MemWal> {
+    const schema = makeStoreSchema(options.schema, options.primaryKey);
+    const life = new Lifecycle(options.name, options.logger, hooks.onStateChange);
+    const backpressure = new Backpressure();
+    life.onTerminal(() => backpressure.wake());
+    const ctx: EngineContext = {
+      options,
+      schema,
+      keyEncoder: schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined,
+      life,
+      backpressure,
+      writeStats: zeroWriteStats(),
+      policy: { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy },
+    };
+    const statsLock = new AsyncRwLock();
+    const opened = await openStore(ctx, adapter, statsLock);
+    const w = new MemWal(opened, statsLock, adapter);
+    life.setState('open');
+    try {
+      await opened.tier.replay(opened.entries, opened.ctx.log.manifest);
+    } catch (e) {
+      const err = toMemWalError(e, `replay of ${options.name}`);
+      await w.abort();
+      throw err;
+    }
+    opened.ctx.lanes.wakeAll();
     return w;
   }
 
@@ -215,209 +198,6 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     }
   }
 
-  /** Open in named steps: lock → recover → start the parts → replay → retention. */
-  private async openStore(): Promise<void> {
-    let replay: WalRecord[] = [];
-    await this.statsLock.write(async () => {
-      const handle = await this.lock();
-      try {
-        replay = await this.recover(handle);
-      } catch (e) {
-        this.life.dead = true;
-        await this.release(handle);
-        throw toMemWalError(e, `open ${this.opts.name}`);
-      }
-    });
-    this.life.setState('open');
-    if (this.memtables) {
-      try {
-        await this.replay(replay);
-      } catch (e) {
-        const err = toMemWalError(e, `replay of ${this.opts.name}`);
-        await this.abort();
-        throw err;
-      }
-    }
-    void this.retention.run();
-    this.background?.kickCompaction();
-  }
-
-  /** Take the store's writer lock (waiting, failing fast or stealing, as the options say). */
-  private async lock(): Promise<StoreHandle> {
-    try {
-      this.handle = await this.adapter.openStore(this.opts.name, {
-        timeoutMs: this.opts.lockTimeoutMs,
-        steal: this.opts.steal,
-        onWaiting: () => this.life.setState('waiting-for-lock'),
-        logger: this.opts.logger,
-        onLost: (reason) => this.onLockLost(reason),
-      });
-      return this.handle;
-    } catch (e) {
-      throw toMemWalError(e, `open ${this.opts.name}`);
-    }
-  }
-
-  /** Recover (recovery.ts), then start the parts on the claimed manifest. Returns the entries to replay. */
-  private async recover(handle: StoreHandle): Promise<WalRecord[]> {
-    const opts = this.opts;
-    this.log = new ManifestLog(handle, opts.name, callLimitMs(opts.walRetry.timeoutMs));
-    const r = await recover({
-      handle,
-      log: this.log,
-      limitMs: opts.flushRetry.stallMs,
-      check: (stored) => this.checkStored(stored),
-      claimOf: (stored) => this.claimOf(stored),
-      expectations: (m) => ({ mustKeepAfter: this.tier.retainedFrom(m), durableUpTo: m.positionHint }),
-      schemasOf: (stored) => {
-        if (!stored) return this.schema.internal;
-        // The versions the claim records (or has recorded): the entries are read in them after it.
-        const evolved = evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1);
-        const known = new SchemaVersions(this.schema, evolved.schemaVersion ?? 1, recordedVersions(evolved));
-        return (s, epoch) => known.versionOfEntry(s, epoch) !== undefined;
-      },
-      logger: opts.logger,
-    });
-    const m = this.log.manifest;
-    this.versions = new SchemaVersions(this.schema, m.schemaVersion ?? 1, recordedVersions(m));
-    this.wal.start(handle, this.log.epoch, r.analysis.segments, r.nextPosition - 1, r.tornTailBytes);
-    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (t, epoch, position) =>
-      this.versions.projectEntry(t, epoch, position),
-    );
-    if (this.memtables) {
-      this.memtables.start(m);
-      const limit = opts.flushRetry.stallMs;
-      this.tableCache = new TableCache(
-        this.schema,
-        this.schema.internal,
-        this.keyEncoder,
-        {
-          range: (name, offset, length) => settleWithin(handle.tableReadRange(name, offset, length), limit, `read of table file ${name}`),
-          whole: (name) => settleWithin(handle.tableRead(name), limit, `read of table file ${name}`),
-        },
-        opts.blockCacheBytes,
-        this.versions,
-      );
-      const cache = this.tableCache;
-      const jobs =
-        jobsPlaceOf(this.adapter)?.backgroundJobs(handle, this.schema, recordedVersions(m), m.schemaVersion ?? 1) ??
-        new InlineJobs(this.schema, this.keyEncoder, (t) => cache.open(t));
-      this.compactor = new Compactor(opts, this.keyEncoder !== undefined, this.policy, jobs, handle, this.life, this.log, this.tableCache);
-      this.flusher = new Flusher(
-        opts,
-        jobs,
-        (first, last) =>
-          this.wal.segments
-            .filter((s) => s.lastPosition >= first && s.firstPosition <= last)
-            .map((s) => ({ name: s.name, firstPosition: s.firstPosition, lastPosition: s.lastPosition })),
-        handle,
-        this.life,
-        this.log,
-        this.memtables,
-        this.writeStats_,
-        () => this.wal.durablePosition,
-        () => void this.retention.run(),
-      );
-      this.background = new BackgroundLoop(
-        opts,
-        this.life,
-        this.memtables,
-        this.flusher,
-        this.compactor,
-        this.log,
-        this.keyEncoder !== undefined,
-        this.policy,
-      );
-      this.reads = new ReadView(this.schema, this.keyEncoder, this.memtables, () => this.log.manifest.tables, this.tableCache);
-    }
-    return this.memtables ? r.analysis.entries.filter((e) => e.position > m.replayCursor) : [];
-  }
-
-  /** Refuse a stored manifest whose layout, mode, schema or key differs from the options. */
-  private checkStored(stored: Manifest | undefined): void {
-    if (!stored) return;
-    const name = this.opts.name;
-    if (stored.layout !== this.adapter.layout) {
-      throw new MemWalError(
-        'NotSupported',
-        `store ${name} was written with layout '${stored.layout}', which this storage ('${this.adapter.layout}') cannot read`,
-      );
-    }
-    if (stored.mode !== this.tier.mode) {
-      throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
-    }
-    const problem = evolutionProblem(decodeVersions(recordedVersions(stored), stored.primaryKey), this.schema.base, this.schema.primaryKey);
-    if (problem) throw schemaMismatchError(name, problem);
-    if (stored.primaryKey.join('\u0000') !== this.schema.primaryKey.join('\u0000')) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `option primaryKey: store ${name} has primary key [${stored.primaryKey.join(', ')}], not [${this.schema.primaryKey.join(', ')}]`,
-      );
-    }
-  }
-
-  /** The manifest that claims the store: epoch + 1 over `stored`, or a new store's first. */
-  private claimOf(stored: Manifest | undefined): Manifest {
-    if (stored) {
-      return {
-        ...cloneManifest(stored),
-        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1),
-        writerEpoch: stored.writerEpoch + 1,
-        version: stored.version + 1,
-      };
-    }
-    return {
-      formatVersion: MANIFEST_FORMAT_VERSION,
-      layout: this.adapter.layout,
-      mode: this.tier.mode,
-      schema: encodeSchema(this.schema.base),
-      schemaVersion: 1,
-      schemas: [{ version: 1, schema: encodeSchema(this.schema.base), writerEpoch: 1 }],
-      primaryKey: [...this.schema.primaryKey],
-      writerEpoch: 1,
-      version: 1,
-      nextGeneration: 1,
-      replayCursor: 0,
-      consumerCursor: null,
-      positionHint: 0,
-      tables: [],
-    };
-  }
-
-  /** Replay entries after the replay cursor into memtables through the normal freeze triggers. */
-  private async replay(entries: WalRecord[]): Promise<void> {
-    const memtables = this.memtables!;
-    const start = nowMs();
-    for (const e of entries) {
-      // Never hold more than the budget: wait for flushes as a put would.
-      while (memtables.unflushedBytes() >= this.opts.maxUnflushedMemtableBytes) {
-        this.life.throwIfUnusable();
-        if (!memtables.hasUncommittedFrozen()) memtables.freeze();
-        await this.life.progress.wait();
-      }
-      this.life.throwIfUnusable();
-      // A copy of just this payload: the batches own a compact buffer, not a view of the segment;
-      // written in an older schema version, projected onto the current one.
-      const internal = this.schema.internal;
-      const decoded = decodePayload(e, (s, epoch) => this.versions.versionOfEntry(s, epoch) !== undefined, true);
-      const batches = this.versions.projectEntry(decoded, e.epoch, e.position).map((b) => compactIfSparse(b, internal));
-      const keys = this.keyEncoder ? batches.map((b) => this.keyEncoder!(b)) : undefined;
-      const bytes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
-      const m = memtables.active;
-      const end = m.append(batches, keys, bytes);
-      m.durableBatches = end;
-      m.publish(end);
-      if (m.firstPosition === 0) m.firstPosition = e.position;
-      m.lastPosition = e.position;
-      this.wal.durableBatchCount += batches.length;
-      this.writeStats_.replayedEntries += 1;
-      for (const b of batches) this.writeStats_.replayedRows += b.numRows;
-      if (memtables.freezeTriggered(m)) memtables.freeze();
-      if (this.writeStats_.replayedEntries % 64 === 0) await yieldToEventLoop();
-    }
-    this.writeStats_.replayTimeMs = nowMs() - start;
-  }
-
   // ------------------------------------------------------------------ state
 
   /**
@@ -433,26 +213,21 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return 'in-process';
   }
 
-  /** Checks the parts' invariants (docs/impl.md §1; cheap, for tests). Throws an Error naming a broken one. */
+  /**
+   * Checks the invariants of every part (docs/impl.md §1): the WAL writer, the tier (memtables,
+   * table cache), the manifest this writer holds and the admission ladder. Cheap; for tests.
+   * Throws an Error naming a broken one.
+   */
   checkInvariants(): void {
     this.wal.checkInvariants();
-    this.memtables?.checkInvariants();
+    this.tier.checkInvariants();
+    this.ctx.log.checkInvariants();
+    this.backpressure.checkInvariants();
   }
 
   /** The writer's current state. */
   get writerState(): WriterState {
     return this.life.state;
-  }
-
-  private onLockLost(reason: string): void {
-    if (this.life.closed) return;
-    this.life.poison(new MemWalError('Fenced', `writer lock of ${this.opts.name} lost (${reason}): another writer may own the store`));
-    void this.handle?.release();
-  }
-
-  private requireMemtable(op: string): MemtableSet {
-    if (!this.memtables) throw new MemWalError('NotSupported', `${op} is not available in WAL-only mode`);
-    return this.memtables;
   }
 
   // ------------------------------------------------------------------ put path
@@ -470,7 +245,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    */
   async put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
-    return this.write(toBatches(data, this.schema), opts.signal);
+    return this.write(toBatches(data, this.ctx.schema), opts.signal);
   }
 
   /**
@@ -479,16 +254,15 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    */
   async delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
-    this.requireMemtable('delete');
-    if (!this.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
-    const batch = tombstoneBatch(keys, this.schema);
+    const batch = this.tier.tombstones(keys as Table | Record<string, unknown>[]);
     return this.write(batch ? [batch] : [], opts.signal);
   }
 
   /** Admission (backpressure.ts) and insert (tier) in one synchronous step, then durability. */
   private async write(batches: RecordBatch[], signal: AbortSignal | undefined): Promise<PutResult> {
     if (batches.length === 0) return { rows: 0, position: this.wal.durablePosition, durable: true };
-    const keys = this.keyEncoder ? batches.map((b) => this.keyEncoder!(b)) : undefined;
+    const keyEncoder = this.ctx.keyEncoder;
+    const keys = keyEncoder ? batches.map((b) => keyEncoder(b)) : undefined;
     const sizes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
     let bytes = 0;
     let rows = 0;
@@ -496,15 +270,15 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       bytes += sizes[i]!;
       rows += batches[i]!.numRows;
     }
-    if (bytes > this.opts.maxPutBytes) {
+    if (bytes > this.options.maxPutBytes) {
       throw new MemWalError(
         'InvalidArgument',
-        `put of ${rows} rows is about ${bytes} bytes, more than maxPutBytes (${this.opts.maxPutBytes}); split it into smaller puts; nothing was written`,
+        `put of ${rows} rows is about ${bytes} bytes, more than maxPutBytes (${this.options.maxPutBytes}); split it into smaller puts; nothing was written`,
       );
     }
     let entry: PendingEntry | undefined;
     const tryAdmit = (): boolean => {
-      if (this.tier.unflushedBytes() >= this.opts.maxUnflushedMemtableBytes) return false;
+      if (this.tier.unflushedBytes() >= this.options.maxUnflushedMemtableBytes) return false;
       entry = this.insert(batches, keys, sizes, bytes, rows);
       return true;
     };
@@ -512,14 +286,14 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       terminal: () => this.life.terminalForAdmission(),
       onBlocked: () => this.tier.onBlocked(),
       describe: () =>
-        `unflushed ${this.tier.unflushedBytes()} of ${this.opts.maxUnflushedMemtableBytes} bytes; flush: ${this.flusher?.stage ?? 'none (WAL-only)'}`,
+        `unflushed ${this.tier.unflushedBytes()} of ${this.options.maxUnflushedMemtableBytes} bytes; flush: ${this.tier.flushStage()}`,
       signal,
-      timeoutMs: this.opts.backpressureTimeoutMs,
-      logIntervalMs: this.opts.backpressureLogIntervalMs,
-      logger: this.opts.logger,
+      timeoutMs: this.options.backpressureTimeoutMs,
+      logIntervalMs: this.options.backpressureLogIntervalMs,
+      logger: this.options.logger,
     });
     const e = entry!;
-    if (this.opts.durableWrite) {
+    if (this.options.durableWrite) {
       await e.done;
       return { rows, position: e.position, durable: true };
     }
@@ -530,17 +304,11 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
     const t0 = nowMs();
     const e = this.tier.insert(batches, keys, sizes, bytes, rows);
-    this.writeStats_.putCount += 1;
-    this.writeStats_.putRows += rows;
+    this.ctx.writeStats.putCount += 1;
+    this.ctx.writeStats.putRows += rows;
     this.wal.schedule(e);
-    this.writeStats_.putTimeMs += nowMs() - t0;
+    this.ctx.writeStats.putTimeMs += nowMs() - t0;
     return e;
-  }
-
-  /** An entry is durable: the tier publishes its rows; everything waiting re-checks. */
-  private onDurable(e: PendingEntry): void {
-    this.tier.onDurable(e);
-    this.life.progress.notify();
   }
 
   /**
@@ -559,9 +327,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * `NotSupported` in WAL-only mode.
    */
   async forceSealActive(): Promise<{ sealedGeneration: number | null }> {
-    const memtables = this.requireMemtable('forceSealActive');
-    this.life.throwIfUnusable();
-    return { sealedGeneration: memtables.freeze() };
+    return { sealedGeneration: this.tier.seal() };
   }
 
   /**
@@ -570,16 +336,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * `NotSupported` in WAL-only mode.
    */
   async waitForFlushDrain(opts: { signal?: AbortSignal } = {}): Promise<void> {
-    const memtables = this.requireMemtable('waitForFlushDrain');
-    const target = memtables.active.generation - 1;
-    const signal = opts.signal;
-    for (;;) {
-      if (this.life.poisonError) throw this.life.poisonError;
-      if (memtables.committedGeneration >= target) return;
-      if (this.life.closed || this.life.dead) throw new MemWalError('Closed', `store ${this.opts.name} closed before its flushes drained`);
-      if (signal?.aborted) throw new MemWalError('Aborted', 'waitForFlushDrain aborted');
-      await this.life.progress.wait(signal);
-    }
+    return this.tier.waitForFlushDrain(opts.signal);
   }
 
   // ------------------------------------------------------------------ reads and the log
@@ -591,8 +348,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
-    this.requireMemtable('get');
-    return this.reads!.get(key);
+    return this.tier.get(key);
   }
 
   /**
@@ -602,10 +358,9 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    */
   async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     this.life.throwIfUnusable();
-    this.requireMemtable('scan');
     const batches: RecordBatch[] = [];
-    for await (const b of this.reads!.scan(opts.columns, Number.POSITIVE_INFINITY)) batches.push(b);
-    const schema = projectBatch(new ArrowRecordBatch(this.schema.internal, undefined as never), opts.columns, true).schema;
+    for await (const b of this.tier.scan(opts.columns, Number.POSITIVE_INFINITY)) batches.push(b);
+    const schema = projectBatch(new ArrowRecordBatch(this.ctx.schema.internal, undefined as never), opts.columns, true).schema;
     return batches.length > 0 ? new ArrowTable(batches) : new ArrowTable(schema);
   }
 
@@ -624,8 +379,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     const writer = this;
     return (async function* () {
       writer.life.throwIfUnusable();
-      writer.requireMemtable('scan');
-      yield* writer.reads!.scan(opts.columns, limit, opts.after as Record<string, unknown> | undefined);
+      yield* writer.tier.scan(opts.columns, limit, opts.after as Record<string, unknown> | undefined);
     })();
   }
 
@@ -655,29 +409,22 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   /** Memtable tier stats (never checks poison). `NotSupported` in WAL-only mode. */
   async memtableStats(): Promise<MemTableStats> {
-    const memtables = this.requireMemtable('memtableStats');
-    return this.statsLock.read(() => memtables.snapshot());
+    return this.statsLock.read(() => this.tier.memtableStats());
   }
 
   /** Backpressure waits (both modes; never checks poison). */
   async backpressureStats(): Promise<BackpressureStats> {
-    return this.statsLock.read(() => this.backpressure.stats(this.background?.stalled));
+    return this.statsLock.read(() => this.backpressure.stats(this.tier.compactionStalled()));
   }
 
   /** Table files per level, compaction debt and work since this open. `NotSupported` in WAL-only mode. */
   async compactionStats(): Promise<CompactionStats> {
-    this.requireMemtable('compactionStats');
-    return this.statsLock.read(() => this.compactionSnapshot());
-  }
-
-  private compactionSnapshot(): CompactionStats {
-    return this.compactor!.snapshot(this.log.manifest, this.background!.pendingBytes());
+    return this.statsLock.read(() => this.tier.compactionStats());
   }
 
   /** Point reads, Bloom filters and the block cache since this open. `NotSupported` in WAL-only mode. */
   async readStats(): Promise<ReadStats> {
-    this.requireMemtable('readStats');
-    return this.statsLock.read(() => ({ ...this.tableCache!.stats }));
+    return this.statsLock.read(() => this.tier.readStats());
   }
 
   /**
@@ -687,9 +434,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * background retries). `NotSupported` in WAL-only mode.
    */
   async compact(opts: { signal?: AbortSignal } = {}): Promise<CompactionResult> {
-    this.requireMemtable('compact');
-    this.life.throwIfUnusable();
-    return this.background!.compact(opts.signal);
+    return this.tier.compact(opts.signal);
   }
 
   /** WAL positions and bytes (never checks poison). */
@@ -699,7 +444,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   /** Counters and times of puts, appends, flushes and replay since this open. */
   async writeStats(): Promise<WriteStats> {
-    return this.statsLock.read(() => ({ ...this.writeStats_ }));
+    return this.statsLock.read(() => ({ ...this.ctx.writeStats }));
   }
 
   /**
@@ -713,7 +458,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   private storageSnapshot(est: StorageEstimate): StorageStats {
-    const tables = this.log?.manifest?.tables ?? [];
+    const tables = this.ctx.log.manifest.tables;
     let tableFileBytes = 0;
     for (const t of tables) tableFileBytes += t.bytes;
     return { ...est, tableFileCount: tables.length, tableFileBytes };
@@ -724,17 +469,15 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     const est = await this.estimates.get();
     return this.statsLock.read(() =>
       renderMetrics({
-        store: this.opts.name,
+        store: this.options.name,
         mode: this.tier.mode,
-        memtable: this.memtables?.snapshot(),
-        compaction: this.memtables ? this.compactionSnapshot() : undefined,
-        reads: this.tableCache ? { ...this.tableCache.stats } : undefined,
+        ...this.tier.metricsParts(),
         walUnappendedBytes: this.wal.pendingBytes,
-        backpressure: this.backpressure.stats(this.background?.stalled),
+        backpressure: this.backpressure.stats(this.tier.compactionStalled()),
         wal: this.wal.snapshot(),
-        write: { ...this.writeStats_ },
+        write: { ...this.ctx.writeStats },
         storage: this.storageSnapshot(est),
-        budgetBytes: this.opts.maxUnflushedMemtableBytes,
+        budgetBytes: this.options.maxUnflushedMemtableBytes,
         state: this.life.state,
       }),
     );
@@ -763,36 +506,30 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     let failure: MemWalError | undefined;
     if (!life.poisonError && !life.dead) {
       // 1. Every accepted put durable (the WAL writer's limits bound this wait).
-      this.memtables?.freeze();
+      this.tier.freezeForClose();
       this.wal.closeOpen();
       this.wal.kick();
       while (!life.poisonError && !life.dead && this.wal.queue.length > 0) await life.progress.wait();
-      // 2. Every frozen memtable flushed, one more try each.
-      const memtables = this.memtables;
-      if (memtables && this.flusher && this.background && !life.poisonError && !life.dead) {
-        life.kick.notify();
-        this.background.kick();
-        while (!life.poisonError && !life.dead && memtables.hasUncommittedFrozen() && !this.flusher.closeError) {
-          await life.progress.wait();
-          if (!this.background.busy && memtables.hasUncommittedFrozen() && !this.flusher.closeError) this.background.kick();
-        }
-      }
+      // 2. Every frozen memtable flushed, one more try each (MemTable mode).
+      const flushFailure = await this.tier.flushForClose();
       // 3. A failure while closing (a WAL append past walRetry, a failed last flush) is reported;
       //    so is an abort that cut the close short.
-      failure = this.flusher?.closeError ?? life.poisonError;
-      const unfinished = this.wal.queue.length > 0 || this.memtables?.hasUncommittedFrozen() === true;
+      failure = flushFailure ?? life.poisonError;
+      const unfinished = this.wal.queue.length > 0 || this.tier.hasUnflushed();
       if (!failure && life.closed && unfinished) {
         failure = new MemWalError(
           'Closed',
-          `store ${this.opts.name} was aborted while closing; the outcome of puts not yet durable is unknown`,
+          `store ${this.options.name} was aborted while closing; the outcome of puts not yet durable is unknown`,
         );
       }
     }
     life.stopping = true;
-    await this.retention.settle();
+    // 4. The background lanes whose I/O must not outlive the handle end (WAL retention); the
+    //    others (appends, flushes, compactions) stop at the shutdown below.
+    await this.ctx.lanes.settle();
     await this.statsLock.write(async () => {
-      this.life.shutdown(new MemWalError('Closed', `store ${this.opts.name} is closed`));
-      await this.release(this.handle);
+      this.life.shutdown(new MemWalError('Closed', `store ${this.options.name} is closed`));
+      await releaseHandle(this.ctx, this.handle);
     });
     if (failure) throw failure;
   }
@@ -803,17 +540,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    */
   async abort(): Promise<void> {
     if (this.life.closed) return;
-    this.life.shutdown(new MemWalError('Closed', `store ${this.opts.name} was aborted; the outcome of in-flight puts is unknown`));
-    await this.release(this.handle);
-  }
-
-  /** Release the handle, within a time limit (a release that never settles must not hang close). */
-  private async release(handle: StoreHandle | undefined): Promise<void> {
-    if (!handle) return;
-    try {
-      await settleWithin(handle.release(), callLimitMs(this.opts.walRetry.timeoutMs), `release of ${this.opts.name}`);
-    } catch (e) {
-      this.opts.logger.warn(`memwal: ${toMemWalError(e, 'release').message}`);
-    }
+    this.life.shutdown(new MemWalError('Closed', `store ${this.options.name} was aborted; the outcome of in-flight puts is unknown`));
+    await releaseHandle(this.ctx, this.handle);
   }
 }

@@ -27,7 +27,7 @@ interface ViewCapture {
 /** Reads of one MemTable-mode writer. */
 export class ReadView {
   constructor(
-    private readonly ss: StoreSchema,
+    private readonly storeSchema: StoreSchema,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly tier: MemtableSet,
     /** The committed table files (the manifest's list). */
@@ -54,7 +54,7 @@ export class ReadView {
   }
 
   private isTombstone(batch: RecordBatch, row: number): boolean {
-    return this.ss.hasTombstone && batch.getChildAt(this.ss.internal.fields.length - 1)!.get(row) === true;
+    return this.storeSchema.hasTombstone && batch.getChildAt(this.storeSchema.internal.fields.length - 1)!.get(row) === true;
   }
 
   /**
@@ -63,7 +63,7 @@ export class ReadView {
    */
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'get needs a primary key (this store is append-only)');
-    const k = encodeKey(key, this.ss);
+    const k = encodeKey(key, this.storeSchema);
     const stats = this.cache.stats;
     stats.gets++;
     const view = this.capture();
@@ -75,7 +75,7 @@ export class ReadView {
       const batch = m.batches[b]!;
       return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
     }
-    const probe = keyString(k, this.ss);
+    const probe = keyString(k, this.storeSchema);
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
     try {
@@ -92,7 +92,7 @@ export class ReadView {
         stats.tableFilesConsulted++;
         const i = findBlock(open, probe);
         const block = i < 0 ? undefined : await open.block(i);
-        const row = block ? findRow(block.keys!, k, this.ss) : -1;
+        const row = block ? findRow(block.keys!, k, this.storeSchema) : -1;
         if (row < 0) {
           if (open.bloom) stats.bloomFalsePositives++;
           continue;
@@ -115,7 +115,7 @@ export class ReadView {
     let from: Key | undefined;
     if (after !== undefined) {
       if (!this.keyEncoder) throw new MemWalError('NotSupported', 'scanBatches: after needs a primary key (this store is append-only)');
-      from = encodeKey(after, this.ss);
+      from = encodeKey(after, this.storeSchema);
     }
     const view = this.capture();
     const names = view.tables.map((t) => t.name);
@@ -141,18 +141,18 @@ export class ReadView {
       if (visible === 0) continue;
       // The index covers exactly the visible prefix; a copy freezes it against later puts.
       const entries = indexEntries(m.keyIndex!);
-      sources.push(lazyRun(() => sortedNewest(this.ss.internal, this.ss, m.batches, visible, entries)));
+      sources.push(lazyRun(() => sortedNewest(this.storeSchema.internal, this.storeSchema, m.batches, visible, entries)));
     }
-    const probe = after === undefined ? undefined : keyString(after, this.ss);
+    const probe = after === undefined ? undefined : keyString(after, this.storeSchema);
     const past = (t: TableFileEntry): boolean => probe === undefined || t.maxKey === undefined || keyFromHex(t.maxKey) > probe;
     const level0 = view.tables.filter((t) => levelOf(t) === 0 && past(t));
     const level1 = view.tables.filter((t) => levelOf(t) >= 1 && past(t));
     for (const t of level0) sources.push(this.fileSource([t], probe));
     if (level1.length > 0) sources.push(this.fileSource(level1, probe));
-    return mergeSorted(after === undefined ? sources : sources.map((s) => startAfter(s, after, this.ss)), {
-      schema: this.ss.internal,
-      ss: this.ss,
-      tombstone: this.ss.internal.fields.length - 1,
+    return mergeSorted(after === undefined ? sources : sources.map((s) => startAfter(s, after, this.storeSchema)), {
+      schema: this.storeSchema.internal,
+      storeSchema: this.storeSchema,
+      tombstone: this.storeSchema.internal.fields.length - 1,
       dropTombstones: true,
       rows: BLOCK_MAX_ROWS * 4,
     });
@@ -219,7 +219,7 @@ function firstBlockPast(t: OpenTable, probe: string): number {
  * `source` without its keys up to and including `after`: runs wholly at or before it are
  * dropped, the first run past it is cut; every later run follows it in key order, untouched.
  */
-function startAfter(source: MergeSource, after: Key, ss: StoreSchema): MergeSource {
+function startAfter(source: MergeSource, after: Key, storeSchema: StoreSchema): MergeSource {
   let passed = false;
   return {
     next: async (): Promise<SortedRun | undefined> => {
@@ -231,7 +231,7 @@ function startAfter(source: MergeSource, after: Key, ss: StoreSchema): MergeSour
         let hi = keys.length;
         while (lo < hi) {
           const mid = (lo + hi) >> 1;
-          if (compareKeys(keys[mid]!, after, ss) <= 0) lo = mid + 1;
+          if (compareKeys(keys[mid]!, after, storeSchema) <= 0) lo = mid + 1;
           else hi = mid;
         }
         if (lo === keys.length) continue;

@@ -5,69 +5,56 @@
 
 import { type RecordBatch, Table, tableFromIPC } from 'apache-arrow';
 import { MemWalError, toMemWalError } from '../util/errors.js';
-import type { ResolvedOptions } from './options.js';
-import type { StoreHandle } from '../storage/adapter.js';
 import { scanSegment } from '../format/wal/codec.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { ClaimedContext } from './context.js';
+import type { BackgroundLane, LaneStep } from './lane.js';
 import { callLimitMs, settleWithin } from './limits.js';
-import type { ManifestLog } from './manifest-log.js';
 import type { WalEntry } from './api.js';
 import type { Tier } from './tier.js';
 import type { WalWriter } from './wal-writer.js';
 
 /** Removes WAL segments nobody needs, and reads the log back for `tail`. */
 export class Retention {
-  /** The removal pass in progress (one at a time); close waits for it before releasing. */
-  private running: Promise<void> | undefined;
-  private again = false;
+  /** Removal passes, one at a time (the `wal retention` lane); close waits for it before releasing. */
+  private readonly lane: BackgroundLane;
 
   constructor(
-    private readonly o: ResolvedOptions,
-    private readonly handle: StoreHandle,
-    private readonly life: Lifecycle,
-    private readonly log: ManifestLog,
-    private readonly wal: WalWriter,
-    private readonly tier: Tier,
-    /** The batches of WAL entry `position`, written by writer `epoch` in any recorded schema version, in the current one. */
-    private readonly project: (t: Table, epoch: number, position: number) => RecordBatch[],
-  ) {}
+    private readonly ctx: ClaimedContext,
+    private readonly parts: {
+      wal: WalWriter;
+      /** Says which entries the store's mode still needs (`retentionCursor`). */
+      tier: Pick<Tier, 'retentionCursor'>;
+      /** The batches of WAL entry `position`, written by writer `epoch` in any recorded schema version, in the current one. */
+      project(t: Table, epoch: number, position: number): RecordBatch[];
+    },
+  ) {
+    this.lane = ctx.lanes.add('wal retention', () => this.pass(), { atClose: 'finish' });
+  }
 
   /**
    * Schedule a removal pass (after a flush commit or `markConsumed`); passes never overlap.
-   * Resolves when the pass that covers this call has ended. Never rejects.
+   * Resolves once no pass runs any more. Never rejects.
    */
   run(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.settle();
-    }
-    this.running = this.pass().finally(() => {
-      this.running = undefined;
-      if (this.again && !this.life.dead && !this.life.stopping) {
-        this.again = false;
-        void this.run();
-      }
-    });
-    return this.running;
+    this.lane.wake();
+    return this.lane.settled();
   }
 
-  /** Resolves once no removal pass is running or scheduled. */
-  async settle(): Promise<void> {
-    while (this.running) await this.running;
-  }
-
-  private async pass(): Promise<void> {
-    const cursor = this.tier.retentionCursor(this.log.manifest);
-    for (const s of this.wal.removable(cursor)) {
-      if (this.life.dead) return;
+  /** One removal pass: every segment wholly at or below the retention cursor but the one being appended to. */
+  private async pass(): Promise<LaneStep> {
+    const { handle, life, log, options } = this.ctx;
+    const cursor = this.parts.tier.retentionCursor(log.manifest);
+    for (const s of this.parts.wal.removable(cursor)) {
+      if (life.dead) return 'stop';
       try {
-        await settleWithin(this.handle.walRemove(s.name), callLimitMs(this.o.walRetry.timeoutMs), `removal of WAL segment ${s.name}`);
-        this.wal.forget(s);
+        await settleWithin(handle.walRemove(s.name), callLimitMs(options.walRetry.timeoutMs), `removal of WAL segment ${s.name}`);
+        this.parts.wal.forget(s);
       } catch (e) {
-        if (!this.life.dead) this.o.logger.warn(`memwal: could not remove WAL segment ${s.name} (retried after the next flush)`, e);
-        return;
+        if (!life.dead) options.logger.warn(`memwal: could not remove WAL segment ${s.name} (retried after the next flush)`, e);
+        return 'idle';
       }
     }
+    return 'idle';
   }
 
   /**
@@ -75,17 +62,17 @@ export class Retention {
    * WAL entries are removed only at or below the consumer cursor once it is set.
    */
   async markConsumed(position: number): Promise<void> {
-    const durable = this.wal.durablePosition;
+    const durable = this.parts.wal.durablePosition;
     if (!Number.isSafeInteger(position) || position < 0 || position > durable) {
       throw new MemWalError('InvalidArgument', `markConsumed: position must be an integer in [0, ${durable}], got ${position}`);
     }
-    const current = this.log.manifest.consumerCursor;
+    const current = this.ctx.log.manifest.consumerCursor;
     if (current !== null && position <= current) return;
     try {
-      await this.log.commit({ consumerCursor: Math.max(current ?? 0, position) }, durable);
+      await this.ctx.log.commit({ consumerCursor: Math.max(current ?? 0, position) }, durable);
     } catch (raw) {
       const err = toMemWalError(raw, 'markConsumed');
-      if (err.code === 'Fenced' || this.log.unresolvable) this.life.poison(err);
+      if (err.code === 'Fenced' || this.ctx.log.unresolvable) this.ctx.life.poison(err);
       throw err;
     }
     await this.run();
@@ -104,14 +91,14 @@ export class Retention {
     /** The segment last read and the offset just past the last frame consumed from it. */
     let read: { segment: string; offset: number } | undefined;
     for (;;) {
-      if (this.life.poisonError) throw this.life.poisonError;
-      const oldest = this.wal.oldestRetained();
+      if (this.ctx.life.poisonError) throw this.ctx.life.poisonError;
+      const oldest = this.parts.wal.oldestRetained();
       if (pos < oldest) {
         throw new MemWalError('Truncated', `tail: entry ${pos} was removed by retention (oldest retained: ${oldest})`);
       }
-      const durable = this.wal.durablePosition;
+      const durable = this.parts.wal.durablePosition;
       if (pos <= durable) {
-        const seg = [...this.wal.segments].reverse().find((s) => s.firstPosition <= pos && pos <= s.lastPosition);
+        const seg = [...this.parts.wal.segments].reverse().find((s) => s.firstPosition <= pos && pos <= s.lastPosition);
         if (!seg) throw new MemWalError('Truncated', `tail: entry ${pos} is not in any retained WAL segment`);
         // Frames up to `last` are durable: appends past them (a retried one may be truncated
         // away) start at or beyond the end of the last frame consumed, so that offset stays valid.
@@ -119,7 +106,11 @@ export class Retention {
         const offset = read?.segment === seg.name ? read.offset : 0;
         let bytes: Uint8Array;
         try {
-          bytes = await settleWithin(this.handle.walRead(seg.name, offset), this.o.flushRetry.stallMs, `tail read of ${seg.name}`);
+          bytes = await settleWithin(
+            this.ctx.handle.walRead(seg.name, offset),
+            this.ctx.options.flushRetry.stallMs,
+            `tail read of ${seg.name}`,
+          );
         } catch (e) {
           throw toMemWalError(e, `tail read of ${seg.name}`);
         }
@@ -129,7 +120,7 @@ export class Retention {
           read = { segment: seg.name, offset: f.offset + f.frameBytes };
           if (f.position < pos) continue;
           const decoded = tableFromIPC(f.payload.slice()) as Table;
-          const batches = this.project(decoded, f.epoch, f.position);
+          const batches = this.parts.project(decoded, f.epoch, f.position);
           const data = batches.length > 0 ? new Table(batches) : decoded;
           yield { position: f.position, epoch: f.epoch, data };
           pos = f.position + 1;
@@ -138,8 +129,8 @@ export class Retention {
         if (!progressed) throw new MemWalError('Corruption', `tail: entry ${pos} could not be read from WAL segment ${seg.name}`);
         continue;
       }
-      if (!opts.follow || this.life.closed || this.life.dead || opts.signal?.aborted) return;
-      await this.life.progress.wait(opts.signal);
+      if (!opts.follow || this.ctx.life.closed || this.ctx.life.dead || opts.signal?.aborted) return;
+      await this.ctx.life.progress.wait(opts.signal);
     }
   }
 }

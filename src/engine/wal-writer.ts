@@ -6,15 +6,15 @@
 
 import { type RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../util/errors.js';
-import type { ResolvedOptions } from './options.js';
-import { segmentName, type StoreHandle } from '../storage/adapter.js';
+import { segmentName } from '../storage/adapter.js';
 import { backoffMs, nowMs, sleep, yieldToEventLoop } from '../util/schedule.js';
 import { encodeFrame } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
-import type { Lifecycle } from './lifecycle.js';
+import type { ClaimedContext } from './context.js';
+import type { BackgroundLane, LaneStep } from './lane.js';
 import { isTimeout, settleWithin } from './limits.js';
 import type { MemTable } from '../lsm/memtable.js';
-import type { WalStats, WriteStats } from '../metrics/stats.js';
+import type { WalStats } from '../metrics/stats.js';
 
 /** A segment grows to about this size before the writer starts the next one (retention unit). */
 export const WAL_SEGMENT_TARGET_BYTES = 8 * 1024 * 1024;
@@ -46,6 +46,16 @@ export interface Segment {
   lastPosition: number;
 }
 
+/** Where recovery left the WAL (recovery.ts): the writer appends after it. */
+export interface RecoveredWal {
+  /** This writer's epoch (its claim). */
+  epoch: number;
+  segments: Segment[];
+  /** The last position any entry holds or the manifest records; appends start after it. */
+  lastPosition: number;
+  tornTailBytes: number;
+}
+
 /** What the WAL writer tells its owner. */
 export interface WalWriterEvents {
   /** An entry is durable (called in position order, synchronously, before its puts resolve). */
@@ -57,7 +67,6 @@ export interface WalWriterEvents {
 /** Group commit of WAL entries into segments of one writer epoch. */
 export class WalWriter {
   readonly queue: PendingEntry[] = [];
-  private appending = false;
   nextPosition = 1;
   durablePosition = 0;
   /** Retained segments, in position order; the last may be `current`. */
@@ -70,33 +79,31 @@ export class WalWriter {
   entriesWritten = 0;
   tornTailBytes = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private handle!: StoreHandle;
-  private epoch = 0;
+  private readonly epoch: number;
+  private readonly schema: Schema;
+  /** The append loop, leader-style (the `wal append` lane). */
+  private readonly lane: BackgroundLane;
 
+  /** Appends for the claimed epoch after what recovery found (`recovered`). */
   constructor(
-    private readonly o: ResolvedOptions,
-    private readonly schema: Schema,
-    private readonly life: Lifecycle,
-    private readonly ws: WriteStats,
+    private readonly ctx: ClaimedContext,
+    recovered: RecoveredWal,
     private readonly events: WalWriterEvents,
   ) {
-    life.onTerminal((err) => this.rejectAll(err));
-  }
-
-  /** Start appending for `epoch` after recovery found `segments` and positions up to `lastPosition`. */
-  start(handle: StoreHandle, epoch: number, segments: Segment[], lastPosition: number, tornTailBytes: number): void {
-    this.handle = handle;
-    this.epoch = epoch;
-    this.segments = segments;
-    this.nextPosition = lastPosition + 1;
-    this.durablePosition = lastPosition;
-    this.tornTailBytes = tornTailBytes;
+    this.schema = ctx.schema.internal;
+    this.epoch = recovered.epoch;
+    this.segments = recovered.segments;
+    this.nextPosition = recovered.lastPosition + 1;
+    this.durablePosition = recovered.lastPosition;
+    this.tornTailBytes = recovered.tornTailBytes;
+    this.lane = ctx.lanes.add('wal append', () => this.appendPass(), { atClose: 'stop' });
+    ctx.life.onTerminal((err) => this.rejectAll(err));
   }
 
   /** Add a put to the open entry, or open a new one (one memtable per entry; size cap). */
   join(m: MemTable | undefined, batches: RecordBatch[], bytes: number, rows: number, batchEnd: number): PendingEntry {
     let e = this.queue[this.queue.length - 1];
-    if (!e || e.closed || e.memtable !== m || e.bytes + bytes > this.o.maxWalBufferBytes) {
+    if (!e || e.closed || e.memtable !== m || e.bytes + bytes > this.ctx.options.maxWalBufferBytes) {
       if (e) e.closed = true;
       e = this.newEntry(m);
       this.queue.push(e);
@@ -111,13 +118,13 @@ export class WalWriter {
       if (m.firstPosition === 0) m.firstPosition = e.position;
       m.lastPosition = e.position;
     }
-    if (e.bytes >= this.o.maxWalBufferBytes) e.closed = true;
+    if (e.bytes >= this.ctx.options.maxWalBufferBytes) e.closed = true;
     return e;
   }
 
   /** After a join: append now (durable writes, a full entry) or within maxWalFlushIntervalMs. */
   schedule(e: PendingEntry): void {
-    if (this.o.durableWrite || e.bytes >= this.o.maxWalBufferBytes) this.kick();
+    if (this.ctx.options.durableWrite || e.bytes >= this.ctx.options.maxWalBufferBytes) this.kick();
     else this.armTimer();
   }
 
@@ -133,17 +140,9 @@ export class WalWriter {
     if (tail && tail.memtable === m) tail.closed = true;
   }
 
-  /** Start the append loop if it is idle and a closed entry (or, when durable, any entry) waits. */
+  /** Start the append lane if it is idle: it appends the closed entries (or, when durable, any entry) that wait. */
   kick(): void {
-    if (this.appending || this.life.dead) return;
-    const head = this.queue[0];
-    if (!head) return;
-    if (!head.closed) {
-      if (!this.o.durableWrite) return;
-      head.closed = true;
-    }
-    this.appending = true;
-    void this.appendLoop();
+    this.lane.wake();
   }
 
   /**
@@ -205,7 +204,7 @@ export class WalWriter {
     if (batches !== this.pendingBatches) throw new Error(`pendingBatches ${this.pendingBatches} != ${batches} queued`);
   }
 
-  stopTimer(): void {
+  private stopTimer(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
   }
@@ -238,42 +237,56 @@ export class WalWriter {
   }
 
   private armTimer(): void {
-    if (this.timer !== undefined || this.life.dead) return;
+    if (this.timer !== undefined || this.ctx.life.dead) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.closeOpen();
       this.kick();
-    }, this.o.maxWalFlushIntervalMs);
+    }, this.ctx.options.maxWalFlushIntervalMs);
   }
 
-  /** Leader-style group commit: append entries in order; puts arriving meanwhile ride the next. */
-  private async appendLoop(): Promise<void> {
-    try {
-      for (;;) {
-        if (this.life.dead) return;
-        const e = this.queue[0];
-        if (!e) return;
-        if (!e.closed) {
-          if (!this.o.durableWrite) break;
-          e.closed = true;
-        }
-        await this.append(e);
-        if (this.life.dead) return;
-        this.queue.shift();
-        this.durablePosition = e.position;
-        this.pendingBytes -= e.bytes;
-        this.pendingBatches -= e.batches.length;
-        this.durableBatchCount += e.batches.length;
-        this.events.onDurable(e);
-        e.resolve();
+  /**
+   * One pass of the append lane (leader-style group commit): the oldest entry; puts arriving
+   * meanwhile ride the next. Synchronous while it finds nothing to append.
+   */
+  private appendPass(): LaneStep | Promise<LaneStep> {
+    const { life, options } = this.ctx;
+    // 0. A dead writer appends nothing.
+    if (life.dead) return 'stop';
+    // 1. Nothing queued: the lane rests until the next put.
+    const e = this.queue[0];
+    if (!e) return 'idle';
+    // 2. The oldest entry still takes puts: durable writes append it now; otherwise its timer (or
+    //    a freeze, sync, close or a blocked put) closes it.
+    if (!e.closed) {
+      if (!options.durableWrite) {
+        this.armTimer();
+        return 'idle';
       }
+      e.closed = true;
+    }
+    return this.appendStep(e);
+  }
+
+  private async appendStep(e: PendingEntry): Promise<LaneStep> {
+    const { life } = this.ctx;
+    // 3. Append it; a failure past walRetry (or Fenced, or a call past its limit) poisons the writer.
+    try {
+      await this.append(e);
     } catch (err) {
       this.events.onFailure(toMemWalError(err, 'WAL append'));
-      return;
-    } finally {
-      this.appending = false;
+      return 'stop';
     }
-    if (this.queue.length > 0) this.armTimer();
+    if (life.dead) return 'stop';
+    // 4. Durable, in position order: the owner publishes it before its puts resolve.
+    this.queue.shift();
+    this.durablePosition = e.position;
+    this.pendingBytes -= e.bytes;
+    this.pendingBatches -= e.batches.length;
+    this.durableBatchCount += e.batches.length;
+    this.events.onDurable(e);
+    e.resolve();
+    return 'more';
   }
 
   /**
@@ -284,7 +297,7 @@ export class WalWriter {
   private async append(e: PendingEntry): Promise<void> {
     const encode = (): Uint8Array => tableToIPC(new Table(this.schema, e.batches), 'stream');
     let payload = encode();
-    const handle = this.handle;
+    const handle = this.ctx.handle;
     // Where the adapter frames entries itself (its I/O runs elsewhere), the frame copy and its CRC
     // leave this thread too. Such an adapter may take the payload over (transfer its buffer): a
     // retry encodes it again.
@@ -303,7 +316,7 @@ export class WalWriter {
       this.segments.push(seg);
     }
     const start = nowMs();
-    const limitMs = this.o.walRetry.timeoutMs;
+    const limitMs = this.ctx.options.walRetry.timeoutMs;
     let attempt = 0;
     await yieldToEventLoop(); // encoding and the append are separate slices
     for (;;) {
@@ -315,16 +328,16 @@ export class WalWriter {
         break;
       } catch (raw) {
         const err = toMemWalError(raw, `WAL append of entry ${e.position}`);
-        if (err.code === 'Fenced' || isTimeout(err) || this.life.dead) throw err;
+        if (err.code === 'Fenced' || isTimeout(err) || this.ctx.life.dead) throw err;
         attempt += 1;
-        this.ws.walAppendRetries += 1;
+        this.ctx.writeStats.walAppendRetries += 1;
         if (nowMs() - start >= limitMs) throw err;
-        this.o.logger.warn(`memwal: ${err.message}; retry ${attempt}`);
-        await sleep(backoffMs(attempt, this.o.walRetry.baseMs, this.o.walRetry.maxMs));
-        if (this.life.dead) throw err;
+        this.ctx.options.logger.warn(`memwal: ${err.message}; retry ${attempt}`);
+        await sleep(backoffMs(attempt, this.ctx.options.walRetry.baseMs, this.ctx.options.walRetry.maxMs));
+        if (this.ctx.life.dead) throw err;
         if (!frame) payload = encode();
         try {
-          await settleWithin(this.handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
+          await settleWithin(handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
         } catch (t) {
           const terr = toMemWalError(t, `WAL truncate of ${seg.name}`);
           if (terr.code === 'Fenced' || isTimeout(terr)) throw terr;
@@ -336,7 +349,7 @@ export class WalWriter {
     seg.lastPosition = e.position;
     this.bytesWritten += frameLength;
     this.entriesWritten += 1;
-    this.ws.walAppendCount += 1;
-    this.ws.walAppendTimeMs += nowMs() - start;
+    this.ctx.writeStats.walAppendCount += 1;
+    this.ctx.writeStats.walAppendTimeMs += nowMs() - start;
   }
 }

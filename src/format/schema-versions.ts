@@ -147,7 +147,7 @@ export function evolveManifest(
 /** One version as the projection sees it. */
 interface KnownVersion {
   version: number;
-  ss: StoreSchema;
+  storeSchema: StoreSchema;
   writerEpoch: number | undefined;
   /** Per field of the current internal schema: the index of the same column in this version's, or -1. */
   sources: number[];
@@ -179,9 +179,9 @@ export class SchemaVersions {
     if (at < 0) throw new MemWalError('Corruption', `manifest: schema version ${currentVersion} is not among the recorded versions`);
     const currentIds = idsOf(at);
     this.chain = decoded.map((v, i) => {
-      const ss = v.version === currentVersion ? current : makeStoreSchema(v.schema, current.primaryKey);
-      const ids = idsOf(i).slice(0, ss.internal.fields.length);
-      return { version: v.version, ss, writerEpoch: v.writerEpoch, sources: currentIds.map((id) => ids.indexOf(id)) };
+      const storeSchema = v.version === currentVersion ? current : makeStoreSchema(v.schema, current.primaryKey);
+      const ids = idsOf(i).slice(0, storeSchema.internal.fields.length);
+      return { version: v.version, storeSchema, writerEpoch: v.writerEpoch, sources: currentIds.map((id) => ids.indexOf(id)) };
     });
     for (const v of this.chain) this.byVersion.set(v.version, v);
   }
@@ -189,7 +189,7 @@ export class SchemaVersions {
   /** The internal schema data of `version` was written in (unknown version: `Corruption`). */
   internalOf(version: number | undefined): Schema {
     const known = this.byVersion.get(version ?? 1);
-    if (known) return known.ss.internal;
+    if (known) return known.storeSchema.internal;
     if (version === undefined) return this.current.internal;
     throw new MemWalError('Corruption', `data written with schema version ${version}, which the manifest does not record`);
   }
@@ -211,7 +211,7 @@ export class SchemaVersions {
       }
       from = i;
     }
-    for (let i = to - 1; i >= from; i--) if (schemasEqual(this.chain[i]!.ss.internal, schema)) return this.chain[i]!.version;
+    for (let i = to - 1; i >= from; i--) if (schemasEqual(this.chain[i]!.storeSchema.internal, schema)) return this.chain[i]!.version;
     return undefined;
   }
 

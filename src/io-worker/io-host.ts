@@ -97,12 +97,12 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
 
   const schemaOf = ({ schema, primaryKey }: WireStoreSchema): StoreSchema => {
     const key = `${schema}|${primaryKey.join('\u0000')}`;
-    let ss = schemas.get(key);
-    if (!ss) {
-      ss = makeStoreSchema(decodeSchema(schema), primaryKey);
-      schemas.set(key, ss);
+    let storeSchema = schemas.get(key);
+    if (!storeSchema) {
+      storeSchema = makeStoreSchema(decodeSchema(schema), primaryKey);
+      schemas.set(key, storeSchema);
     }
-    return ss;
+    return storeSchema;
   };
   const need = (handle: number): StoreHandle => {
     const h = handles.get(handle);
@@ -194,8 +194,8 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
 
     /** The table file of a generation, from its WAL entries (read here, where the segments are). */
     async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<BuiltTable> {
-      const ss = schemaOf(schema);
-      const versions = new SchemaVersions(ss, wv.currentVersion, wv.versions);
+      const storeSchema = schemaOf(schema);
+      const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
       const h = need(handle);
       const batches = [];
       for (const seg of job.segments) {
@@ -205,18 +205,18 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
           batches.push(...versions.projectEntry(t, f.epoch, f.position));
         }
       }
-      const keyEncoder = ss.primaryKey.length > 0 ? makeKeyEncoder(ss) : undefined;
-      return buildFlushTable(ss, keyEncoder, batches, job.generation);
+      const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
+      return buildFlushTable(storeSchema, keyEncoder, batches, job.generation);
     },
     /** Open a compaction's inputs here; resolves the id `compactNext` pulls its outputs from. */
     async compactOpen(handle: number, schema: WireStoreSchema, job: CompactJob, wv: WireSchemaVersions): Promise<number> {
-      const ss = schemaOf(schema);
-      const versions = new SchemaVersions(ss, wv.currentVersion, wv.versions);
+      const storeSchema = schemaOf(schema);
+      const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
       const h = need(handle);
-      const keyEncoder = ss.primaryKey.length > 0 ? makeKeyEncoder(ss) : undefined;
+      const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
       const cache = new TableCache(
-        ss,
-        ss.internal,
+        storeSchema,
+        storeSchema.internal,
         keyEncoder,
         { range: (n, o, l) => h.tableReadRange(n, o, l), whole: (n) => h.tableRead(n) },
         0,
@@ -224,7 +224,7 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       );
       const tables = await Promise.all(job.inputs.map((t) => cache.open(t)));
       const id = nextId++;
-      compactions.set(id, buildCompactionOutputs(ss, keyEncoder, job, tables, undefined)[Symbol.asyncIterator]());
+      compactions.set(id, buildCompactionOutputs(storeSchema, keyEncoder, job, tables, undefined)[Symbol.asyncIterator]());
       return id;
     },
     /** The next output of compaction `compaction`, or null when there is none. */

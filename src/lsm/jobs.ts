@@ -78,7 +78,7 @@ export function jobsPlaceOf(adapter: StorageAdapter): JobsPlace | undefined {
  * row per key is found here. Any runtime.
  */
 export function buildFlushTable(
-  ss: StoreSchema,
+  storeSchema: StoreSchema,
   keyEncoder: KeyEncoder | undefined,
   batches: readonly RecordBatch[],
   generation: number,
@@ -97,9 +97,9 @@ export function buildFlushTable(
       }
       index = indexEntries(built);
     }
-    rows = [sortedNewest(ss.internal, ss, batches, batches.length, index).batch];
+    rows = [sortedNewest(storeSchema.internal, storeSchema, batches, batches.length, index).batch];
   }
-  return encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, rows), generation, generation);
+  return encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, rows), generation, generation);
 }
 
 /** A block-by-block source over one table file's rows (bypassing the block cache). */
@@ -144,7 +144,7 @@ async function* concatenated(tables: OpenTable[]): AsyncGenerator<RecordBatch> {
  * Holds one block per input and one output's blocks. Any runtime.
  */
 export async function* buildCompactionOutputs(
-  ss: StoreSchema,
+  storeSchema: StoreSchema,
   keyEncoder: KeyEncoder | undefined,
   job: CompactJob,
   tables: OpenTable[],
@@ -152,9 +152,9 @@ export async function* buildCompactionOutputs(
 ): AsyncGenerator<BuiltTable> {
   const rowsOf = keyEncoder
     ? mergeSorted([...tables.slice(0, job.level0).reverse().map(tableSource), chainSource(tables.slice(job.level0))], {
-        schema: ss.internal,
-        ss,
-        tombstone: ss.internal.fields.length - 1,
+        schema: storeSchema.internal,
+        storeSchema,
+        tombstone: storeSchema.internal.fields.length - 1,
         dropTombstones: true,
         rows: BLOCK_MAX_ROWS,
       })
@@ -162,10 +162,10 @@ export async function* buildCompactionOutputs(
   let pending: RecordBatch[] = [];
   let pendingBytes = 0;
   const build = (): BuiltTable => {
-    const blocks = cutBlocks(ss.internal, pending);
+    const blocks = cutBlocks(storeSchema.internal, pending);
     pending = [];
     pendingBytes = 0;
-    return encodeTable(ss, ss.internal, keyEncoder, blocks, job.minGeneration, job.maxGeneration);
+    return encodeTable(storeSchema, storeSchema.internal, keyEncoder, blocks, job.minGeneration, job.maxGeneration);
   };
   for await (const batch of rowsOf) {
     if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
@@ -180,18 +180,18 @@ export async function* buildCompactionOutputs(
 /** The jobs run on the engine's own thread. */
 export class InlineJobs implements BackgroundJobs {
   constructor(
-    private readonly ss: StoreSchema,
+    private readonly storeSchema: StoreSchema,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly open: (entry: TableFileEntry) => Promise<OpenTable>,
   ) {}
 
   async buildFlush(job: FlushJob): Promise<BuiltTable> {
     const m = job.memtable;
-    return buildFlushTable(this.ss, this.keyEncoder, m.batches, job.generation, m.keyIndex ? indexEntries(m.keyIndex) : undefined);
+    return buildFlushTable(this.storeSchema, this.keyEncoder, m.batches, job.generation, m.keyIndex ? indexEntries(m.keyIndex) : undefined);
   }
 
   async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<BuiltTable> {
     const tables = await Promise.all(job.inputs.map((t) => this.open(t)));
-    yield* buildCompactionOutputs(this.ss, this.keyEncoder, job, tables, signal);
+    yield* buildCompactionOutputs(this.storeSchema, this.keyEncoder, job, tables, signal);
   }
 }

@@ -31,7 +31,7 @@ interface Cursor {
 /** What the merge emits: rows of `schema` in key order, `rows` per batch at most. */
 export interface MergeOptions {
   schema: Schema;
-  ss: StoreSchema;
+  storeSchema: StoreSchema;
   /** Index of the `_tombstone` column. */
   tombstone: number;
   /** Drop delete markers (a scan, or a compaction into the bottom level); else keep them. */
@@ -48,7 +48,7 @@ export interface MergeOptions {
 export async function* mergeSorted(sources: readonly MergeSource[], o: MergeOptions): AsyncGenerator<RecordBatch> {
   const heap: Cursor[] = [];
   const less = (a: Cursor, b: Cursor): boolean => {
-    const c = compareKeys(a.run.keys[a.pos]!, b.run.keys[b.pos]!, o.ss);
+    const c = compareKeys(a.run.keys[a.pos]!, b.run.keys[b.pos]!, o.storeSchema);
     return c < 0 || (c === 0 && a.priority < b.priority);
   };
   const push = (c: Cursor): void => {
@@ -125,7 +125,7 @@ export async function* mergeSorted(sources: readonly MergeSource[], o: MergeOpti
     if (heap.length === 0) end = top.run.keys.length;
     else {
       const bound = heap[0]!.run.keys[heap[0]!.pos]!;
-      while (end < top.run.keys.length && compareKeys(top.run.keys[end]!, bound, o.ss) < 0) end++;
+      while (end < top.run.keys.length && compareKeys(top.run.keys[end]!, bound, o.storeSchema) < 0) end++;
     }
     for (let r = top.pos; r < end; r++) {
       if (!(o.dropTombstones && isTombstone(top.run.batch, r))) take(top.run.batch, r);
@@ -135,7 +135,7 @@ export async function* mergeSorted(sources: readonly MergeSource[], o: MergeOpti
     // Older versions of the last key taken are hidden: skip them in every other source (only the
     // first key taken can be equal to another source's current key).
     const lastKey: Key = top.run.keys[end - 1]!;
-    while (heap.length > 0 && compareKeys(heap[0]!.run.keys[heap[0]!.pos]!, lastKey, o.ss) === 0) {
+    while (heap.length > 0 && compareKeys(heap[0]!.run.keys[heap[0]!.pos]!, lastKey, o.storeSchema) === 0) {
       const older = pop();
       older.pos++;
       await resume(older);

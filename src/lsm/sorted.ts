@@ -17,12 +17,12 @@ export interface SortedRun {
  * Sort `keys` (unique) into key order. Numbers sort natively; strings (bytes as char codes) with
  * the default string order; a mix through `keyString`. Returns the keys in order.
  */
-export function sortKeys(keys: Key[], ss: StoreSchema): Key[] {
+export function sortKeys(keys: Key[], storeSchema: StoreSchema): Key[] {
   let numbers = 0;
   for (const k of keys) if (typeof k === 'number') numbers++;
   if (numbers === keys.length) return Array.from(Float64Array.from(keys as number[]).sort());
   if (numbers === 0) return (keys as string[]).sort();
-  const enc = keys.map((k) => ({ k, s: typeof k === 'string' ? k : keyString(k, ss) }));
+  const enc = keys.map((k) => ({ k, s: typeof k === 'string' ? k : keyString(k, storeSchema) }));
   enc.sort((a, b) => (a.s < b.s ? -1 : a.s > b.s ? 1 : 0));
   return enc.map((e) => e.k);
 }
@@ -50,14 +50,14 @@ export function indexEntries(index: KeyIndex): IndexEntries {
  */
 export function sortedNewest(
   schema: Schema,
-  ss: StoreSchema,
+  storeSchema: StoreSchema,
   batches: readonly RecordBatch[],
   visible: number,
   entries: IndexEntries,
 ): SortedRun {
   const where = new KeyIndex();
   for (let i = 0; i < entries.keys.length; i++) where.set(entries.keys[i]!, entries.ordinals[i]!);
-  const sorted = sortKeys([...entries.keys], ss);
+  const sorted = sortKeys([...entries.keys], storeSchema);
   const ordinals = new Int32Array(sorted.length);
   for (let i = 0; i < sorted.length; i++) ordinals[i] = where.get(sorted[i]!)!;
   const shown = batches.slice(0, visible);

@@ -71,7 +71,7 @@ export class TableCache {
   readonly stats: ReadStats = zeroReadStats();
 
   constructor(
-    private readonly ss: StoreSchema,
+    private readonly storeSchema: StoreSchema,
     private readonly schema: Schema,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly reads: TableReads,
@@ -107,6 +107,18 @@ export class TableCache {
         this.blocks.delete(k);
       }
     }
+  }
+
+  /**
+   * The invariants of the file header, checked (cheap; for tests): the cached block bytes are the
+   * sum over the cache and within the bound; no file is pinned a negative number of times.
+   */
+  checkInvariants(): void {
+    let bytes = 0;
+    for (const v of this.blocks.values()) bytes += v.bytes;
+    if (bytes !== this.stats.blockCacheBytes) throw new Error(`blockCacheBytes ${this.stats.blockCacheBytes} != ${bytes} cached`);
+    if (bytes > this.cacheBytes) throw new Error(`block cache holds ${bytes} bytes, above its bound of ${this.cacheBytes}`);
+    for (const [name, n] of this.pins) if (!(n > 0)) throw new Error(`table file ${name} pinned ${n} times`);
   }
 
   /** A reader uses these files until `unpin`: they are not deleted meanwhile. */
@@ -197,7 +209,7 @@ export class TableCache {
       }
       const keys: Key[] = [];
       for (const [k] of index) keys.push(k);
-      const sorted = sortKeys(keys, this.ss);
+      const sorted = sortKeys(keys, this.storeSchema);
       const ordinals = Int32Array.from(sorted, (k) => index.get(k)!);
       const flat = batches.length === 1 ? batches[0]! : gatherBatch(this.schema, batches.map(allRows), base);
       const children = this.schema.fields.map((f, j) =>
@@ -210,8 +222,8 @@ export class TableCache {
     const decoded: Block[] = blocks.map((batch) => ({ batch, keys: this.keyEncoder?.(batch) }));
     const bounds = decoded.map((b) => ({
       rows: b.batch.numRows,
-      first: b.keys && b.keys.length > 0 ? keyString(b.keys[0]!, this.ss) : '',
-      last: b.keys && b.keys.length > 0 ? keyString(b.keys[b.keys.length - 1]!, this.ss) : '',
+      first: b.keys && b.keys.length > 0 ? keyString(b.keys[0]!, this.storeSchema) : '',
+      last: b.keys && b.keys.length > 0 ? keyString(b.keys[b.keys.length - 1]!, this.storeSchema) : '',
     }));
     return { entry, blocks: bounds, bloom: undefined, block: (i) => Promise.resolve(decoded[i]!) };
   }
@@ -244,12 +256,12 @@ export function findBlock(t: OpenTable, probe: string): number {
 }
 
 /** The row of key `k` in `keys` (sorted), or -1. */
-export function findRow(keys: ArrayLike<Key>, k: Key, ss: StoreSchema): number {
+export function findRow(keys: ArrayLike<Key>, k: Key, storeSchema: StoreSchema): number {
   let lo = 0;
   let hi = keys.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const c = compareKeys(keys[mid]!, k, ss);
+    const c = compareKeys(keys[mid]!, k, storeSchema);
     if (c === 0) return mid;
     if (c < 0) lo = mid + 1;
     else hi = mid - 1;

@@ -148,22 +148,22 @@ interface SharedStore {
 }
 
 /** Refuse a tab whose open options disagree with the leader's on what the data is. */
-function checkJoin(o: WireOpenOptions, opened: WireOpenOptions): void {
+function checkJoin(joining: WireOpenOptions, opened: WireOpenOptions): void {
   const refuse = (why: string): never => {
     throw new MemWalError(
       'InvalidArgument',
       `tabs: store ${opened.name} is open in another tab with other options: ${why} (do all tabs run the same release? reload the older ones)`,
     );
   };
-  if (o.name !== opened.name) refuse(`name "${o.name}" is not "${opened.name}"`);
-  const difference = describeSchemaDifference(schemaFromWire(opened.schema), schemaFromWire(o.schema));
+  if (joining.name !== opened.name) refuse(`name "${joining.name}" is not "${opened.name}"`);
+  const difference = describeSchemaDifference(schemaFromWire(opened.schema), schemaFromWire(joining.schema));
   if (difference) refuse(difference.replace('the stored schema', "the leader tab's schema"));
   const key = (k: string[] | undefined): string => JSON.stringify(k ?? []);
-  if (key(o.primaryKey) !== key(opened.primaryKey))
-    refuse(`primaryKey ${key(o.primaryKey)}, the leader tab's is ${key(opened.primaryKey)}`);
-  if ((o.enableMemtable ?? true) !== (opened.enableMemtable ?? true)) refuse('enableMemtable differs');
-  if (o.storage !== undefined && opened.storage !== undefined && o.storage !== opened.storage) {
-    refuse(`storage '${o.storage}', the leader tab's is '${opened.storage}'`);
+  if (key(joining.primaryKey) !== key(opened.primaryKey))
+    refuse(`primaryKey ${key(joining.primaryKey)}, the leader tab's is ${key(opened.primaryKey)}`);
+  if ((joining.enableMemtable ?? true) !== (opened.enableMemtable ?? true)) refuse('enableMemtable differs');
+  if (joining.storage !== undefined && opened.storage !== undefined && joining.storage !== opened.storage) {
+    refuse(`storage '${joining.storage}', the leader tab's is '${opened.storage}'`);
   }
 }
 
@@ -293,14 +293,14 @@ export function makeHostApi(
      * Open the connection's store (join the shared one); state changes are posted as events from
      * the first one, `'open'` included, before this resolves.
      */
-    open: wire(async (o: WireOpenOptions): Promise<void> => {
+    open: wire(async (wireOptions: WireOpenOptions): Promise<void> => {
       if (shared) {
-        checkJoin(o, shared.opened);
+        checkJoin(wireOptions, shared.opened);
         emitState(shared.store.writerState);
         return;
       }
       if (store) throw new MemWalError('InvalidArgument', 'this connection already has an open store');
-      const { schema, storage, ...rest } = o;
+      const { schema, storage, ...rest } = wireOptions;
       const adapter = await options.resolveStorage?.(storage);
       const warn = (message: string, ...details: unknown[]): void => {
         const event: HostEvent = { memwalEvent: 'warn', message, details: cloneable(details) };
@@ -311,7 +311,7 @@ export function makeHostApi(
         { ...rest, schema: schemaFromWire(schema), storage: adapter ?? storage, logger: { warn } },
         { onStateChange: emitState, onSchemaReset: (reset) => emit({ memwalEvent: 'schema-reset', ...reset }) },
       );
-      opened = o;
+      opened = wireOptions;
       emitState(store.writerState);
     }),
 

@@ -16,8 +16,8 @@ import { BLOCK_MAX_ROWS, META_BLOCKS, META_BLOOM, META_GENERATIONS } from './for
 import { decodeBlock, readTableIndex } from './reader.js';
 import { cutBlocks, encodeTable } from './writer.js';
 
-const ss = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
-const keyEncoder = makeKeyEncoder(ss);
+const storeSchema = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
+const keyEncoder = makeKeyEncoder(storeSchema);
 
 /** n rows with ids 0, 2, 4, … (sorted), tombstone false. */
 function sortedBatch(n: number) {
@@ -25,7 +25,7 @@ function sortedBatch(n: number) {
   const names = Array.from({ length: n }, (_, i) => `name-${i}`);
   const tomb = Array.from({ length: n }, () => false);
   return makeBatch(
-    ss.internal,
+    storeSchema.internal,
     [vectorFromArray(ids, new Int64()).data[0]!, vectorFromArray(names, new Utf8()).data[0]!, vectorFromArray(tomb).data[0]!],
     n,
   );
@@ -35,14 +35,14 @@ const reader = (bytes: Uint8Array) => (offset: number, length: number) => Promis
 
 describe('table file format 2', () => {
   it('cuts rows into blocks of at most 4,096 rows and about 64 KiB', () => {
-    const blocks = cutBlocks(ss.internal, [sortedBatch(10_000)]);
+    const blocks = cutBlocks(storeSchema.internal, [sortedBatch(10_000)]);
     expect(blocks.reduce((n, b) => n + b.numRows, 0)).toBe(10_000);
     expect(Math.max(...blocks.map((b) => b.numRows))).toBeLessThanOrEqual(BLOCK_MAX_ROWS);
   });
 
   it('reads back every block from its index alone, in key order, with the generation range', async () => {
-    const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(10_000)]), 3, 7);
-    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), ss.internal);
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(10_000)]), 3, 7);
+    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), storeSchema.internal);
     expect([index.minGeneration, index.maxGeneration]).toEqual([3, 7]);
     expect(index.blocks.length).toBe(built.blocks);
     let expected = 0;
@@ -56,8 +56,8 @@ describe('table file format 2', () => {
   });
 
   it('a flipped byte inside a block fails that block with Corruption, not a wrong row', async () => {
-    const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(5_000)]), 1, 1);
-    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), ss.internal);
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(5_000)]), 1, 1);
+    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), storeSchema.internal);
     const info = index.blocks[1]!;
     const bytes = built.bytes.slice(info.offset, info.offset + info.length);
     bytes[bytes.length - 3] ^= 0x40;
@@ -65,14 +65,14 @@ describe('table file format 2', () => {
   });
 
   it('a damaged trailer or a file of another format is Corruption', async () => {
-    const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(10)]), 1, 1);
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(10)]), 1, 1);
     const cut = built.bytes.slice(0, built.bytes.length - 3);
-    await expect(readTableIndex('t', cut.length, reader(cut), ss.internal)).rejects.toMatchObject({ code: 'Corruption' });
+    await expect(readTableIndex('t', cut.length, reader(cut), storeSchema.internal)).rejects.toMatchObject({ code: 'Corruption' });
   });
 
   it("the footer reader agrees with apache-arrow's own footer decoder", async () => {
     const { Footer } = await import('apache-arrow/ipc/metadata/file');
-    const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(9_000)]), 4, 9);
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(9_000)]), 4, 9);
     const len = new DataView(built.bytes.buffer).getInt32(built.bytes.length - 10, true);
     const footerBytes = built.bytes.subarray(built.bytes.length - 10 - len, built.bytes.length - 10);
     const ours = readFooter(footerBytes);
@@ -132,7 +132,7 @@ describe('table file format 2', () => {
     const pl = createRequire(import.meta.url)('nodejs-polars') as {
       readIPC(data: Buffer): { height: number; getColumn(n: string): { toArray(): unknown[] } };
     };
-    const built = encodeTable(ss, ss.internal, keyEncoder, cutBlocks(ss.internal, [sortedBatch(9_000)]), 1, 2);
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(9_000)]), 1, 2);
     const df = pl.readIPC(Buffer.from(built.bytes));
     expect(df.height).toBe(9_000);
     const ids = df.getColumn('id').toArray().map(Number);

@@ -102,7 +102,7 @@ export function encodeBlockIndex(blocks: readonly BlockBounds[]): Uint8Array {
  * bounds and a Bloom filter of every key go into the footer. Any runtime.
  */
 export function encodeTable(
-  ss: StoreSchema,
+  storeSchema: StoreSchema,
   schema: Schema,
   keyEncoder: KeyEncoder | undefined,
   blocks: readonly RecordBatch[],
@@ -120,7 +120,7 @@ export function encodeTable(
     }
     const keys: ArrayLike<Key> = keyEncoder(b);
     for (let i = 0; i < keys.length; i++) bloom!.add(keys[i]!);
-    bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[0]!, ss), last: keyString(keys[keys.length - 1]!, ss) });
+    bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[0]!, storeSchema), last: keyString(keys[keys.length - 1]!, storeSchema) });
   }
   // The block CRCs cover the blocks' bytes in the file, which only an encoding tells, and the
   // block index that holds them is in the file's metadata. The index has the same length

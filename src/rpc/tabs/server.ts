@@ -45,16 +45,16 @@ export class TabServer {
   private readonly unsubscribe: () => void;
 
   private constructor(
-    private readonly o: TabServerOptions,
+    private readonly term: TabServerOptions,
     private readonly locks: LockManager,
     private readonly releaseTerm: () => void,
   ) {
-    this.control = new BroadcastChannel(controlChannelName(o.name));
+    this.control = new BroadcastChannel(controlChannelName(this.term.name));
     this.control.onmessage = (ev: MessageEvent<TabControlMessage>) => {
       if (ev.data?.memwalTabs === 'hello') this.welcome(ev.data.tab);
     };
     // 'closed' is this term's end, not the store's: the next leader reopens it.
-    this.unsubscribe = o.store.onStateChange((state) => {
+    this.unsubscribe = this.term.store.onStateChange((state) => {
       if (state !== 'closed') this.broadcast({ memwalEvent: 'state', state });
     });
   }
@@ -63,7 +63,7 @@ export class TabServer {
    * Take the term lock, then start answering and announce the term. Rejects `NotSupported`
    * without Web Locks or BroadcastChannel.
    */
-  static async start(o: TabServerOptions): Promise<TabServer> {
+  static async start(term: TabServerOptions): Promise<TabServer> {
     const locks = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
     if (!locks || typeof BroadcastChannel !== 'function') {
       throw new MemWalError('NotSupported', "tabs: 'share' needs Web Locks and BroadcastChannel in the worker");
@@ -71,24 +71,24 @@ export class TabServer {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     await new Promise<void>((granted, reject) => {
-      locks.request(termLockName(o.name, o.leader), () => (granted(), released)).catch(reject);
+      locks.request(termLockName(term.name, term.leader), () => (granted(), released)).catch(reject);
     });
-    const server = new TabServer(o, locks, release);
-    server.control.postMessage({ memwalTabs: 'leader', leader: o.leader } satisfies TabControlMessage);
+    const server = new TabServer(term, locks, release);
+    server.control.postMessage({ memwalTabs: 'leader', leader: term.leader } satisfies TabControlMessage);
     return server;
   }
 
   /** Post `event` (a state change, a warning) to every tab. */
   broadcast(event: HostEvent): void {
     if (!this.accepting) return;
-    for (const tab of this.tabs.values()) this.reply(tab, { memwalTabs: 'event', leader: this.o.leader, event });
+    for (const tab of this.tabs.values()) this.reply(tab, { memwalTabs: 'event', leader: this.term.leader, event });
   }
 
   /** Take no more calls (the store is closing); calls already taken still get their answers. */
   stopAccepting(): void {
     if (!this.accepting) return;
     this.accepting = false;
-    this.control.postMessage({ memwalTabs: 'resign', leader: this.o.leader } satisfies TabControlMessage);
+    this.control.postMessage({ memwalTabs: 'resign', leader: this.term.leader } satisfies TabControlMessage);
   }
 
   /** Stop for good: close every channel and free the term lock (tabs then give up on this term). */
@@ -106,15 +106,15 @@ export class TabServer {
   private welcome(id: string): void {
     if (!this.accepting || typeof id !== 'string') return;
     const tab = this.tabs.get(id) ?? this.connect(id);
-    this.reply(tab, { memwalTabs: 'welcome', leader: this.o.leader });
+    this.reply(tab, { memwalTabs: 'welcome', leader: this.term.leader });
   }
 
   private connect(id: string): Tab {
-    const channel = new BroadcastChannel(tabChannelName(this.o.name, id));
+    const channel = new BroadcastChannel(tabChannelName(this.term.name, id));
     const tab: Tab = {
       channel,
-      api: this.o.attach({
-        postMessage: (event) => this.reply(tab, { memwalTabs: 'event', leader: this.o.leader, event: event as HostEvent }),
+      api: this.term.attach({
+        postMessage: (event) => this.reply(tab, { memwalTabs: 'event', leader: this.term.leader, event: event as HostEvent }),
       }),
       seen: new Set(),
       watch: new AbortController(),
@@ -122,7 +122,7 @@ export class TabServer {
     this.tabs.set(id, tab);
     channel.onmessage = (ev: MessageEvent<TabRequest>) => this.onRequest(id, tab, ev.data);
     // The tab holds this lock while it lives; we are granted it once the tab is gone.
-    this.locks.request(tabLockName(this.o.name, id), { signal: tab.watch.signal }, () => this.drop(id)).catch(() => undefined); // AbortError: we stopped watching
+    this.locks.request(tabLockName(this.term.name, id), { signal: tab.watch.signal }, () => this.drop(id)).catch(() => undefined); // AbortError: we stopped watching
     return tab;
   }
 
@@ -137,7 +137,7 @@ export class TabServer {
   }
 
   private onRequest(id: string, tab: Tab, msg: TabRequest | undefined): void {
-    if (msg?.leader !== this.o.leader) return;
+    if (msg?.leader !== this.term.leader) return;
     if (msg.memwalTabs === 'bye') {
       this.drop(id);
       return;
@@ -146,7 +146,7 @@ export class TabServer {
     for (const seen of tab.seen) if (seen < msg.oldest) tab.seen.delete(seen);
     if (tab.seen.has(msg.id)) return; // a re-send of a call already taken: its answer is on its way
     tab.seen.add(msg.id);
-    const { leader } = this.o;
+    const { leader } = this.term;
     this.reply(tab, { memwalTabs: 'accepted', leader, id: msg.id });
     const run = isTabMethod(msg.method)
       ? (tab.api[msg.method] as (...args: unknown[]) => Promise<unknown>)(...msg.args) // the tab sent this method's arguments
