@@ -1,11 +1,12 @@
 // Starts examples/lance-server/server.ts as a child process for tests (vitest, Playwright) and
-// the drain bench, and kills it with SIGKILL. Node only.
+// the drain benches, and kills it with SIGKILL. Node only.
 
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const SERVER = fileURLToPath(new URL('../examples/lance-server/server.ts', import.meta.url));
+const KILL_HOOK = fileURLToPath(new URL('./lance-kill-hook.ts', import.meta.url));
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
 /**
@@ -26,12 +27,25 @@ export interface LanceServerOptions {
   primaryKey?: string[];
   maxBodyBytes?: number;
   allowOrigin?: string;
+  /** The credential of `GET /stats` (`ADMIN_TOKEN`). */
+  adminToken?: string;
+  /** `LANCE_ALLOW_COLUMNS`. */
+  allowColumns?: string[];
+  /** `LANCE_MAX_COLUMNS`. */
+  maxColumns?: number;
+  /**
+   * The server kills itself with SIGKILL `afterMs` after it starts creating the dataset `table`
+   * (test/lance-kill-hook.ts): a kill during the creation, wherever the delay lands in it.
+   */
+  killDuringCreate?: { table: string; afterMs: number };
 }
 
 /** A running server: `kill()` sends SIGKILL and resolves once it exited (idempotent). */
 export interface LanceServer {
   url: string;
   child: ChildProcess;
+  /** Resolves once the process exited (killed or by itself). */
+  exited: Promise<void>;
   log(): string;
   kill(): Promise<void>;
 }
@@ -43,7 +57,8 @@ process.once('exit', () => {
 
 /** Start the example server and resolve once it listens (rejects with its output if it exits first or takes over 20 s). */
 export async function startLanceServer(o: LanceServerOptions): Promise<LanceServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER], {
+  const hook = o.killDuringCreate ? ['--import', KILL_HOOK] : [];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...hook, SERVER], {
     cwd: REPO,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -55,6 +70,12 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
       DRAIN_TOKENS: JSON.stringify(o.tokens),
       ...(o.maxBodyBytes ? { MAX_BODY_BYTES: String(o.maxBodyBytes) } : {}),
       ...(o.allowOrigin ? { ALLOW_ORIGIN: o.allowOrigin } : {}),
+      ...(o.adminToken ? { ADMIN_TOKEN: o.adminToken } : {}),
+      ...(o.allowColumns ? { LANCE_ALLOW_COLUMNS: o.allowColumns.join(',') } : {}),
+      ...(o.maxColumns ? { LANCE_MAX_COLUMNS: String(o.maxColumns) } : {}),
+      ...(o.killDuringCreate
+        ? { MEMWAL_TEST_KILL_DURING_CREATE: `${o.killDuringCreate.table}:${o.killDuringCreate.afterMs.toFixed(3)}` }
+        : {}),
       RUST_LOG: 'error',
     },
   });
@@ -88,5 +109,5 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
     await kill();
     throw e;
   });
-  return { url: `http://127.0.0.1:${o.port}`, child, log: () => output, kill };
+  return { url: `http://127.0.0.1:${o.port}`, child, exited, log: () => output, kill };
 }
