@@ -1,5 +1,6 @@
-// Starts examples/lance-server/server.ts as a child process for tests (vitest, Playwright) and
-// the drain benches, and kills it with SIGKILL. Node only.
+// Starts examples/lance-server/server.ts (in this repository, where tsconfig.json maps
+// `memwal/lance` to src/, or in a copy with memwal installed) as a child process for tests
+// (vitest, Playwright) and the drain benches, and kills it with SIGKILL. Node only.
 
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -33,6 +34,8 @@ export interface LanceServerOptions {
   allowColumns?: string[];
   /** `LANCE_MAX_COLUMNS`. */
   maxColumns?: number;
+  /** A copy of examples/lance-server with its dependencies installed, to run instead of this repository's. */
+  dir?: string;
   /**
    * The server kills itself with SIGKILL `afterMs` after it starts creating the dataset `table`
    * (test/lance-kill-hook.ts): a kill during the creation, wherever the delay lands in it.
@@ -58,8 +61,8 @@ process.once('exit', () => {
 /** Start the example server and resolve once it listens (rejects with its output if it exits first or takes over 20 s). */
 export async function startLanceServer(o: LanceServerOptions): Promise<LanceServer> {
   const hook = o.killDuringCreate ? ['--import', KILL_HOOK] : [];
-  const child = spawn(process.execPath, ['--import', 'tsx', ...hook, SERVER], {
-    cwd: REPO,
+  const child = spawn(process.execPath, ['--import', 'tsx', ...hook, o.dir ? 'server.ts' : SERVER], {
+    cwd: o.dir ?? REPO,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
