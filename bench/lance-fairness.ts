@@ -9,7 +9,8 @@
 //
 // Environment: FAIRNESS_SAMPLES (small requests per phase, default 300), FAIRNESS_PORT (default
 // 5297), FAIRNESS_BODY_BYTES (the server's body limit, default the handler's 8 MiB),
-// FAIRNESS_FLOOD_REQUESTS (flood requests prepared, default 40).
+// FAIRNESS_FLOOD_REQUESTS (flood requests prepared, default 80), FAIRNESS_ROWS_PER_COMMIT (the
+// sink's maxRowsPerCommit, default the sink's).
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -17,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Bool, Field, Float64, Int64, RecordBatch, Schema, Struct, Table, Utf8, makeData, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { DRAIN_HEADERS, POSITION_COLUMN, drainRequestHeaders } from '../src/drain/wire.js';
-import { DEFAULT_MAX_DRAIN_BODY_BYTES, DEFAULT_MAX_PENDING_PER_STORE } from '../src/lance.js';
+import { DEFAULT_MAX_DRAIN_BODY_BYTES, DEFAULT_MAX_PENDING_PER_STORE, DEFAULT_MAX_ROWS_PER_COMMIT } from '../src/lance.js';
 import { crc32c } from '../src/wal/crc32c.js';
 import { startLanceServer } from '../test/lance-server-process.js';
 
@@ -26,7 +27,9 @@ const PORT = Number(process.env.FAIRNESS_PORT ?? 5297);
 const BODY_LIMIT = Number(process.env.FAIRNESS_BODY_BYTES ?? DEFAULT_MAX_DRAIN_BODY_BYTES);
 const ADMIN = 'bench-admin';
 /** Flood requests prepared up front (the client must not spend its time encoding during the measurement). */
-const FLOOD_REQUESTS = Number(process.env.FAIRNESS_FLOOD_REQUESTS ?? 40);
+const FLOOD_REQUESTS = Number(process.env.FAIRNESS_FLOOD_REQUESTS ?? 80);
+/** The sink's maxRowsPerCommit (default: the sink's default). */
+const ROWS_PER_COMMIT = process.env.FAIRNESS_ROWS_PER_COMMIT ? Number(process.env.FAIRNESS_ROWS_PER_COMMIT) : undefined;
 
 const schema = new Schema([
   new Field('id', new Int64(), false),
@@ -79,11 +82,12 @@ async function main(): Promise<void> {
     tokens: { small: 'small', flood: 'flood' },
     adminToken: ADMIN,
     maxBodyBytes: BODY_LIMIT,
+    ...(ROWS_PER_COMMIT ? { maxRowsPerCommit: ROWS_PER_COMMIT } : {}),
   });
   try {
     // The flood's rows per request: as many as fit under the body limit.
     const perRow = request(10_000, 1).body.byteLength / 10_000;
-    const floodRows = Math.floor((BODY_LIMIT * 0.97) / perRow);
+    const floodRows = Math.floor((BODY_LIMIT * 0.9) / perRow);
     // Flood request i covers positions 1..i, so one overtaken by another is a cheap duplicate, never a skip.
     const bodies = Array.from({ length: FLOOD_REQUESTS }, (_, i) => request(floodRows, i + 1, 0, 1));
     console.log(
@@ -94,9 +98,10 @@ async function main(): Promise<void> {
     let next = 1;
 
     let smallPosition = 0;
-    const small = async (): Promise<number[]> => {
+    /** `SAMPLES` small requests, one after another, each timed; stops early once `until()` says so. */
+    const small = async (until = () => false): Promise<number[]> => {
       const times: number[] = [];
-      for (let i = 0; i < SAMPLES; i++) {
+      for (let i = 0; i < SAMPLES && !until(); i++) {
         smallPosition += 1;
         const req = request(1, smallPosition, 1_000_000 + (i % 50));
         const t0 = performance.now();
@@ -118,9 +123,9 @@ async function main(): Promise<void> {
       }
     });
     await new Promise((r) => setTimeout(r, 1000)); // the flood is under way
-    const loaded = await small();
-    if (next >= bodies.length)
-      console.log('the flood ran out of prepared requests before the loaded phase ended: raise FAIRNESS_FLOOD_REQUESTS');
+    const loaded = await small(() => next >= bodies.length); // loaded samples only while the flood lasts
+    if (loaded.length < SAMPLES)
+      console.log(`the flood's prepared requests lasted ${loaded.length} samples: raise FAIRNESS_FLOOD_REQUESTS`);
     flooding = false;
     const floodSeconds = (performance.now() - floodStart) / 1000;
     await Promise.all(flooders);
@@ -129,7 +134,8 @@ async function main(): Promise<void> {
     const figures = {
       date: new Date().toISOString(),
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg()[0]!.toFixed(1)} at the end`,
-      samples: SAMPLES,
+      samples: { unloaded: unloaded.length, loaded: loaded.length },
+      maxRowsPerCommit: ROWS_PER_COMMIT ?? DEFAULT_MAX_ROWS_PER_COMMIT,
       floodRequestRows: floodRows,
       floodRequestMiB: bodies[0]!.body.byteLength / 2 ** 20,
       floodRequestsAnswered: floodDone,

@@ -34,6 +34,8 @@ export interface LanceServerOptions {
   allowColumns?: string[];
   /** `LANCE_MAX_COLUMNS`. */
   maxColumns?: number;
+  /** `LANCE_MAX_ROWS_PER_COMMIT`. */
+  maxRowsPerCommit?: number;
   /** A copy of examples/lance-server with its dependencies installed, to run instead of this repository's. */
   dir?: string;
   /**
@@ -76,6 +78,7 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
       ...(o.adminToken ? { ADMIN_TOKEN: o.adminToken } : {}),
       ...(o.allowColumns ? { LANCE_ALLOW_COLUMNS: o.allowColumns.join(',') } : {}),
       ...(o.maxColumns ? { LANCE_MAX_COLUMNS: String(o.maxColumns) } : {}),
+      ...(o.maxRowsPerCommit ? { LANCE_MAX_ROWS_PER_COMMIT: String(o.maxRowsPerCommit) } : {}),
       ...(o.killDuringCreate
         ? { MEMWAL_TEST_KILL_DURING_CREATE: `${o.killDuringCreate.table}:${o.killDuringCreate.afterMs.toFixed(3)}` }
         : {}),
