@@ -1,16 +1,17 @@
 // `npm run bench:fairness`: how long a small store waits while another store floods the same Lance
 // server (examples/lance-server, keyed table) with its largest allowed requests. A "small" store
 // sends 1-row requests one after another and times each answer (client round trip: the apply and
-// its position commit); first alone (unloaded), then while a "flood" store keeps its
-// maxPendingPerStore requests of just under the server's body limit in flight (loaded). Both
-// phases run on a table already holding the flood's rows (its requests overwrite the same keys,
-// so the table keeps its size). Prints p50 / p99 of both and their ratio; writes
+// its position commit), alone (unloaded) and while a "flood" store keeps its maxPendingPerStore
+// requests of just under the server's body limit in flight (loaded), in alternating blocks so that
+// both meet the machine's other work alike. Both phases run on a table already holding the flood's
+// rows (its requests overwrite the same keys, so the table keeps its size). Prints p50 / p99 of both and their ratio; writes
 // bench/results/fairness-latest.json.
 //
 // Environment: FAIRNESS_SAMPLES (small requests per phase, default 300), FAIRNESS_PORT (default
 // 5297), FAIRNESS_BODY_BYTES (the server's body limit, default the handler's 8 MiB),
 // FAIRNESS_FLOOD_REQUESTS (flood requests prepared, default 80), FAIRNESS_ROWS_PER_COMMIT (the
-// sink's maxRowsPerCommit, default the sink's).
+// sink's maxRowsPerCommit, default the sink's), FAIRNESS_OPTIMIZE_EVERY (the sink's
+// optimizeEvery, default the sink's).
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -23,6 +24,8 @@ import { crc32c } from '../src/wal/crc32c.js';
 import { startLanceServer } from '../test/lance-server-process.js';
 
 const SAMPLES = Number(process.env.FAIRNESS_SAMPLES ?? 300);
+/** Blocks per phase: unloaded and loaded blocks of SAMPLES / BLOCKS requests alternate. */
+const BLOCKS = 6;
 const PORT = Number(process.env.FAIRNESS_PORT ?? 5297);
 const BODY_LIMIT = Number(process.env.FAIRNESS_BODY_BYTES ?? DEFAULT_MAX_DRAIN_BODY_BYTES);
 const ADMIN = 'bench-admin';
@@ -30,6 +33,8 @@ const ADMIN = 'bench-admin';
 const FLOOD_REQUESTS = Number(process.env.FAIRNESS_FLOOD_REQUESTS ?? 80);
 /** The sink's maxRowsPerCommit (default: the sink's default). */
 const ROWS_PER_COMMIT = process.env.FAIRNESS_ROWS_PER_COMMIT ? Number(process.env.FAIRNESS_ROWS_PER_COMMIT) : undefined;
+/** The sink's optimizeEvery (default: the sink's). */
+const OPTIMIZE_EVERY = process.env.FAIRNESS_OPTIMIZE_EVERY ? Number(process.env.FAIRNESS_OPTIMIZE_EVERY) : undefined;
 
 const schema = new Schema([
   new Field('id', new Int64(), false),
@@ -83,6 +88,7 @@ async function main(): Promise<void> {
     adminToken: ADMIN,
     maxBodyBytes: BODY_LIMIT,
     ...(ROWS_PER_COMMIT ? { maxRowsPerCommit: ROWS_PER_COMMIT } : {}),
+    ...(OPTIMIZE_EVERY !== undefined ? { optimizeEvery: OPTIMIZE_EVERY } : {}),
   });
   try {
     // The flood's rows per request: as many as fit under the body limit.
@@ -98,12 +104,12 @@ async function main(): Promise<void> {
     let next = 1;
 
     let smallPosition = 0;
-    /** `SAMPLES` small requests, one after another, each timed; stops early once `until()` says so. */
-    const small = async (until = () => false): Promise<number[]> => {
+    /** `n` small requests, one after another, each timed; stops early once `until()` says so. */
+    const small = async (n: number, until = () => false): Promise<number[]> => {
       const times: number[] = [];
-      for (let i = 0; i < SAMPLES && !until(); i++) {
+      for (let i = 0; i < n && !until(); i++) {
         smallPosition += 1;
-        const req = request(1, smallPosition, 1_000_000 + (i % 50));
+        const req = request(1, smallPosition, 1_000_000 + (smallPosition % 50));
         const t0 = performance.now();
         await post(`${server.url}/drain/small`, 'small', req);
         times.push(performance.now() - t0);
@@ -111,24 +117,36 @@ async function main(): Promise<void> {
       return times;
     };
 
-    const unloaded = await small();
-    let flooding = true;
+    // Unloaded and loaded blocks alternate, so both phases meet the machine's other work alike.
+    const unloaded: number[] = [];
+    const loaded: number[] = [];
     let floodDone = 0;
-    const floodStart = performance.now();
-    // The flood keeps as many requests in flight as the server lets one store queue.
-    const flooders = Array.from({ length: DEFAULT_MAX_PENDING_PER_STORE }, async () => {
-      while (flooding && next < bodies.length) {
-        await post(flood, 'flood', bodies[next++]!);
-        floodDone += 1;
+    let floodMs = 0;
+    for (let block = 0; block < 2 * BLOCKS; block++) {
+      const n = Math.ceil(SAMPLES / BLOCKS);
+      if (block % 2 === 0) {
+        unloaded.push(...(await small(n)));
+        continue;
       }
-    });
-    await new Promise((r) => setTimeout(r, 1000)); // the flood is under way
-    const loaded = await small(() => next >= bodies.length); // loaded samples only while the flood lasts
-    if (loaded.length < SAMPLES)
-      console.log(`the flood's prepared requests lasted ${loaded.length} samples: raise FAIRNESS_FLOOD_REQUESTS`);
-    flooding = false;
-    const floodSeconds = (performance.now() - floodStart) / 1000;
-    await Promise.all(flooders);
+      let flooding = true;
+      const floodStart = performance.now();
+      // The flood keeps as many requests in flight as the server lets one store queue.
+      const flooders = Array.from({ length: DEFAULT_MAX_PENDING_PER_STORE }, async () => {
+        while (flooding && next < bodies.length) {
+          await post(flood, 'flood', bodies[next++]!);
+          floodDone += 1;
+        }
+      });
+      await new Promise((r) => setTimeout(r, 500)); // the flood is under way
+      loaded.push(...(await small(n, () => next >= bodies.length))); // loaded samples only while the flood lasts
+      flooding = false;
+      await Promise.all(flooders); // the flood's last requests finish before the next unloaded block
+      floodMs += performance.now() - floodStart;
+    }
+    if (loaded.length < unloaded.length) {
+      console.log(`the flood's prepared requests lasted ${loaded.length} loaded samples: raise FAIRNESS_FLOOD_REQUESTS`);
+    }
+    const floodSeconds = floodMs / 1000;
     const stats = (await (await fetch(`${server.url}/stats`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as unknown;
 
     const figures = {

@@ -262,7 +262,7 @@ describe('a refused request changes nothing, even the first one on a fresh table
 describe('fairness between stores', () => {
   it('a small store’s request is answered while another store’s large request is still being applied', async () => {
     const { server } = await start('fair', testPort(8));
-    const rows = 60_000;
+    const rows = 100_000;
     const flood = craft(keyedColumns(rows), positionsOf(rows));
     // The sink's commits counter moves once the large request's first commit is made.
     const commits = async (): Promise<number> =>

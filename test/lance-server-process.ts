@@ -36,6 +36,8 @@ export interface LanceServerOptions {
   maxColumns?: number;
   /** `LANCE_MAX_ROWS_PER_COMMIT`. */
   maxRowsPerCommit?: number;
+  /** `LANCE_OPTIMIZE_EVERY`. */
+  optimizeEvery?: number;
   /** A copy of examples/lance-server with its dependencies installed, to run instead of this repository's. */
   dir?: string;
   /**
@@ -79,6 +81,7 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
       ...(o.allowColumns ? { LANCE_ALLOW_COLUMNS: o.allowColumns.join(',') } : {}),
       ...(o.maxColumns ? { LANCE_MAX_COLUMNS: String(o.maxColumns) } : {}),
       ...(o.maxRowsPerCommit ? { LANCE_MAX_ROWS_PER_COMMIT: String(o.maxRowsPerCommit) } : {}),
+      ...(o.optimizeEvery !== undefined ? { LANCE_OPTIMIZE_EVERY: String(o.optimizeEvery) } : {}),
       ...(o.killDuringCreate
         ? { MEMWAL_TEST_KILL_DURING_CREATE: `${o.killDuringCreate.table}:${o.killDuringCreate.afterMs.toFixed(3)}` }
         : {}),

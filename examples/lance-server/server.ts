@@ -35,6 +35,7 @@ const sink = new LanceSink({
   ...(env.LANCE_ALLOW_COLUMNS ? { allowColumns: list(env.LANCE_ALLOW_COLUMNS) } : {}),
   ...(env.LANCE_MAX_COLUMNS ? { maxColumns: Number(env.LANCE_MAX_COLUMNS) } : {}),
   ...(env.LANCE_MAX_ROWS_PER_COMMIT ? { maxRowsPerCommit: Number(env.LANCE_MAX_ROWS_PER_COMMIT) } : {}),
+  ...(env.LANCE_OPTIMIZE_EVERY ? { optimizeEvery: Number(env.LANCE_OPTIMIZE_EVERY) } : {}),
   ...(env.LANCE_STORAGE_OPTIONS ? { storageOptions: JSON.parse(env.LANCE_STORAGE_OPTIONS) as Record<string, string> } : {}),
 });
 const handleDrain = createDrainRequestHandler({

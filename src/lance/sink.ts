@@ -75,9 +75,11 @@ export interface LanceSinkOptions {
    */
   maxColumns?: number;
   /**
-   * Rows per Lance commit: a larger request is applied in several commits (each its own turn),
-   * so one store's large request holds other stores for one commit at a time. Default
-   * {@link DEFAULT_MAX_ROWS_PER_COMMIT}.
+   * Rows per Lance commit while other stores are active (waiting for a turn, or served within
+   * the last second): a larger request is applied in several commits, each its own turn, so one
+   * store's large request holds the others for one commit at a time. A store alone with the
+   * table commits up to 4 times as many at once (fewer commits, each scanning a keyed table for
+   * its merge). Default {@link DEFAULT_MAX_ROWS_PER_COMMIT}.
    */
   maxRowsPerCommit?: number;
   /** Requests of one store that may wait at once; more are refused with `Locked` (retry). Default 4. */
@@ -148,6 +150,10 @@ interface StoreState {
 
 /** The turn key of compactions: never a store id (those are 1-200 characters of A-Z a-z 0-9 . _ -). */
 const MAINTENANCE = '';
+/** A store counts as active while it waits for a turn or for this long after its last one. */
+const ACTIVE_WITHIN_MS = 1000;
+/** A store alone with the table (no other store active) commits up to this many times `maxRowsPerCommit` at once. */
+const ALONE_FACTOR = 4;
 
 /**
  * Applies WAL entries of memwal stores to one Lance table, exactly once per `(storeId,
@@ -319,17 +325,22 @@ export class LanceSink implements DrainSink {
     while (skip < request.positions.length && request.positions[skip]! <= state.position) skip++;
     const fresh = skip === 0 ? request.rows : request.rows.slice(skip);
     const deletes = this.rules.primaryKey !== undefined && hasTrue(fresh, TOMBSTONE_COLUMN);
-    const turns = Math.max(1, Math.ceil(fresh.numRows / this.maxRowsPerCommit));
     try {
-      for (let k = 0; k < turns; k++) {
-        const chunk = turns === 1 ? fresh : fresh.slice(k * this.maxRowsPerCommit, (k + 1) * this.maxRowsPerCommit);
+      let at = 0;
+      let done = false;
+      while (!done) {
         await this.turns.run(storeId, async () => {
+          // While other stores are active a turn is one commit of maxRowsPerCommit rows; alone, larger.
+          const alone = !this.turns.othersActive(storeId, ACTIVE_WITHIN_MS);
+          const rows = fresh.slice(at, Math.min(fresh.numRows, at + this.maxRowsPerCommit * (alone ? ALONE_FACTOR : 1)));
           if (!state.recovered) {
             await this.recover(storeId, state.position);
             state.recovered = true;
           }
-          if (chunk.numRows > 0) await this.write(storeId, request.columns, chunk);
-          if (k < turns - 1) return;
+          if (rows.numRows > 0) await this.write(storeId, request.columns, rows);
+          at += rows.numRows;
+          done = at >= fresh.numRows;
+          if (!done) return;
           if (deletes) {
             await (await this.openData())!.delete(`${STORE_COLUMN} = '${storeId}' AND ${TOMBSTONE_COLUMN} = true`);
             this.counters.commits += 1;

@@ -22,6 +22,23 @@ describe('Turns', () => {
     expect(order).toEqual(['flood 0', 'flood 1', 'small', 'other', 'flood 2', 'flood 3']);
   });
 
+  it('othersActive: another key waiting, or served within the window, makes a key share; alone after the window', async () => {
+    const turns = new Turns();
+    expect(turns.othersActive('a', 50)).toBe(false);
+    await turns.run('b', async () => undefined);
+    expect(turns.othersActive('a', 50)).toBe(true); // b was just served
+    expect(turns.othersActive('b', 50)).toBe(false); // its own turns do not count
+    await new Promise((r) => setTimeout(r, 60));
+    expect(turns.othersActive('a', 50)).toBe(false);
+    let release!: () => void;
+    const held = turns.run('a', () => new Promise<void>((r) => (release = r)));
+    const waiting = turns.run('c', async () => undefined);
+    await tick();
+    expect(turns.othersActive('a', 0)).toBe(true); // c waits
+    release();
+    await Promise.all([held, waiting]);
+  });
+
   it('a failed operation passes the turn on', async () => {
     const turns = new Turns();
     await expect(turns.run('a', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');

@@ -1,8 +1,9 @@
 // How a LanceSink shares one Lance table between stores (docs/scale-out.md "Fairness"): each store
 // has its own queue (its requests run one after another, in arrival order), and the table's
 // commits are handed out in turns, round-robin over the stores that wait for one. A request is cut
-// into turns of at most `maxRowsPerCommit` rows, so a store waits for at most one turn of each
-// other store, however large their requests or however many they queue.
+// into turns of at most `maxRowsPerCommit` rows while other stores are active, so a store waits
+// for at most one turn of each other store, however large their requests or however many they
+// queue; `othersActive` tells the sink when a store has the table to itself.
 
 import { MemWalError } from '../errors.js';
 
@@ -55,14 +56,29 @@ export class Turns {
   private busy = false;
   /** Waiting keys in turn order (a Map keeps insertion order), each with its waiting operations. */
   private readonly waiting = new Map<string, (() => void)[]>();
+  /** When each key's last turn ended (`Date.now()`), kept while it may count as active. */
+  private readonly ended = new Map<string, number>();
 
   async run<T>(key: string, op: () => Promise<T>): Promise<T> {
     await this.acquire(key);
     try {
       return await op();
     } finally {
+      this.ended.set(key, Date.now());
       this.release();
     }
+  }
+
+  /** Whether a key other than `key` waits for a turn, or had one that ended less than `withinMs` ago. */
+  othersActive(key: string, withinMs: number): boolean {
+    for (const k of this.waiting.keys()) if (k !== key) return true;
+    const since = Date.now() - withinMs;
+    for (const [k, at] of this.ended) {
+      if (at < since)
+        this.ended.delete(k); // quiet for long enough: forgotten
+      else if (k !== key) return true;
+    }
+    return false;
   }
 
   private acquire(key: string): Promise<void> {
