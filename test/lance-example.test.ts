@@ -16,35 +16,30 @@ import { rng } from '../src/testing/rng.js';
 import { installExamples, packMemwal, typecheckExample } from './examples/pack.js';
 import { type LanceServer, startLanceServer, testPort } from './lance-server-process.js';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-});
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
+let work: string;
 let example: string;
+let server: LanceServer | undefined;
 beforeAll(async () => {
-  const work = await tempDir('memwal-lance-example-');
+  work = await mkdtemp(join(tmpdir(), 'memwal-lance-example-'));
   ({ 'lance-server': example } = (await installExamples(['lance-server'], await packMemwal(work), work)) as { 'lance-server': string });
 }, 300_000);
+afterAll(async () => {
+  await server?.kill();
+  await rm(work, { recursive: true, force: true });
+});
 
 it('type-checks with its own tsconfig.json against the packed memwal', async () => {
   await typecheckExample(example);
 }, 120_000);
 
 it('runs out of the repository: a Node store drains into it, the Lance table equals scan(), /stats answers the admin token only', async () => {
-  const uri = await tempDir('memwal-lance-example-data-');
-  const server: LanceServer = await startLanceServer({ dir: example, uri, port: testPort(9), tokens: { t1: 'events' }, adminToken: 'adm' });
-  cleanups.push(() => server.kill());
+  const uri = join(work, 'lance-data');
+  server = await startLanceServer({ dir: example, uri, port: testPort(9), tokens: { t1: 'events' }, adminToken: 'adm' });
   const store = await MemWal.open({
     name: 'events',
     schema: keyedSchema,
     primaryKey: ['id'],
-    storage: new NodeFileStorage(await tempDir('memwal-lance-example-store-')),
+    storage: new NodeFileStorage(join(work, 'store')),
     logger: { warn: () => undefined },
   });
   const d = drain(store, { endpoint: `${server.url}/drain/events`, token: 't1', logger: { warn: () => undefined } });
