@@ -88,9 +88,13 @@ async function idbRows(chunks: BenchRow[][]): Promise<number> {
   }
 }
 
-/** One strict transaction (synced before it completes) putting every row of `chunk`. */
-export async function idbPutChunk(db: import('idb').IDBPDatabase, chunk: BenchRow[]): Promise<void> {
-  const tx = db.transaction('rows', 'readwrite', { durability: 'strict' });
+/** One transaction putting every row of `chunk`; `strict` (the default): synced before it completes. */
+export async function idbPutChunk<R>(
+  db: import('idb').IDBPDatabase,
+  chunk: R[],
+  durability: IDBTransactionDurability = 'strict',
+): Promise<void> {
+  const tx = db.transaction('rows', 'readwrite', { durability });
   const puts: Promise<unknown>[] = chunk.map((r) => tx.store.put(r));
   puts.push(tx.done);
   await Promise.all(puts);
