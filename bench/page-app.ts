@@ -39,6 +39,11 @@ interface StatsSample {
   l0StallCount: number;
   flushCount: number;
   tableCount: number;
+  /** Batches accepted but not yet WAL-durable (their puts wait for the append). */
+  pendingWalBatches: number;
+  /** WAL appends completed so far. */
+  walAppends: number;
+  lastFlushMs: number;
 }
 
 /** One slow put and what the samples asked during it said. */
@@ -56,9 +61,15 @@ export interface SlowPut {
   maxActiveBytes: number;
   compactionRunning: boolean;
   maxCompactionPendingBytes: number;
-  /** Flushes, and flushes that waited for compaction, that began during the put. */
+  /** Flushes committed, and flushes that waited for compaction, during the put. */
   flushes: number;
   l0Stalls: number;
+  /** The most batches waiting for their WAL append at once, in how many of the samples asked during the put any waited, and the appends completed during the put. */
+  maxPendingWalBatches: number;
+  pendingWalSamples: number;
+  walAppends: number;
+  /** The duration of the last flush the samples saw by the put's end (writeStats.lastFlushMs). */
+  lastFlushMs: number;
   /** The slowest stats answer asked during the put (a blocked engine thread delays it too). */
   slowestStatsMs: number;
 }
@@ -111,6 +122,9 @@ export async function putPage(name: string, rows: number, sampleEveryMs = 0): Pr
         l0StallCount: cs.l0StallCount,
         flushCount: ws.flushCount,
         tableCount: cs.tableCount,
+        pendingWalBatches: mt.pendingWalBatchCount,
+        walAppends: ws.walAppendCount,
+        lastFlushMs: ws.lastFlushMs,
       });
       await pause(sampleEveryMs);
     }
@@ -161,9 +175,11 @@ function slowestPuts(starts: Float64Array, lat: Float64Array, samples: StatsSamp
     const to = from + lat[i]!;
     const before = samples.filter((s) => s.at < from).at(-1);
     const during = samples.filter((s) => s.at >= from && s.at <= to);
+    // The first sample asked after the put resolved closes the window (flushes and appends counted across it).
+    const after = samples.find((s) => s.at > to);
     const seen = before ? [before, ...during] : during;
     const max = (f: (s: StatsSample) => number): number => Math.max(0, ...seen.map(f));
-    const last = seen.at(-1);
+    const last = after ?? seen.at(-1);
     return {
       index: i,
       at: from,
@@ -178,6 +194,10 @@ function slowestPuts(starts: Float64Array, lat: Float64Array, samples: StatsSamp
       maxCompactionPendingBytes: max((s) => s.compactionPendingBytes),
       flushes: before && last ? last.flushCount - before.flushCount : 0,
       l0Stalls: before && last ? last.l0StallCount - before.l0StallCount : 0,
+      maxPendingWalBatches: max((s) => s.pendingWalBatches),
+      pendingWalSamples: during.filter((s) => s.pendingWalBatches > 0).length,
+      walAppends: before && last ? last.walAppends - before.walAppends : 0,
+      lastFlushMs: last?.lastFlushMs ?? 0,
       slowestStatsMs: Math.max(0, ...during.map((s) => s.ms)),
     };
   });

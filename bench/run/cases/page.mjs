@@ -66,7 +66,7 @@ export const pageCases = {
     };
     for (const p of sampled.slowest.slice(0, 5))
       log(
-        `putpage slow put #${p.index} at ${(p.at / 1000).toFixed(2)} s: ${fmtNum(p.ms)} ms; causes ${p.causes.join('/')}, waiting ${p.maxWaiting}, frozen ${p.maxFrozenCount}, compaction ${p.compactionRunning ? 'running' : 'idle'} (pending ${fmtNum(p.maxCompactionPendingBytes / 1048576)} MiB), flushes ${p.flushes}, level-0 stalls ${p.l0Stalls}, slowest stats answer ${fmtNum(p.slowestStatsMs)} ms`,
+        `putpage slow put #${p.index} at ${(p.at / 1000).toFixed(2)} s: ${fmtNum(p.ms)} ms; causes ${p.causes.join('/')}, waiting ${p.maxWaiting}, frozen ${p.maxFrozenCount}, compaction ${p.compactionRunning ? 'running' : 'idle'} (pending ${fmtNum(p.maxCompactionPendingBytes / 1048576)} MiB), flushes ${p.flushes} (last ${fmtNum(p.lastFlushMs)} ms), level-0 stalls ${p.l0Stalls}, batches waiting for their WAL append ≤ ${p.maxPendingWalBatches} (in ${p.pendingWalSamples} of ${p.samples} samples), WAL appends ${p.walAppends}, slowest stats answer ${fmtNum(p.slowestStatsMs)} ms`,
       );
   },
 
