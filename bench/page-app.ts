@@ -9,6 +9,7 @@ import { openDB } from 'idb';
 import { type MemWalClient, openMemWal } from '../src/index.js';
 import { APP_SCHEMA, type AppRow, appBatch, appKey, appRows } from './app-data.js';
 import { now, pause, settleStore, spread } from './measure.js';
+import { idbPutChunk, openIdbRows } from './peers.js';
 
 const open = (name: string): Promise<MemWalClient> =>
   openMemWal({ name, schema: APP_SCHEMA, primaryKey: ['id'], logger: { warn: () => undefined } });
@@ -271,16 +272,9 @@ export async function openGetClose(): Promise<{ closeMs: number }> {
 
 /** IndexedDB beside it: `rows` app rows in database `name` (10k-row relaxed transactions). */
 export async function idbOpenPrepare(name: string, rows: number): Promise<void> {
-  const db = await openDB(name, 1, {
-    upgrade(d) {
-      d.createObjectStore('rows', { keyPath: 'id' });
-    },
-  });
+  const db = await openIdbRows(name);
   try {
-    for (let a = 0; a < rows; a += 10_000) {
-      const tx = db.transaction('rows', 'readwrite', { durability: 'relaxed' });
-      await Promise.all([...appRows(a, Math.min(rows, a + 10_000)).map((r) => tx.store.put(r)), tx.done]);
-    }
+    for (let a = 0; a < rows; a += 10_000) await idbPutChunk(db, appRows(a, Math.min(rows, a + 10_000)), 'relaxed');
   } finally {
     db.close();
   }

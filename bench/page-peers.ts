@@ -6,12 +6,12 @@
 
 import type { PGliteWorker } from '@electric-sql/pglite/worker';
 import type { Worker1Promiser } from '@sqlite.org/sqlite-wasm';
-import { deleteDB, type IDBPDatabase, openDB } from 'idb';
+import { deleteDB, type IDBPDatabase } from 'idb';
 import { type MemWalClient, openMemWal } from '../src/index.js';
 import { APP_COLUMNS, APP_SCHEMA, type AppRow, appBatch, appRows } from './app-data.js';
 import type { BenchRow } from './data.js';
 import { now, settleStore } from './measure.js';
-import { SQLITE_CONFIGS } from './peers.js';
+import { idbPutChunk, openIdbRows, SQLITE_CONFIGS } from './peers.js';
 
 /** The engines of the page's read case. */
 export type PageEngineName = 'memwal' | 'idb' | 'dexie' | 'sqlite_page_wal' | 'pglite_page';
@@ -84,17 +84,10 @@ export class IdbPage implements PageEngine {
   constructor(readonly name: string) {}
 
   async open(): Promise<void> {
-    this.db = await openDB(this.name, 1, {
-      upgrade(d) {
-        d.createObjectStore('rows', { keyPath: 'id' });
-      },
-    });
+    this.db = await openIdbRows(this.name);
   }
   async load(from: number, to: number): Promise<void> {
-    await loadInSteps(from, to, async (rows) => {
-      const tx = this.db!.transaction('rows', 'readwrite', { durability: 'relaxed' });
-      await Promise.all([...rows.map((r) => tx.store.put(r)), tx.done]);
-    });
+    await loadInSteps(from, to, (rows) => idbPutChunk(this.db!, rows, 'relaxed'));
   }
   get(key: string): Promise<AppRow | undefined> {
     return this.db!.get('rows', key);

@@ -71,13 +71,18 @@ function runner(peer: PeerName): Runner {
   return (chunks) => pgliteRows(PGLITE_VARIANTS[peer as PgliteVariant], chunks);
 }
 
-async function idbRows(chunks: BenchRow[][]): Promise<number> {
-  const name = uniqueName('idb');
-  const db = await openDB(name, 1, {
+/** IndexedDB database `name` with its object store `rows` (keyPath `id`), created on first open. */
+export function openIdbRows(name: string): Promise<import('idb').IDBPDatabase> {
+  return openDB(name, 1, {
     upgrade(d) {
       d.createObjectStore('rows', { keyPath: 'id' });
     },
   });
+}
+
+async function idbRows(chunks: BenchRow[][]): Promise<number> {
+  const name = uniqueName('idb');
+  const db = await openIdbRows(name);
   try {
     const t0 = now();
     for (const chunk of chunks) await idbPutChunk(db, chunk);

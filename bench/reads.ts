@@ -7,7 +7,7 @@
 // database at a time, driven phase by phase from bench/run (cases/reads.mjs). Dedicated worker.
 
 import { Table, tableToIPC } from 'apache-arrow';
-import { deleteDB, type IDBPDatabase, openDB } from 'idb';
+import { deleteDB, type IDBPDatabase } from 'idb';
 import { MemWal, type MemWalOptions } from '../src/index.js';
 import { defaultBrowserStorage } from '../src/worker.js';
 import { BENCH_SCHEMA, type BenchRow, ladderKey, ladderRows, readKey, readKeys, readRound, rowsToBatch } from './data.js';
@@ -16,6 +16,7 @@ import {
   PGLITE_TABLE,
   type SqliteDb,
   idbPutChunk,
+  openIdbRows,
   pgliteOpen,
   pglitePutChunks,
   sqliteOpen,
@@ -240,11 +241,7 @@ class IdbReads implements ReadEngine {
   constructor(readonly name: string) {}
 
   async open(): Promise<void> {
-    this.db = await openDB(this.name, 1, {
-      upgrade(d) {
-        d.createObjectStore('rows', { keyPath: 'id' });
-      },
-    });
+    this.db = await openIdbRows(this.name);
   }
   async write(chunks: BenchRow[][]): Promise<void> {
     for (const c of chunks) await idbPutChunk(this.db!, c);
