@@ -72,7 +72,7 @@ export const ALL_CASES = [
 export const GROUPS = {
   ingest: ['raw', 'rawread', 'arrow'],
   rows: ['rows100k', 'rows1m'],
-  /** What issue-style ingest figures need, side by side. */
+  /** The write figures the targets name (docs/benchmarks.md), side by side. */
   writes: ['raw', 'arrow', 'rows100k', 'stats', 'putpage'],
   /** The read figures, page and worker. */
   readfigures: ['readsworker', 'readspage', 'openget', 'coldnode'],
