@@ -1,4 +1,5 @@
 // memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
+// The drain wire, which only an endpoint's author needs, is `memwal/drain` (src/drain.ts).
 
 export { MemWal, type OpenHooks, type SchemaReset } from './engine/memwal.js';
 export { openMemWal, MemWalClient, type OpenMemWalOptions, type TypedOpenMemWalOptions, type WorkerLike } from './rpc/client.js';
@@ -69,16 +70,3 @@ export {
   type DrainStats,
   type DrainState,
 } from './drain/drain.js';
-export {
-  encodeDrainBatch,
-  drainRequestHeaders,
-  parseDrainHeaders,
-  checkDrainBody,
-  DRAIN_WIRE_VERSION,
-  DRAIN_CONTENT_TYPE,
-  DRAIN_HEADERS,
-  POSITION_COLUMN,
-  STORE_ID_PATTERN,
-  type DrainRequestMeta,
-  type EncodedDrainBatch,
-} from './drain/wire.js';
