@@ -1,7 +1,7 @@
 // Faults for flushes only or compactions only. FaultInjectingStorage fails and holds operations
 // by kind, and a flush and a compaction both end in a `tableWrite`; what tells them apart is the
 // file name: compaction outputs are named `c<generation>-<epoch>-<seq>.arrow`
-// (src/core/compaction.ts), flushes `<generation>-<epoch>-<attempt>.arrow` (src/core/flusher.ts).
+// (src/engine/compaction.ts), flushes `<generation>-<epoch>-<attempt>.arrow` (src/engine/flusher.ts).
 // This wrapper, around the demo worker's FaultInjectingStorage, fails or delays table writes by
 // that name and passes everything else through.
 //

@@ -147,6 +147,14 @@ describe('layers (docs/impl.md, "Layers")', () => {
     expect(folders.filter((f) => !LAYERS[f])).toEqual([]);
   });
 
+  it("each folder's README.md says what it may import, as the map does", () => {
+    for (const [folder, allowed] of Object.entries(LAYERS)) {
+      const line = /May import: ([^.]*)\./.exec(read(`${folder}/README.md`).replace(/\s+/g, ' '));
+      const named = line?.[1] === 'nothing' ? [] : [...(line?.[1] ?? '').matchAll(/`([a-z-]+)\/`/g)].map((m) => m[1]);
+      expect(named, `${folder}/README.md`).toEqual([...allowed]);
+    }
+  });
+
   it('every import of every source file points into its own folder or a folder below it', () => {
     expect(layerViolations(new Map(all.map((f) => [f, read(f)])), LAYERS)).toEqual([]);
   });

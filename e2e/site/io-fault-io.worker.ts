@@ -1,4 +1,4 @@
-// An I/O worker (serves OPFS like storage/io.worker.ts) that dies or hangs on a control message.
+// An I/O worker (serves OPFS like io-worker/io.worker.ts) that dies or hangs on a control message.
 // Dedicated module worker.
 
 import { OpfsStorage } from '../../src/storage/opfs.js';

@@ -42,7 +42,7 @@ export type Role = 'leader' | 'follower' | 'in-process';
 /**
  * The API shared by `MemWal` (in-process) and `MemWalClient` (main thread, via a worker). `R`
  * holds the row types: typed when the schema came from `defineSchema`, any object otherwise.
- * Rejections are `MemWalError`s; what each code means for a write is in `errors.ts`.
+ * Rejections are `MemWalError`s; what each code means for a write is in `util/errors.ts`.
  */
 export interface MemWalApi<R extends RowsParam = UntypedRows> {
   /**

@@ -449,7 +449,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   /**
    * Usage, quota and persistence where the runtime knows them, plus table-file totals. Usage
-   * figures come from a cache (core/storage-estimate.ts): the first call waits at most 200 ms for
+   * figures come from a cache (engine/storage-estimate.ts): the first call waits at most 200 ms for
    * the adapter, then answers without them.
    */
   async storageStats(): Promise<StorageStats> {

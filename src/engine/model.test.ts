@@ -103,6 +103,7 @@ async function runSeed(seed: number): Promise<{ compactions: number; crashes: nu
       w = await MemWal.open(options(storage, name, keyed));
     }
     await check(w, model, keyed, r, where);
+    w.checkInvariants(); // every part's (MemWal.checkInvariants)
   }
   compactions += (await w.compactionStats()).completedCount;
   await w.close();
@@ -110,7 +111,7 @@ async function runSeed(seed: number): Promise<{ compactions: number; crashes: nu
 }
 
 describe('store lifecycle against a model', () => {
-  it(`get and scan equal the model after every step of ${SEEDS} random runs (puts, overwrites, deletes, seals, compactions, reopens, crashes)`, async () => {
+  it(`get and scan equal the model, and every part's invariants hold, after every step of ${SEEDS} random runs (puts, overwrites, deletes, seals, compactions, reopens, crashes)`, async () => {
     let compactions = 0;
     let crashes = 0;
     for (let seed = 0; seed < SEEDS; seed++) {

@@ -218,7 +218,7 @@ const KNOWN = new Set<string>([
 
 /**
  * Validate and complete options. Throws `InvalidArgument` naming the first bad option. Schema
- * and primary-key checks beyond shape happen in `core/schema.ts` (also before any I/O).
+ * and primary-key checks beyond shape happen in `data/schema.ts` (also before any I/O).
  */
 export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] = []): ResolvedOptions {
   if (typeof o !== 'object' || o === null) throw new MemWalError('InvalidArgument', 'options must be an object');

@@ -171,7 +171,7 @@ function checkJoin(joining: WireOpenOptions, opened: WireOpenOptions): void {
  * The API one client connection calls (comlink-exposed on `port`). Events (state changes,
  * warnings) are posted on `port` too, so they keep their order with the replies. `HostApi` in
  * protocol.ts is this function's return type. With `shared`, the connection is a sharing tab's
- * (tab-host.ts): it serves the store another connection opened, its `open` only checks that the
+ * (tabs/server.ts): it serves the store another connection opened, its `open` only checks that the
  * tab agrees on what the data is, and its `close`, `abort` and `detach` let go of its own
  * iterators only.
  */

@@ -114,8 +114,8 @@ export interface HostReadyMessage {
   memwal: 'host-ready';
 }
 
-// ------------------------------------------------------------------ tabs: 'share' (tabs.ts, tab-host.ts)
-// Channel and lock names are in tab-names.ts. A leader is one term of one tab's worker hosting
+// ------------------------------------------------------------------ tabs: 'share' (tabs/)
+// Channel and lock names are in tabs/names.ts; which host methods a tab may call, in tabs/routes.ts. A leader is one term of one tab's worker hosting
 // the store; `leader` ids name terms, so a message of an earlier term is never taken for a later.
 
 /** On the store's control channel, which every sharing tab and the leader's worker listen to. */

@@ -1,4 +1,4 @@
-// On-disk constants of the WAL frame, shared by the encoder and the scanner (src/wal/codec.ts).
+// On-disk constants of the WAL frame, shared by the encoder and the scanner (src/format/wal/codec.ts).
 // The format is specified in docs/format.md.
 //
 // Written to disk: never renumber. A change here makes existing stores unreadable.

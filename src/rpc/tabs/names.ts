@@ -1,5 +1,5 @@
 // Names of the Web Locks and BroadcastChannels of `tabs: 'share'`, shared by the tabs (tabs.ts)
-// and the leader's worker (tab-host.ts). Any browser context.
+// and the leader's worker (server.ts). Any browser context.
 
 /** Held by the leader tab's main thread for its whole term: the election. */
 export const electionLockName = (store: string): string => `memwal-tabs:${store}`;

@@ -1,5 +1,5 @@
 // The leader's side of tabs: 'share' (TabServer) against a tab played by the test over real
-// BroadcastChannels (Node has them): guarantees (1)-(3) of tab-host.ts, which the browser e2e
+// BroadcastChannels (Node has them): guarantees (1)-(3) of server.ts, which the browser e2e
 // (e2e/client-share.spec.ts) cannot provoke on purpose.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
