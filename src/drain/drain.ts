@@ -12,7 +12,7 @@
 
 import { estimateBatchBytes } from '../core/size.js';
 import type { MemWalApi, WalEntry } from '../core/stats.js';
-import { Signal, backoffMs, sleep } from '../util/schedule.js';
+import { Signal, backoffMs, clearTimer, random, setTimer, sleep, type Timer } from '../util/schedule.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
 import type { Logger } from '../options.js';
@@ -409,7 +409,7 @@ class Drainer {
         if (isTerminal(err)) throw err;
         this.fail(err);
         this.state = 'backoff';
-        const jitter = 0.5 + Math.random() / 2;
+        const jitter = 0.5 + random() / 2;
         await Promise.race([sleep(backoffMs(attempt, this.retry.baseMs, this.retry.maxMs) * jitter), this.stoppedPromise()]);
         this.state = 'running';
       }
@@ -494,10 +494,10 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
     const onStop = (): void => request.abort();
     stop?.addEventListener('abort', onStop, { once: true });
     if (stop?.aborted) request.abort();
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: Timer | undefined;
     const late = new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`);
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      timer = setTimer(() => {
         request.abort();
         reject(late);
       }, timeoutMs);
@@ -512,7 +512,7 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
       const text = await Promise.race([res.text().catch(() => ''), deadline]).catch(fail);
       return { res, text };
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) clearTimer(timer);
       stop?.removeEventListener('abort', onStop);
     }
   };
