@@ -68,6 +68,21 @@ class MemorySink implements DrainSink {
 }
 
 describe('drain()', () => {
+  it('waitForApplied of a position the sink already holds resolves once the drain has started', async () => {
+    // Found by the simulation (test/sim): the start learnt the sink's position without waking waiters.
+    const store = await storeWith(5);
+    const sink = new MemorySink();
+    sink.applied = 5; // a sink that applied everything before this drain (a restarted writer)
+    const d = drain(store, { sink, storeId: 'd', logger: quiet });
+    const outcome = await Promise.race([
+      d.waitForApplied(5).then(() => 'applied'),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting after 2 s'), 2000)),
+    ]);
+    expect(outcome).toBe('applied');
+    await d.stop();
+    await store.close();
+  });
+
   it('ships every entry in runs of about batchBytes and consumes only what the sink reported durable', async () => {
     const store = await storeWith(30);
     const { api, consumed } = recording(store);

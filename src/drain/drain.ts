@@ -274,6 +274,7 @@ class Drainer {
     if (applied === undefined) return undefined;
     this.stats.appliedPosition = applied;
     this.stats.shippedPosition = applied;
+    this.changed.notify(); // a waitForApplied of a position the sink already holds is done
     this.headPosition = await this.readHead();
     if (applied > this.headPosition) {
       throw new MemWalError(
