@@ -198,7 +198,8 @@ const CLAIM_ATTEMPTS = 3;
 /**
  * Open's recovery steps, in order; nothing is changed before step 3:
  * 1. load the manifest and check it against the options;
- * 2. read every segment and validate all of it (frames, positions, payloads, schema);
+ * 2. read every segment and validate all of it (frames, positions, payloads, schema); a failure
+ *    while a predecessor committed meanwhile (the manifest changed) makes us start over from 1;
  * 3. claim epoch + 1 (a compare-and-set; a predecessor that committed meanwhile makes us start
  *    over from 1, a few times at most);
  * 4. sweep table files the manifest does not name;
@@ -215,8 +216,17 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
     ctx.check(stored);
     before = await readSegments(ctx.handle, ctx.limitMs, before);
     const expect = stored ? ctx.expectations(stored) : { mustKeepAfter: 0, durableUpTo: 0 };
-    checked = analyzeWal(before, expect);
-    validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schemasOf(stored));
+    try {
+      checked = analyzeWal(before, expect);
+      validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schemasOf(stored));
+    } catch (e) {
+      // A predecessor still running (a steal) may have committed a flush and removed the segments
+      // it covers between our manifest load and our listing: judge the WAL by the newer manifest.
+      const now = await settleWithin(ctx.handle.manifestLoad(), ctx.limitMs, 'manifest load');
+      if (attempt >= CLAIM_ATTEMPTS || now?.version === stored?.version) throw e;
+      ctx.logger.warn('memwal: the previous writer committed while the WAL was read; reading the store again');
+      continue;
+    }
     try {
       await ctx.log.claim(stored, ctx.claimOf(stored));
       break;

@@ -15,7 +15,7 @@ import { FaultInjectingStorage } from '../testing/fault.js';
 import { Signal, sleep } from '../util/schedule.js';
 import { encodeFrame, scanSegment } from '../wal/codec.js';
 import { MemWal } from './memwal.js';
-import { idsOf, open, rejection, rows, schema, storeName, until } from './testkit.test-util.js';
+import { idsOf, open, rejection, rows, schema, storeName, tick, until } from './testkit.test-util.js';
 
 const quiet = { warn: () => undefined };
 
@@ -130,6 +130,35 @@ describe('stale writers', () => {
     const c = await open(new FileStorage(nodeFileSystem, root), {}, name);
     expect(idsOf(await c.scan())).toEqual([1, 2]);
     await c.close();
+  });
+});
+
+describe('a steal racing the old writer', () => {
+  it('a steal whose predecessor flushes and removes a WAL segment between its manifest load and its WAL listing opens instead of failing Corruption', async () => {
+    // Found by the simulation (test/sim, seed 39): the successor validated the WAL against the
+    // manifest it had loaded before the predecessor's commit, and reported the removed entries as
+    // Corruption.
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const w1 = await open(storage, {}, name);
+    await w1.put(rows(1, 3)); // entry 1, in segment 1-1
+    await w1.abort();
+    const w2 = await open(storage, {}, name); // replays entry 1; appends entry 2 to its own segment
+    await w2.put(rows(4, 1));
+    storage.silenceLockLoss(); // w2 does not learn of the steal and goes on
+    const release = storage.hold('walList');
+    const successor = open(storage, { steal: true }, name);
+    successor.catch(() => undefined);
+    await tick(20); // the successor has loaded the manifest and waits to list the WAL
+    await w2.forceSealActive();
+    await w2.waitForFlushDrain(); // commits replayCursor 2 and removes segment 1-1
+    await until(async () => (await w2.walStats()).oldestPosition > 1, 5000, 'removal of segment 1-1');
+    release();
+    const w3 = await successor;
+    expect(idsOf(await w3.scan())).toEqual([1, 2, 3, 4]);
+    storage.silenceLockLoss(false);
+    await w3.close();
+    await w2.abort();
   });
 });
 
