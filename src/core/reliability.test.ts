@@ -162,6 +162,59 @@ describe('a steal racing the old writer', () => {
   });
 });
 
+describe('tail racing retention', () => {
+  it('a tail whose segment retention removes while it reads rejects Truncated, not IOError', async () => {
+    // Found by the simulation (test/sim, seed 62).
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const walOnly = { primaryKey: [], enableMemtable: false };
+    const w1 = await open(storage, walOnly, name);
+    await w1.put(rows(1, 1));
+    await w1.put(rows(2, 1)); // entries 1 and 2 in segment 1-1
+    await w1.close();
+    const w2 = await open(storage, walOnly, name);
+    await w2.put(rows(3, 1)); // entry 3 in segment 2-3
+    const release = storage.hold('walRead');
+    const reading = rejection(
+      (async () => {
+        for await (const _ of w2.tail(1)) {
+          // read everything
+        }
+      })(),
+    );
+    await tick(10); // the tail found segment 1-1 retained and waits to read it
+    await w2.markConsumed(2); // retention removes segment 1-1
+    await until(async () => (await w2.walStats()).oldestPosition === 3, 5000, 'removal of segment 1-1');
+    release();
+    expect((await reading).code).toBe('Truncated');
+    await w2.close();
+  });
+
+  it('a tail of a segment whose removal has landed but not answered yet rejects Truncated', async () => {
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const walOnly = { primaryKey: [], enableMemtable: false, walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 } };
+    const w1 = await open(storage, walOnly, name);
+    await w1.put(rows(1, 1));
+    await w1.close();
+    const w2 = await open(storage, walOnly, name);
+    await w2.put(rows(2, 1));
+    storage.hangAfter('walRemove'); // segment 1-1 goes; the answer does not come
+    const consumed = w2.markConsumed(1); // resolves once the removal gives up (its time limit)
+    await tick(10);
+    const e = await rejection(
+      (async () => {
+        for await (const _ of w2.tail(1)) {
+          // read everything
+        }
+      })(),
+    );
+    expect(e.code).toBe('Truncated');
+    await w2.abort();
+    await consumed.catch(() => undefined);
+  });
+});
+
 describe('calls that never settle', () => {
   it('a WAL append that never settles: put rejects and close finishes within walRetry.timeoutMs', async () => {
     const storage = new FaultInjectingStorage(new MemoryStorage());

@@ -44,6 +44,8 @@ export interface Segment {
   bytes: number;
   /** Last position it holds that replay honours (firstPosition - 1 when none). */
   lastPosition: number;
+  /** Set while retention removes it (a `tail` reading it then finds it gone). */
+  removing?: boolean;
 }
 
 /** What the WAL writer tells its owner. */
