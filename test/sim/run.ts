@@ -80,6 +80,12 @@ interface Live {
   sink?: ModelSink;
 }
 
+/** A WAL segment inside MemoryStorage. */
+interface MemSegment {
+  read(offset: number): Uint8Array;
+  truncate(length: number): void;
+}
+
 /** An open in progress. */
 interface Opening {
   call: Tracked<unknown>;
@@ -87,7 +93,11 @@ interface Opening {
   columns: ColumnSpec[];
   expect: 'open' | 'invalid' | 'reset';
   crashes: number;
+  /** Faults armed so far when it started (any arming while it runs explains a failure). */
+  arms: number;
   armed: boolean;
+  /** The store's record in MemoryStorage when the open started (a reset replaces it). */
+  store: unknown;
 }
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
@@ -162,6 +172,8 @@ class Sim {
   private route: { to: Live; left: number; successor: Opening } | undefined;
   private holds: (() => void)[] = [];
   private faultsArmed = false;
+  /** How many steps armed faults so far. */
+  private arms = 0;
   private damaged = false;
   private crashesSeen = 0;
   /** The consumer cursor the simulation set itself (no drain). */
@@ -265,6 +277,7 @@ class Sim {
   private arm(faults: FaultSpec[]): void {
     if (faults.length === 0) return;
     this.faultsArmed = true;
+    this.arms++;
     for (const l of this.liveWriters()) l.faultFree = false;
     for (const f of faults) {
       switch (f.f) {
@@ -405,14 +418,23 @@ class Sim {
       `open (session ${session})`,
       MemWal.open(this.options(columns, steal, expect === 'reset'), { compactionPolicy: this.config.policy }),
     );
-    return { call, session, columns, expect, crashes: this.storage.crashed, armed: this.faultsArmed };
+    return {
+      call,
+      session,
+      columns,
+      expect,
+      crashes: this.storage.crashed,
+      arms: this.arms,
+      armed: this.faultsArmed,
+      store: this.memStore(),
+    };
   }
 
   private async finishOpen(o: Opening): Promise<Live | undefined> {
     const { session, columns, expect } = o;
     const outcome = o.call.result;
     if (!outcome) this.fail('hang', `open of session ${session} did not settle within ${this.bound} ms`);
-    const faulty = o.armed || this.faultsArmed || this.storage.crashed !== o.crashes;
+    const faulty = o.armed || this.faultsArmed || this.arms !== o.arms || this.storage.crashed !== o.crashes;
     if (!outcome.ok) {
       const code = this.codeOf(outcome.error, 'open');
       this.log(`  open of session ${session} failed: ${code} ${(outcome.error as Error).message.slice(0, 200)}`);
@@ -422,6 +444,8 @@ class Sim {
         (this.damaged && code === 'Corruption') ||
         (faulty && !['Corruption', 'InvalidArgument', 'NotSupported'].includes(code));
       if (!reason) this.fail('open', `open failed without a fault to explain it: ${code}: ${(outcome.error as Error).message}`);
+      // A reset that failed after destroying the store (storage tells whether it got that far).
+      if (expect === 'reset' && this.memStore() !== o.store) this.resetModel();
       return undefined;
     }
     const w = outcome.value as MemWal;
@@ -429,18 +453,28 @@ class Sim {
       await this.runUntil(this.track('abort', w.abort()));
       this.fail('open', `open accepted an invalid schema change (${JSON.stringify(columns.map((c) => [c.name, c.type, c.nullable]))})`);
     }
-    if (expect === 'reset') {
-      this.model.reset();
-      this.sink = undefined;
-      this.consumed = 0;
-      this.droppedColumns.length = 0;
-    }
+    if (expect === 'reset') this.resetModel();
     this.columns = columns;
     const live: Live = { w, session, columns, faultFree: !faulty, ending: false };
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
     if (this.config.drain) await this.startDrain(live);
     return live;
+  }
+
+  /** The store was destroyed (`onSchemaMismatch: 'reset'`): no row, no consumer, a new sink. */
+  private resetModel(): void {
+    this.model.reset();
+    this.sink = undefined;
+    this.consumed = 0;
+    this.droppedColumns.length = 0;
+  }
+
+  /** The store's record inside MemoryStorage (ground truth, for the checks). */
+  private memStore(): { manifest?: Manifest; tables: Map<string, Uint8Array>; wal: Map<string, MemSegment> } | undefined {
+    return (
+      this.mem as unknown as { stores: Map<string, { manifest?: Manifest; tables: Map<string, Uint8Array>; wal: Map<string, MemSegment> }> }
+    ).stores.get(STORE);
   }
 
   /** Start a drain into the model sink; a new sink is pinned first (the store keeps every entry until the sink has it). */
@@ -914,15 +948,10 @@ class Sim {
 
   /** `tail` from the oldest retained entry: durable entries only, contiguous, each op whole and in one entry. */
   private async readTail(live: Live, consume: number, checkPhase: boolean): Promise<void> {
-    const start = this.track(`walStats (session ${live.session})`, live.w.walStats());
-    await this.runUntil(start);
-    if (!start.result!.ok) return this.readFailed(live, 'walStats', start.result!.error);
-    const oldest = (start.result!.value as { oldestPosition: number }).oldestPosition;
-    const fromPos = Math.max(oldest, this.consumed + 1, 1);
-    const seqFrom = this.model.tick();
-    const collect = async () => {
-      const entries: { position: number; tags: (string | undefined)[] }[] = [];
-      for await (const e of live.w.tail(fromPos)) {
+    type Entries = { position: number; tags: (string | undefined)[] }[];
+    const collect = async (from: number): Promise<Entries> => {
+      const entries: Entries = [];
+      for await (const e of live.w.tail(from)) {
         const tags: (string | undefined)[] = [];
         for (const b of e.data.batches) {
           const tomb = b.schema.fields.findIndex((f) => f.name === '_tombstone');
@@ -933,8 +962,21 @@ class Sim {
       }
       return entries;
     };
-    const call = this.track(`tail(${fromPos}) (session ${live.session})`, collect());
-    await this.runUntil(call);
+    // From the oldest retained entry; retention (a drain consuming) may remove it meanwhile: Truncated, read again.
+    let fromPos = 0;
+    let seqFrom = 0;
+    let call: Tracked<Entries> | undefined;
+    for (let attempt = 1; ; attempt++) {
+      const start = this.track(`walStats (session ${live.session})`, live.w.walStats());
+      await this.runUntil(start);
+      if (!start.result!.ok) return this.readFailed(live, 'walStats', start.result!.error);
+      fromPos = Math.max((start.result!.value as { oldestPosition: number }).oldestPosition, this.consumed + 1, 1);
+      seqFrom = this.model.tick();
+      call = this.track(`tail(${fromPos}) (session ${live.session})`, collect(fromPos));
+      await this.runUntil(call);
+      const r = call.result!;
+      if (r.ok || attempt >= 3 || !(r.error instanceof MemWalError && r.error.code === 'Truncated')) break;
+    }
     if (!call.result!.ok) return this.readFailed(live, `tail(${fromPos})`, call.result!.error);
     const entries = call.result!.value as { position: number; tags: (string | undefined)[] }[];
     const where = new Map<WriteOp, number>();
