@@ -160,6 +160,34 @@ describe('a steal racing the old writer', () => {
     await w3.close();
     await w2.abort();
   });
+
+  it('a steal whose predecessor removes a listed WAL segment before the successor reads it opens instead of failing', async () => {
+    // Found by the simulation (test/sim, seed 118): the successor failed open with IOError
+    // 'WAL segment 1-1 does not exist' for a segment the manifest it had loaded no longer needed.
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const w1 = await open(storage, {}, name);
+    await w1.put(rows(1, 3)); // entry 1, in segment 1-1
+    await w1.abort();
+    const w2 = await open(storage, {}, name); // replays entry 1; appends entry 2 to its own segment
+    await w2.put(rows(4, 1));
+    storage.silenceLockLoss(); // w2 does not learn of the steal and goes on
+    const releaseRemove = storage.hold('walRemove');
+    await w2.forceSealActive();
+    await w2.waitForFlushDrain(); // commits replayCursor 2; the removal of segment 1-1 waits
+    const releaseRead = storage.hold('walRead');
+    const successor = open(storage, { steal: true }, name);
+    successor.catch(() => undefined);
+    await tick(20); // the successor loaded the manifest, listed segment 1-1 and waits to read it
+    releaseRemove();
+    await until(async () => (await w2.walStats()).oldestPosition > 1, 5000, 'removal of segment 1-1');
+    releaseRead();
+    const w3 = await successor;
+    expect(idsOf(await w3.scan())).toEqual([1, 2, 3, 4]);
+    storage.silenceLockLoss(false);
+    await w3.close();
+    await w2.abort();
+  });
 });
 
 describe('tail racing retention', () => {
