@@ -97,6 +97,7 @@ export function drawConfig(seed: number): SimConfig {
   for (let i = 0; i < ncols; i++) columns.push({ name: `c${i}`, type: pick(r, COL_TYPES), nullable: r() < 0.7, inc: i + 1 });
   const small = r() < 0.8;
   const walTimeout = pick(r, [200, 1000, 3000]);
+  const level0Trigger = pick(r, [2, 4, 4]);
   return {
     mode,
     keyType,
@@ -117,8 +118,9 @@ export function drawConfig(seed: number): SimConfig {
     walRetry: { baseMs: pick(r, [1, 20]), maxMs: pick(r, [20, 200]), timeoutMs: walTimeout },
     flushRetry: { baseMs: pick(r, [1, 50]), maxMs: pick(r, [50, 500]), stallMs: pick(r, [300, 2000, 5000]) },
     policy: {
-      level0Trigger: pick(r, [2, 4, 4]),
-      level0Stop: pick(r, [3, 6, 12, 12]),
+      // The stop trigger stays above the compaction trigger (flushes wait only for a compaction that is due).
+      level0Trigger,
+      level0Stop: level0Trigger + pick(r, [1, 2, 8, 8]),
       spaceAmpTrigger: pick(r, [0.3, 0.3, 1, 100]),
       keyedOutputBytes: pick(r, [512, 4096, 8 * 1024 * 1024]),
       appendOnlyOutputBytes: pick(r, [1024, 8192, 64 * 1024 * 1024]),
