@@ -218,6 +218,28 @@ describe('tail racing retention', () => {
     await w2.close();
   });
 
+  it('a tail of a consumed segment whose removal landed but was reported failed rejects Truncated', async () => {
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const walOnly = { primaryKey: [], enableMemtable: false, logger: quiet };
+    const w1 = await open(storage, walOnly, name);
+    await w1.put(rows(1, 1));
+    await w1.close();
+    const w2 = await open(storage, walOnly, name);
+    await w2.put(rows(2, 1));
+    storage.failAfter('walRemove'); // segment 1-1 goes; the writer hears it failed and still lists it
+    await w2.markConsumed(1);
+    const e = await rejection(
+      (async () => {
+        for await (const _ of w2.tail(1)) {
+          // read everything
+        }
+      })(),
+    );
+    expect(e.code).toBe('Truncated');
+    await w2.close();
+  });
+
   it('a tail of a segment whose removal has landed but not answered yet rejects Truncated', async () => {
     const storage = new FaultInjectingStorage(new MemoryStorage());
     const name = storeName();

@@ -114,8 +114,10 @@ export class Retention {
         try {
           bytes = await settleWithin(this.handle.walRead(seg.name, 0), this.o.flushRetry.stallMs, `tail read of ${seg.name}`);
         } catch (e) {
-          // Retention removed the segment while we read it: its entries are gone, not unreadable.
-          if (seg.removing || !this.wal.segments.includes(seg)) {
+          // Retention removed the segment while we read it (or a removal reported failed had landed):
+          // its entries are gone, not unreadable.
+          const removable = seg.lastPosition <= this.tier.retentionCursor(this.log.manifest);
+          if (seg.removing || removable || !this.wal.segments.includes(seg)) {
             throw new MemWalError('Truncated', `tail: entry ${pos} was removed by retention while it was read`);
           }
           throw toMemWalError(e, `tail read of ${seg.name}`);
