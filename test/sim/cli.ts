@@ -22,15 +22,26 @@ function report(r: SimResult, keep?: number[]): void {
   console.log(r.trace.join('\n'));
 }
 
+let running: number | undefined;
+// A seed whose run waits on something nothing will ever resolve empties the event loop: say which.
+process.on('exit', () => {
+  if (running !== undefined) {
+    console.log(`the harness stalled in seed ${running} (nothing left to run); replay: npm run sim -- --seed ${running}`);
+    process.exitCode = 2;
+  }
+});
+
 async function main(): Promise<number> {
   const one = arg('seed');
   if (one !== undefined) {
     const keep = arg('keep')?.split(',').map(Number);
+    running = Number(one);
     const r = await runSeed(Number(one), {
       trace: has('trace'),
       traceStorage: has('trace-storage'),
       ...(keep ? { keep: new Set(keep) } : {}),
     });
+    running = undefined;
     report(r, keep);
     return r.violation ? 1 : 0;
   }
@@ -40,7 +51,9 @@ async function main(): Promise<number> {
   const kinds = new Map<string, number>();
   const failures = new Map<string, number[]>();
   for (let seed = from; seed < from + count; seed++) {
+    running = seed;
     const r = await runSeed(seed);
+    running = undefined;
     for (const [k, v] of Object.entries(r.counts)) kinds.set(k, (kinds.get(k) ?? 0) + v);
     if (r.violation && has('all')) {
       console.log(`seed ${seed}: ${r.violation.message.split('\n')[0]!.slice(0, 300)}`);

@@ -202,6 +202,7 @@ class Sim {
   }
 
   log(line: string): void {
+    if (process.env.MEMWAL_SIM_ECHO) console.log(`${String(this.clock.now()).padStart(7)}ms ${line}`);
     if (this.keepTrace || this.traceLines.length < 1000) this.traceLines.push(`${String(this.clock.now()).padStart(7)}ms ${line}`);
     else if (this.traceLines.length === 1000) this.traceLines.push('… (trace cut at 1000 lines; rerun with --trace)');
   }
@@ -1118,8 +1119,7 @@ class Sim {
   private async damage(frac: number, which: number): Promise<void> {
     if (this.route) await this.finishSteal();
     for (const l of [...this.stale.splice(0), ...(this.current ? [this.current] : [])]) await this.end(l, 'abort');
-    await this.clock.run(() => false, 10);
-    await this.storage.settled();
+    await this.runUntil(this.track('storage settled', this.storage.settled()));
     const store = (
       this.mem as unknown as {
         stores: Map<string, { manifest?: Manifest; wal: Map<string, { read(o: number): Uint8Array; truncate(n: number): void }> }>;
@@ -1223,13 +1223,18 @@ class Sim {
 function writerState(w: MemWal): string {
   const x = w as unknown as {
     life: { state: string; stopping: boolean; dead: boolean };
-    memtables?: { frozen: { generation: number; state: string; fullyDurable: boolean; flushAttempts: number }[]; active: { generation: number; rows: number } };
+    memtables?: {
+      frozen: { generation: number; state: string; fullyDurable: boolean; flushAttempts: number }[];
+      active: { generation: number; rows: number };
+    };
     background?: { busy: boolean; stalled: boolean };
     flusher?: { stage: string };
     wal: { queue: unknown[]; durablePosition: number };
     log: { manifest: Manifest };
   };
-  const frozen = x.memtables?.frozen.map((f) => `${f.generation}:${f.state}${f.fullyDurable ? '' : ' (not durable)'} attempts ${f.flushAttempts}`).join(', ');
+  const frozen = x.memtables?.frozen
+    .map((f) => `${f.generation}:${f.state}${f.fullyDurable ? '' : ' (not durable)'} attempts ${f.flushAttempts}`)
+    .join(', ');
   const tables = x.log?.manifest?.tables.map((t) => `${t.name}@L${t.level ?? 0}`).join(' ');
   return `state ${x.life.state}${x.life.stopping ? ' stopping' : ''}${x.life.dead ? ' dead' : ''}; WAL queue ${x.wal.queue.length}, durable ${x.wal.durablePosition}; frozen [${frozen ?? '-'}]; flush lane ${x.background?.busy ? 'busy' : 'idle'}${x.background?.stalled ? ' stalled' : ''} (${x.flusher?.stage ?? '-'}); tables ${tables ?? '-'}`;
 }
