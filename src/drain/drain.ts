@@ -12,7 +12,7 @@
 
 import { estimateBatchBytes } from '../core/size.js';
 import type { MemWalApi, WalEntry } from '../core/stats.js';
-import { Signal, backoffMs, clearTimer, random, setTimer, sleep, type Timer } from '../util/schedule.js';
+import { Signal, backoffMs, clearTimer, random, setTimer, type Timer } from '../util/schedule.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
 import type { Logger } from '../options.js';
@@ -411,7 +411,8 @@ class Drainer {
         this.fail(err);
         this.state = 'backoff';
         const jitter = 0.5 + random() / 2;
-        await Promise.race([sleep(backoffMs(attempt, this.retry.baseMs, this.retry.maxMs) * jitter), this.stoppedPromise()]);
+        // Ends early on stop, and removes its listener from the stop signal either way.
+        await new Signal().wait(this.stopper.signal, backoffMs(attempt, this.retry.baseMs, this.retry.maxMs) * jitter);
         this.state = 'running';
       }
     }
@@ -422,13 +423,6 @@ class Drainer {
     this.stats.consecutiveFailures += 1;
     this.stats.lastError = { code: err.code, message: err.message };
     this.logger.warn(`memwal: drain of ${this.storeId} failed (${this.stats.consecutiveFailures} in a row); retrying`, err);
-  }
-
-  private stoppedPromise(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.stopped) resolve();
-      else this.stopper.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
   }
 
   // ------------------------------------------------------------------ observers
