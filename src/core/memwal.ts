@@ -66,6 +66,13 @@ export interface OpenHooks {
   compactionPolicy?: Partial<CompactionPolicy>;
 }
 
+/** A table-file read, under its time limit, failing with a MemWalError (storage's own errors mapped to codes). */
+function readTableFile(read: Promise<Uint8Array>, limitMs: number, name: string): Promise<Uint8Array> {
+  return settleWithin(read, limitMs, `read of table file ${name}`).catch((e: unknown) => {
+    throw toMemWalError(e, `read of table file ${name}`);
+  });
+}
+
 function zeroWriteStats(): WriteStats {
   return {
     putCount: 0,
@@ -263,8 +270,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
         this.schema.internal,
         this.keyEncoder,
         {
-          range: (name, offset, length) => settleWithin(handle.tableReadRange(name, offset, length), limit, `read of table file ${name}`),
-          whole: (name) => settleWithin(handle.tableRead(name), limit, `read of table file ${name}`),
+          range: (name, offset, length) => readTableFile(handle.tableReadRange(name, offset, length), limit, name),
+          whole: (name) => readTableFile(handle.tableRead(name), limit, name),
         },
         opts.blockCacheBytes,
         this.versions,

@@ -6,6 +6,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { MemWalError, quotaExceededError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { FileStorage, type FileSystemShim } from '../storage/fs.js';
@@ -130,6 +131,23 @@ describe('stale writers', () => {
     const c = await open(new FileStorage(nodeFileSystem, root), {}, name);
     expect(idsOf(await c.scan())).toEqual([1, 2]);
     await c.close();
+  });
+});
+
+describe('errors of reads', () => {
+  it('a read whose storage call fails with a platform error rejects a MemWalError with its code', async () => {
+    // Found by the simulation (test/sim, seeds 1464, 1876): the adapter's error reached the caller as it was.
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const w = await open(storage, { flushRetry: { baseMs: 1, maxMs: 5 } });
+    await w.put(rows(1, 3));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    storage.failNext('tableRead', 1, quotaExceededError());
+    const e = await rejection(w.get({ id: 2 }));
+    expect(e).toBeInstanceOf(MemWalError);
+    expect(e.code).toBe('QuotaExceeded');
+    expect((await w.get({ id: 2 }))?.id).toBe(2n);
+    await w.close();
   });
 });
 
