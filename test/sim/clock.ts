@@ -31,9 +31,10 @@ interface Handle {
 export type RunEnd = 'done' | 'idle' | 'budget';
 
 /**
- * A virtual clock and its scheduler. Time starts at 0 and moves only in `run`. Timers due at the
- * same time run in the order they were set; `jitter` (drawn per timer from the seeded `random`)
- * makes some timers fire late, never early, as a loaded host's would.
+ * A virtual clock and its scheduler. Time starts at 0 and moves only in `run`. Timers run in the
+ * order they fall due (those due at the same time in the order they were set), as a host runs
+ * them. `stall` (drawn from the seeded `random`) makes the host busy now and then: time jumps
+ * ahead before the next timer runs, so timers fire late, never early, and never out of order.
  */
 export class VirtualClock implements Clock {
   private t = 0;
@@ -46,8 +47,8 @@ export class VirtualClock implements Clock {
 
   constructor(
     private readonly rand: () => number,
-    private readonly jitterChance = 0,
-    private readonly jitterMaxMs = 0,
+    private readonly stallChance = 0,
+    private readonly stallMaxMs = 0,
   ) {}
 
   now(): number {
@@ -55,7 +56,7 @@ export class VirtualClock implements Clock {
   }
 
   setTimeout(fn: () => void, ms: number): Timer {
-    return this.add(fn, ms, undefined, true);
+    return this.add(fn, ms, undefined);
   }
 
   clearTimeout(timer: Timer): void {
@@ -64,16 +65,16 @@ export class VirtualClock implements Clock {
   }
 
   setInterval(fn: () => void, ms: number): Timer {
-    return this.add(fn, ms, Math.max(1, ms), true);
+    return this.add(fn, ms, Math.max(1, ms));
   }
 
   clearInterval(timer: Timer): void {
     this.clearTimeout(timer);
   }
 
-  /** A macrotask: runs after everything due now, in order, never delayed by jitter. */
+  /** A macrotask: runs after everything due now, in order. */
   yield(): Promise<void> {
-    return new Promise((resolve) => this.add(resolve, 0, undefined, false));
+    return new Promise((resolve) => this.add(resolve, 0, undefined));
   }
 
   random(): number {
@@ -104,6 +105,9 @@ export class VirtualClock implements Clock {
       }
       this.pop();
       this.t = Math.max(this.t, next.at);
+      // A busy host: the timer runs late (and so does everything due meanwhile, in order).
+      if (this.stallChance > 0 && this.rand() < this.stallChance)
+        this.t = Math.min(end, this.t + Math.floor(this.rand() * (this.stallMaxMs + 1)));
       if (next.every !== undefined) this.push({ ...next, at: this.t + next.every, seq: this.seq++ }, next);
       this.steps++;
       try {
@@ -119,9 +123,8 @@ export class VirtualClock implements Clock {
     await this.run(() => false, ms);
   }
 
-  private add(fn: () => void, ms: number, every: number | undefined, jitter: boolean): Timer {
-    let delay = Number.isFinite(ms) ? Math.max(0, ms) : 2 ** 40;
-    if (jitter && this.jitterChance > 0 && this.rand() < this.jitterChance) delay += Math.floor(this.rand() * (this.jitterMaxMs + 1));
+  private add(fn: () => void, ms: number, every: number | undefined): Timer {
+    const delay = Number.isFinite(ms) ? Math.max(0, ms) : 2 ** 40;
     const pending: Pending = { at: this.t + delay, seq: this.seq++, fn, cancelled: false };
     if (every !== undefined) pending.every = every;
     const handle: Handle = {

@@ -32,8 +32,8 @@ export interface SimConfig {
   policy: { level0Trigger: number; level0Stop: number; spaceAmpTrigger: number; keyedOutputBytes: number; appendOnlyOutputBytes: number };
   /** Storage calls take up to this many virtual ms (each draws its own delay). */
   latencyMs: number;
-  /** Timers fire up to this many ms late, with this chance. */
-  jitter: { chance: number; maxMs: number };
+  /** Before a timer runs, the host is busy this many ms (at most), with this chance: timers fire late, in order. */
+  stall: { chance: number; maxMs: number };
   /** A drain into the model sink follows every writer. */
   drain: boolean;
 }
@@ -126,7 +126,7 @@ export function drawConfig(seed: number): SimConfig {
       appendOnlyOutputBytes: pick(r, [1024, 8192, 64 * 1024 * 1024]),
     },
     latencyMs: pick(r, [0, 0, 1, 3, 20]),
-    jitter: r() < 0.5 ? { chance: 0, maxMs: 0 } : { chance: 0.2, maxMs: pick(r, [1, 5, 50]) },
+    stall: r() < 0.5 ? { chance: 0, maxMs: 0 } : { chance: 0.2, maxMs: pick(r, [1, 5, 50]) },
     drain: mode !== 'keyed' || r() < 0.3 ? r() < 0.5 : false,
   };
 }

@@ -95,6 +95,8 @@ interface Opening {
   session: number;
   columns: ColumnSpec[];
   expect: 'open' | 'invalid' | 'reset';
+  /** A steal: the predecessor goes on and may win the claim race every time (docs/impl.md §7: 3 tries). */
+  steal: boolean;
   crashes: number;
   /** Faults armed so far when it started (any arming while it runs explains a failure). */
   arms: number;
@@ -188,7 +190,7 @@ class Sim {
     readonly config: SimConfig,
     private readonly keepTrace: boolean,
   ) {
-    this.clock = new VirtualClock(rng(seed * 7 + 3), config.jitter.chance, config.jitter.maxMs);
+    this.clock = new VirtualClock(rng(seed * 7 + 3), config.stall.chance, config.stall.maxMs);
     this.latency = new LatencyStorage(this.mem, rng(seed * 7 + 4), config.latencyMs);
     this.storage = new FaultInjectingStorage(this.latency, { seed: seed * 7 + 5 });
     this.model = new Model(config.keyType);
@@ -431,6 +433,7 @@ class Sim {
       session,
       columns,
       expect,
+      steal,
       crashes: this.storage.crashed,
       arms: this.arms,
       armed: this.faultsArmed,
@@ -450,6 +453,7 @@ class Sim {
       const reason =
         (expect === 'invalid' && code === 'InvalidArgument') ||
         (this.damaged && code === 'Corruption') ||
+        (o.steal && code === 'IOError' && /manifest commit conflict/.test((outcome.error as Error).message)) ||
         (faulty && !['Corruption', 'InvalidArgument', 'NotSupported'].includes(code));
       if (!reason) this.fail('open', `open failed without a fault to explain it: ${code}: ${(outcome.error as Error).message}`);
       // A reset that failed after destroying the store, or an evolution whose claim landed before
