@@ -46,6 +46,18 @@ export class Backpressure {
     for (const w of wakers) w();
   }
 
+  /** The counters' invariants, checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    for (const [name, v] of Object.entries({
+      totalCount: this.totalCount,
+      totalWaitMs: this.totalWaitMs,
+      abortedCount: this.abortedCount,
+      abortedWaitMs: this.abortedWaitMs,
+    })) {
+      if (!(v >= 0) || !Number.isFinite(v)) throw new Error(`backpressure ${name} is ${v}`);
+    }
+  }
+
   /**
    * A snapshot; `activeWaitMs` sums the elapsed time of the waits in progress. `compactionBehind`:
    * flushes are held back by compaction debt right now (then waiters wait for compaction).

@@ -416,6 +416,29 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
   checkInvariants(): void {
     this.wal.checkInvariants();
     this.memtables?.checkInvariants();
+    this.backpressure.checkInvariants();
+    this.tableCache?.checkInvariants();
+    if (!this.log?.manifest) return; // not claimed yet
+    this.log.checkInvariants();
+    // Across the parts: the WAL holds what the manifest says is flushed or durable, and memtables
+    // are of the generations the manifest has not flushed yet.
+    const m = this.log.manifest;
+    if (this.wal.durablePosition < m.replayCursor) {
+      throw new Error(`WAL durable position ${this.wal.durablePosition} below the replay cursor ${m.replayCursor}`);
+    }
+    const mt = this.memtables;
+    if (mt) {
+      if (m.nextGeneration > mt.active.generation) {
+        throw new Error(`nextGeneration ${m.nextGeneration} above the active memtable's generation ${mt.active.generation}`);
+      }
+      for (const f of mt.frozen) {
+        // A flush whose commit landed while in doubt is published at its next attempt.
+        const landed = f.pendingTable !== undefined && m.tables.some((t) => t.name === f.pendingTable!.name);
+        if (f.state === 'frozen' && f.generation < m.nextGeneration && !landed) {
+          throw new Error(`memtable ${f.generation} is not flushed, but the manifest's nextGeneration is ${m.nextGeneration}`);
+        }
+      }
+    }
   }
 
   /** The writer's current state. */
