@@ -5,8 +5,12 @@
 //   npm run sim -- --seed N --keep 3,8,21      replay only those steps (a shrunk trace)
 //   --no-shrink                                 print the failing seed without shrinking it
 //   --all                                       go on past failures; list the failing seeds by kind
+//   --record FILE                               go on past failures; write each seed's outcome to FILE (JSON)
+//   --differ FILE                               stop at the first seed whose outcome differs from FILE's
+//                                               (scripts/mutants.mjs: a mutant is found where it differs)
 // A failure prints the seed, its configuration, the shrunk step list and its trace, and exits 1.
 
+import { readFileSync, writeFileSync } from 'node:fs';
 import { runSeed, type SimResult } from './run.js';
 import { shrink } from './shrink.js';
 
@@ -50,11 +54,31 @@ async function main(): Promise<number> {
   const started = Date.now();
   const kinds = new Map<string, number>();
   const failures = new Map<string, number[]>();
+  const record = arg('record');
+  const outcomes: Record<number, string | null> = {};
+  const differFile = arg('differ');
+  const baseline: Record<string, string | null> | undefined = differFile ? JSON.parse(readFileSync(differFile, 'utf8')) : undefined;
   for (let seed = from; seed < from + count; seed++) {
     running = seed;
     const r = await runSeed(seed);
     running = undefined;
     for (const [k, v] of Object.entries(r.counts)) kinds.set(k, (kinds.get(k) ?? 0) + v);
+    const outcome = r.violation ? r.violation.message.split('\n')[0]!.slice(0, 300) : null;
+    if (baseline) {
+      if ((baseline[seed] ?? null) !== outcome) {
+        const secs = (Date.now() - started) / 1000;
+        console.log(
+          `FOUND at seed ${seed} after ${seed - from + 1} seeds (${secs.toFixed(1)} s): ${outcome ?? 'ok'} (baseline: ${baseline[seed] ?? 'ok'})`,
+        );
+        return 1;
+      }
+      continue;
+    }
+    if (record) {
+      outcomes[seed] = outcome;
+      if (outcome) console.log(`seed ${seed}: ${outcome}`);
+      continue;
+    }
     if (r.violation && has('all')) {
       console.log(`seed ${seed}: ${r.violation.message.split('\n')[0]!.slice(0, 300)}`);
       failures.set(r.violation.kind, [...(failures.get(r.violation.kind) ?? []), seed]);
@@ -78,6 +102,11 @@ async function main(): Promise<number> {
     }
   }
   const secs = (Date.now() - started) / 1000;
+  if (record) writeFileSync(record, JSON.stringify(outcomes));
+  if (baseline) {
+    console.log(`no seed of ${from}..${from + count - 1} differs from the baseline (${secs.toFixed(1)} s)`);
+    return 0;
+  }
   if (failures.size > 0) {
     for (const [k, seeds] of failures) console.log(`${k}: ${seeds.length} seeds (${seeds.slice(0, 20).join(', ')})`);
     return 1;

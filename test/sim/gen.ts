@@ -171,6 +171,17 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
       for (let j = 0; j < k; j++) faults.push(drawFault(r, action));
     }
     const window = pick(r, [0, 0, 1, 5, 20, 100, 1000, 4000]);
+    if (action.a === 'stale') {
+      // The old writer, never told, goes on writing while its successor opens: often with an append
+      // whose reply is lost, so that its retry (truncate, append again) meets the successor's claim.
+      steps.push({ faults, action, window: 0 });
+      for (let j = 0; j < action.writes; j++) {
+        const lost: FaultSpec[] = r() < 0.5 ? [{ f: 'failAfter', op: 'walAppend', count: 1, quota: false, reread: false }] : [];
+        steps.push({ faults: lost, action: { a: 'put', rows: drawRows(), wait: r() < 0.3 }, window: pick(r, [0, 1, 5, 20, 100]) });
+      }
+      i += action.writes;
+      continue;
+    }
     steps.push({ faults, action, window });
   }
   return steps;

@@ -1185,6 +1185,8 @@ class Sim {
     if (this.config.mode === 'wal-only') {
       await this.readTail(live, -1, true);
     } else {
+      // The WAL itself too, now and then, and whenever an old writer still runs beside this one.
+      if (full || this.stale.length > 0 || int(this.r, 4) === 0) await this.readTail(live, -1, true);
       await this.readScan(live, undefined, Number.POSITIVE_INFINITY, false, true);
       if (this.config.keyType) {
         const pool = this.config.keyPool;
@@ -1192,7 +1194,6 @@ class Sim {
         for (let i = 0; i < n; i++) await this.readGet(live, full ? i : int(this.r, pool.length), int(this.r, 2) === 1);
         await this.readScan(live, int(this.r, pool.length), 1 + int(this.r, 8), false, false);
       }
-      if (full) await this.readTail(live, -1, true);
     }
     if (this.violation) throw this.violation;
   }
