@@ -232,7 +232,15 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
       // A predecessor still running (a steal) may have committed a flush and removed the segments
       // it covers between our manifest load and our listing: judge the WAL by the newer manifest.
       const now = await settleWithin(ctx.handle.manifestLoad(), ctx.limitMs, 'manifest load');
-      if (attempt >= CLAIM_ATTEMPTS || now?.version === stored?.version) throw e;
+      if (now?.version === stored?.version) throw e;
+      if (attempt >= CLAIM_ATTEMPTS) {
+        // Not Corruption: the store is whole, a writer still running keeps changing it.
+        throw new MemWalError(
+          'IOError',
+          `open: the previous writer committed while the WAL was read, ${CLAIM_ATTEMPTS} times (manifest commit conflict); try again`,
+          { cause: e },
+        );
+      }
       ctx.logger.warn('memwal: the previous writer committed while the WAL was read; reading the store again');
       continue;
     }
