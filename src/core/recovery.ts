@@ -153,27 +153,34 @@ export function decodePayload(payload: Uint8Array, position: number, known: Sche
 /** Every WAL segment of the store with its bytes; unchanged ones are taken from `cache`. */
 export async function readSegments(handle: StoreHandle, limitMs: number, cache: ReadSegment[] = []): Promise<ReadSegment[]> {
   const known = new Map(cache.map((c) => [c.name, c]));
-  const out: ReadSegment[] = [];
-  for (const info of await settleWithin(handle.walList(), limitMs, 'WAL list')) {
-    const parsed = parseSegmentName(info.name);
-    if (!parsed) continue;
-    const hit = known.get(info.name);
-    let bytes: Uint8Array;
-    try {
-      bytes =
-        hit && hit.bytes.length === info.bytes
-          ? hit.bytes
-          : await settleWithin(handle.walRead(info.name, 0), limitMs, `read of ${info.name}`);
-    } catch (e) {
-      // Removed since the listing (a predecessor still running, after a steal, ran retention): the
-      // WAL is judged without it, and the analysis finds any entry the manifest still needs.
-      const listed = await settleWithin(handle.walList(), limitMs, 'WAL list');
-      if (listed.some((s) => s.name === info.name)) throw e;
-      continue;
+  const list = () => settleWithin(handle.walList(), limitMs, 'WAL list');
+  for (let attempt = 1; ; attempt++) {
+    const out: ReadSegment[] = [];
+    let vanished = false;
+    for (const info of await list()) {
+      const parsed = parseSegmentName(info.name);
+      if (!parsed) continue;
+      const hit = known.get(info.name);
+      let bytes: Uint8Array;
+      try {
+        bytes =
+          hit && hit.bytes.length === info.bytes
+            ? hit.bytes
+            : await settleWithin(handle.walRead(info.name, 0), limitMs, `read of ${info.name}`);
+      } catch (e) {
+        // Removed since the listing (a predecessor still running, after a steal, ran retention,
+        // which removes oldest first): list and read again, so that no segment read before is
+        // older than one that is gone.
+        if (attempt >= 3 || (await list()).some((s) => s.name === info.name)) throw e;
+        vanished = true;
+        break;
+      }
+      const seg = { name: info.name, epoch: parsed.epoch, firstPosition: parsed.firstPosition, bytes };
+      known.set(info.name, seg);
+      out.push(seg);
     }
-    out.push({ name: info.name, epoch: parsed.epoch, firstPosition: parsed.firstPosition, bytes });
+    if (!vanished) return out.sort((a, b) => a.firstPosition - b.firstPosition || a.epoch - b.epoch);
   }
-  return out.sort((a, b) => a.firstPosition - b.firstPosition || a.epoch - b.epoch);
 }
 
 /** What `recover` hands to the writer. */

@@ -208,6 +208,62 @@ describe('a steal racing the old writer', () => {
   });
 });
 
+describe('a steal racing the old writer (continued)', () => {
+  it('a steal that read an older WAL segment before the predecessor removed it and the next one opens instead of failing Corruption', async () => {
+    // Found by the simulation (test/sim, seed 914): segment 1-1 read, then 1-1 and 2-2 removed before
+    // 2-2 was read; leaving 2-2 out made a gap between the stale copy of 1-1 and 3-3.
+    const faults = new FaultInjectingStorage(new MemoryStorage());
+    let open2: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open2 = resolve));
+    const storage: StorageAdapter = {
+      layout: faults.layout,
+      destroyStore: (n) => faults.destroyStore(n),
+      async openStore(n, o) {
+        const h = await faults.openStore(n, o);
+        if (!o.steal) return h;
+        return new Proxy(h, {
+          get(t, p) {
+            const v = Reflect.get(t, p) as (...args: unknown[]) => Promise<unknown>;
+            if (p === 'walRead') {
+              return async (name: string, offset?: number) => {
+                if (name === '2-2') await gate;
+                return v.call(t, name, offset);
+              };
+            }
+            return typeof v === 'function' ? v.bind(t) : v;
+          },
+        });
+      },
+    };
+    const name = storeName();
+    const w1 = await open(storage, {}, name);
+    await w1.put(rows(1, 1)); // entry 1, segment 1-1
+    await w1.abort();
+    const w2 = await open(storage, {}, name);
+    await w2.put(rows(2, 1)); // entry 2, segment 2-2
+    await w2.abort();
+    // No compaction (its commits would make the successor read the store again anyway).
+    const noCompaction = { compactionPolicy: { level0Trigger: 100, spaceAmpTrigger: Number.POSITIVE_INFINITY } };
+    const w3 = await MemWal.open({ name, schema, primaryKey: ['id'], storage, logger: quiet }, noCompaction);
+    await w3.put(rows(3, 1)); // entry 3, segment 3-3
+    faults.silenceLockLoss(); // w3 does not learn of the steal and goes on
+    const releaseRemove = faults.hold('walRemove');
+    await w3.forceSealActive();
+    await w3.waitForFlushDrain(); // replayCursor 3: segments 1-1 and 2-2 may go
+    const successor = open(storage, { steal: true }, name);
+    successor.catch(() => undefined);
+    await tick(20); // the successor read 1-1 and waits to read 2-2
+    releaseRemove();
+    await until(async () => (await w3.walStats()).oldestPosition > 2, 5000, 'removal of segments 1-1 and 2-2');
+    open2();
+    const w4 = await successor;
+    expect(idsOf(await w4.scan())).toEqual([1, 2, 3]);
+    faults.silenceLockLoss(false);
+    await w4.close();
+    await w3.abort();
+  });
+});
+
 describe('tail racing retention', () => {
   it('a tail whose segment retention removes while it reads rejects Truncated, not IOError', async () => {
     // Found by the simulation (test/sim, seed 62).
