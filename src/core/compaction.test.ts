@@ -234,6 +234,35 @@ describe('compaction', () => {
     await w.close();
   });
 
+  it('compact() while a compaction keeps failing in the background rejects IOError instead of waiting for it', async () => {
+    // Found by the simulation (test/sim, seed 206): compact() waited for the background lane, which
+    // retries for as long as the failure lasts.
+    const failing = { on: true };
+    const w = await MemWal.open({
+      name: storeName(),
+      schema,
+      primaryKey: ['id'],
+      storage: failingCompactions(new MemoryStorage(), failing),
+      maxMemtableRows: 10,
+      flushRetry: { baseMs: 1, maxMs: 20 },
+      logger: quiet,
+    });
+    for (let i = 0; i < 5; i++) {
+      await w.put(rows(0, 10, `v${i}-`));
+      await w.waitForFlushDrain();
+    }
+    await until(async () => (await w.compactionStats()).failureCount >= 2, 5000, 'background compactions failing');
+    const outcome = await Promise.race([
+      rejection(w.compact()).then((e) => e.code),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting after 3 s'), 3000)),
+    ]);
+    expect(outcome).toBe('IOError');
+    failing.on = false;
+    expect((await w.compact()).tablesAfter).toBeGreaterThan(0);
+    expect((await w.compactionStats()).levels.every((l) => l.level !== 0)).toBe(true);
+    await w.close();
+  });
+
   it('compact() rejects on a poisoned writer and in WAL-only mode', async () => {
     const w = await open(new MemoryStorage(), { primaryKey: [], enableMemtable: false });
     expect((await rejection(w.compact())).code).toBe('NotSupported');
