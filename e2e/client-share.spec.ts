@@ -336,3 +336,59 @@ test('a writer that steals the store fences the sharing tabs; they wait and get 
   ok(await mw(b, 'call', cb, 'close'));
   ok(await mw(a, 'call', ca, 'close'));
 });
+
+test("onRoleChange: the tab that takes over hears 'leader', a leader fenced by a steal hears 'follower', tabs that stay followers hear nothing", async ({
+  context,
+}) => {
+  const name = 'share-role-events';
+  const a = await clientPage(await context.newPage());
+  const b = await clientPage(await context.newPage());
+  const c = await clientPage(await context.newPage());
+  const ca = await open(a, share(name));
+  const tabs: [Page, number][] = [
+    [b, await open(b, share(name))],
+    [c, await open(c, share(name))],
+  ];
+  const changes = (tab: [Page, number]): Promise<string[]> => mw(tab[0], 'roleChanges', tab[1]);
+  expect(ok(await mw(a, 'call', ca, 'role'))).toBe('leader');
+  expect(await Promise.all(tabs.map(changes))).toEqual([[], []]); // the role at open is role()'s
+
+  // 1. The leader tab closes: one follower takes over and hears it; the other hears nothing.
+  await a.close();
+  const next = await leaderOf(tabs);
+  const other = tabs.find((t) => t !== next)!;
+  await until(
+    () => changes(next),
+    (r) => r.length > 0,
+    10_000,
+    "'leader' in the tab that took over",
+  );
+  expect(await changes(next)).toEqual(['leader']);
+  expect(await changes(other)).toEqual([]);
+
+  // 2. A writer steals the store: the leader is fenced and hears 'follower'; once the thief
+  //    closes, whichever tab takes the store back hears 'leader'.
+  const thiefPage = await clientPage(await context.newPage());
+  const thief = await open(thiefPage, { name, keyed: true, options: { steal: true } });
+  await until(
+    () => changes(next),
+    (r) => r.length === 2,
+    10_000,
+    "'follower' in the fenced leader",
+  );
+  expect(await changes(next)).toEqual(['leader', 'follower']);
+  ok(await mw(thiefPage, 'call', thief, 'close'));
+  const back = await leaderOf(tabs);
+  await until(
+    () => changes(back),
+    (r) => r.at(-1) === 'leader',
+    10_000,
+    "'leader' in the tab that took the store back",
+  );
+  // Every tab's last event agrees with its role() (a tab that never changed is a follower).
+  for (const tab of tabs) {
+    expect((await changes(tab)).at(-1) ?? 'follower').toBe(ok(await mw(tab[0], 'call', tab[1], 'role')));
+  }
+  console.log(`role changes: ${JSON.stringify(await Promise.all(tabs.map(changes)))}`);
+  for (const [page, id] of tabs) ok(await mw(page, 'call', id, 'close'));
+});

@@ -1,8 +1,18 @@
 // memwal/playwright on the client harness page (site/client): the init script registers the
 // page's openMemWal clients and, when asked before the open, hosts a store in the kit's worker.
 
-import { expect, test } from '../src/playwright.js';
+import { PersistentProfile, expect, test } from '../src/playwright.js';
 import { clientPage, mw, ok, open, settledOutcome } from './client-fixtures.js';
+
+/** The message a matcher that should fail failed with. */
+async function failureOf(matcher: Promise<unknown>): Promise<string> {
+  return matcher.then(
+    () => {
+      throw new Error('the matcher passed');
+    },
+    (e: Error) => e.message,
+  );
+}
 
 test('a store the page opened is seen by the kit: stats, metrics, scan, sync', async ({ page, memwal }) => {
   await clientPage(page);
@@ -47,7 +57,10 @@ test('crash: the worker dies, the client rejects Closed, a reopen finds every ac
   expect(await store.scan()).toHaveLength(30);
 });
 
-test('hold: a put blocked on the budget shows in toHaveNoBackpressure, whose failure prints the stats', async ({ page, memwal }) => {
+test('hold: a put blocked on the budget shows in toHaveNoBackpressure, whose failure prints the figures that decide', async ({
+  page,
+  memwal,
+}) => {
   const store = memwal.store('kit-hold', { faults: true });
   await clientPage(page);
   const c = await open(page, {
@@ -63,19 +76,67 @@ test('hold: a put blocked on the budget shows in toHaveNoBackpressure, whose fai
     if ((await mw(page, 'settled', op, 100)) === 'pending') blocked = op;
   }
   expect(blocked, 'a put blocked on the budget').toBeDefined();
-  const failure = await expect(store)
-    .toHaveNoBackpressure({ timeout: 300 })
-    .then(
-      () => undefined,
-      (e: Error) => e.message,
-    );
+  const failure = await failureOf(expect(store).toHaveNoBackpressure({ timeout: 300 }));
   expect(failure).toContain('Received: activeCount 1');
-  expect(failure).toContain('"frozenBytes"'); // every stat is printed
+  expect(failure).not.toContain('"frozenBytes"'); // the figures that decide, not every stat
+  expect(failure.split('\n').length).toBeLessThanOrEqual(6);
   await expect(store).not.toHaveNoBackpressure();
 
   await release();
   await expect(store).toHaveNoBackpressure();
   ok(await settledOutcome(page, blocked!, 10_000), 'the blocked put');
+});
+
+test('toHaveFlushed fails while the active memtable holds a row, in a few lines that say to flush first; flush() makes it pass', async ({
+  page,
+  memwal,
+}) => {
+  await clientPage(page);
+  const c = await open(page, { name: 'kit-unflushed', keyed: true });
+  const store = memwal.store('kit-unflushed');
+  await store.waitForOpen();
+  ok(await mw(page, 'put', c, 0, 1, 8));
+  const failure = await failureOf(expect(store).toHaveFlushed({ timeout: 300 }));
+  expect(failure).toContain('Received: active rowCount 1');
+  expect(failure).toContain('store.flush()');
+  expect(failure.split('\n').length).toBeLessThanOrEqual(7);
+  console.log(`toHaveFlushed failure message:\n${failure}`);
+  await store.flush();
+  await expect(store).toHaveFlushed();
+});
+
+test("failAfter('walAppend'): the append lands but reports failure; the put resolves after one retry, a warning, no row twice", async ({
+  page,
+  memwal,
+}) => {
+  const store = memwal.store('kit-wal-after', { faults: true });
+  await clientPage(page);
+  const c = await open(page, { name: 'kit-wal-after', keyed: false }); // append-only: a duplicate would show
+  await store.waitForOpen();
+  await store.failAfter('walAppend');
+  expect(ok(await mw(page, 'put', c, 0, 3, 8))).toMatchObject({ rows: 3, durable: true });
+  expect((await store.stats()).write.walAppendRetries).toBe(1);
+  expect((await mw(page, 'warnings', c)).filter((w) => /walAppend/.test(w))).toEqual([
+    expect.stringMatching(/injected fault: walAppend \(after it was applied: the reply was lost\).*retry 1/),
+  ]);
+  // The WAL holds the entry once: a crash and reopen (recovery replays the WAL) finds 3 rows.
+  await store.crash();
+  const again = await open(page, { name: 'kit-wal-after', keyed: false });
+  await store.waitForOpen();
+  const scan = ok(await mw(page, 'scan', again));
+  expect({ rows: scan.rows, duplicates: scan.duplicates }).toEqual({ rows: 3, duplicates: {} });
+});
+
+test("PersistentProfile inherits the project's use.launchOptions and baseURL when created inside a test", async ({ baseURL }) => {
+  // No options: the executablePath (this project's Chromium) and baseURL come from the config.
+  const profile = new PersistentProfile();
+  try {
+    const { page } = await profile.launch();
+    await page.goto('/client/index.html');
+    expect(page.url()).toBe(`${baseURL}/client/index.html`);
+  } finally {
+    await profile.dispose();
+  }
 });
 
 test('fault controls need the kit to host the store: asked too late, they say what to do', async ({ page, memwal }) => {

@@ -63,9 +63,14 @@ test('a browser store, a Node store and a Durable Object store drain into one La
     'dist/worker.js',
   );
   dirs.push(worker.dir);
-  workerd = await startWorkerd(worker, join(worker.dir, 'do-disk'));
+  // The example's drain administration: its admin token, and the server on its allowlist.
+  const admin = { authorization: 'Bearer e2e-admin' };
+  workerd = await startWorkerd(worker, join(worker.dir, 'do-disk'), {
+    env: { MEMWAL_ADMIN_TOKEN: 'e2e-admin', MEMWAL_DRAIN_ALLOWLIST: `${server.url}/drain/` },
+  });
   const doStart = await fetch(`${workerd.url}/drain?store=e2e`, {
     method: 'POST',
+    headers: admin,
     body: JSON.stringify({ endpoint: `${server.url}/drain/durable-object`, token: 'do-secret' }),
   });
   expect(doStart.status, workerd.log()).toBe(200);
@@ -119,7 +124,9 @@ test('a browser store, a Node store and a Durable Object store drain into one La
   const pagePosition = await page.evaluate(() => drainProbe.drained());
   await nodeDrain.waitForApplied((await nodeStore.sync()).position);
   await expect
-    .poll(async () => ((await (await fetch(`${workerd!.url}/drain?store=e2e`)).json()) as DrainStats).appliedPosition, { timeout: 20_000 })
+    .poll(async () => ((await (await fetch(`${workerd!.url}/drain?store=e2e`, { headers: admin })).json()) as DrainStats).appliedPosition, {
+      timeout: 20_000,
+    })
     .toBeGreaterThanOrEqual(doPosition);
 
   const pageScan = await page.evaluate(() => drainProbe.scan());

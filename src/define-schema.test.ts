@@ -95,6 +95,38 @@ describe('row types', () => {
     expect(badClientKey).toBeTypeOf('function');
   });
 
+  it('MemWalClient<typeof schema> and MemWal<typeof schema> type a variable: the opened store fits, rows are typed, a key may give any column', async () => {
+    const openClient = () => openMemWal({ name: 't', schema: todos, primaryKey: ['id'] });
+    const openStore = () => MemWal.open({ name: 't', schema: todos, primaryKey: ['id'], storage: 'memory' });
+    expectTypeOf<Awaited<ReturnType<typeof openClient>>>().toExtend<MemWalClient<typeof todos>>();
+    expectTypeOf<Awaited<ReturnType<typeof openStore>>>().toExtend<MemWal<typeof todos>>();
+    // The old spelling still works, and both open results fit it.
+    expectTypeOf<Awaited<ReturnType<typeof openClient>>>().toExtend<MemWalClient<RowsOf<typeof todos, 'id'>>>();
+    type Client = MemWalClient<typeof todos>;
+    type Store = MemWal<typeof todos>;
+    expectTypeOf<Client['get']>().returns.toEqualTypeOf<Promise<TodoRows['output'] | undefined>>();
+    expectTypeOf<Store['get']>().returns.toEqualTypeOf<Promise<TodoRows['output'] | undefined>>();
+    expectTypeOf<Client['get']>().parameter(0).toEqualTypeOf<Partial<TodoRows['input']>>();
+    expectTypeOf<Store['get']>().parameter(0).toEqualTypeOf<Partial<TodoRows['input']>>();
+    expectTypeOf<Client['put']>().parameter(0).extract<unknown[]>().toEqualTypeOf<TodoRows['input'][]>();
+    expectTypeOf<Store['put']>().parameter(0).extract<unknown[]>().toEqualTypeOf<TodoRows['input'][]>();
+    type TodoTable = Table<{ id: Int64; title: Utf8; done: Bool; note: Utf8; due: Timestamp }>;
+    expectTypeOf<ReturnType<Client['scan']>>().toEqualTypeOf<Promise<TodoTable>>();
+    expectTypeOf<ReturnType<Store['scan']>>().toEqualTypeOf<Promise<TodoTable>>();
+    // A plain Schema gives the untyped client, as openMemWal does for it.
+    expectTypeOf<MemWalClient<Schema>>().toEqualTypeOf<MemWalClient>();
+    const never = async (db: MemWalClient<typeof todos>): Promise<void> => {
+      await db.get({ id: 1 });
+      // @ts-expect-error: unknown column "idd"
+      await db.get({ idd: 1 });
+      // @ts-expect-error: title must be a string
+      await db.put([{ id: 1, title: 42, done: false }]);
+      // @ts-expect-error: no column "titel" to project
+      await db.scan({ columns: ['titel'] });
+    };
+    expect(never).toBeTypeOf('function');
+  });
+
   it('wrong column names and types do not compile', () => {
     // Only checked, never run: each line below must be a type error.
     const never = async (db: MemWal<TodoRows>): Promise<void> => {

@@ -150,12 +150,24 @@ export interface UntypedRows {
   columns: any;
 }
 
+/**
+ * The type parameter of `MemWal`, `MemWalClient` and `MemWalApi`: a schema from `defineSchema`
+ * (`MemWalClient<typeof schema>`) or row types (`RowsOf<typeof schema, 'id'>`, `UntypedRows`).
+ * A schema alone does not say which columns are the key, so its key type is any subset of its
+ * columns; `RowsOf<typeof schema, 'id'>` names them.
+ */
+export type RowsParam = RowTypes | Schema;
+
+/** The row types a {@link RowsParam} stands for: row types as they are, a schema's by `RowsOf<S, string>`. */
+export type RowTypesOf<R extends RowsParam> = R extends RowTypes ? R : R extends Schema ? RowsOf<R, string> : never;
+
 /** The column names of a store's rows (`string` for an untyped store). */
-export type ColumnName<R extends RowTypes> = keyof R['output'] & string;
+export type ColumnName<R extends RowsParam> = keyof RowTypesOf<R>['output'] & string;
 
 /**
  * The row types of schema `S` with primary key columns `K`: typed when `S` came from
- * `defineSchema`, `UntypedRows` for any other Schema.
+ * `defineSchema`, `UntypedRows` for any other Schema. `K = string` (key columns not known): a
+ * key may give any of the columns.
  */
 export type RowsOf<S extends Schema, K extends string = never> = S extends { readonly [ROW_TYPES]?: infer T }
   ? NonNullable<T> extends {
@@ -163,7 +175,7 @@ export type RowsOf<S extends Schema, K extends string = never> = S extends { rea
       output: infer Out extends Record<string, unknown>;
       columns: infer M extends TypeMap;
     }
-    ? { input: In; output: Out; key: Simplify<Pick<In, K & keyof In>>; columns: M }
+    ? { input: In; output: Out; key: string extends K ? Partial<In> : Simplify<Pick<In, K & keyof In>>; columns: M }
     : UntypedRows
   : UntypedRows;
 

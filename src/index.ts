@@ -1,6 +1,6 @@
 // memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
 
-export { MemWal, type OpenHooks } from './core/memwal.js';
+export { MemWal, type OpenHooks, type SchemaReset } from './core/memwal.js';
 export { openMemWal, MemWalClient, type OpenMemWalOptions, type TypedOpenMemWalOptions, type WorkerLike } from './rpc/client.js';
 export { destroyMemWal, type DestroyMemWalOptions } from './rpc/destroy.js';
 export {
@@ -30,6 +30,8 @@ export {
   type OutputRow,
   type TypedSchema,
   type RowTypes,
+  type RowsParam,
+  type RowTypesOf,
   type UntypedRows,
   type RowsOf,
   type ColumnName,

@@ -20,5 +20,11 @@ const memwalWorker :Workerd.Worker = (
   compatibilityDate = "2025-09-01",
   durableObjectNamespaces = [(className = "MemWalObject", uniqueKey = "memwal-example", enableSql = true)],
   durableObjectStorage = (localDisk = "do-disk"),
-  bindings = [(name = "MEMWAL", durableObjectNamespace = "MemWalObject")],
+  bindings = [
+    (name = "MEMWAL", durableObjectNamespace = "MemWalObject"),
+    # The drain's admin credential and the endpoints a drain may point at (README.md), from the
+    # environment: MEMWAL_ADMIN_TOKEN=… MEMWAL_DRAIN_ALLOWLIST=http://127.0.0.1:8791/drain/ npm start
+    (name = "MEMWAL_ADMIN_TOKEN", fromEnvironment = "MEMWAL_ADMIN_TOKEN"),
+    (name = "MEMWAL_DRAIN_ALLOWLIST", fromEnvironment = "MEMWAL_DRAIN_ALLOWLIST"),
+  ],
 );

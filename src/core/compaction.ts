@@ -178,11 +178,15 @@ export class Compactor {
     let committing = false;
     try {
       if (this.doubt) {
+        // Resolved (here or by an earlier commit): the manifest says which side of the commit is
+        // live, file by file. Never judge by the outputs alone: a move keeps its input's name and
+        // an empty merge has no output, so "every output is named" holds whether it landed or not.
         await this.log.resolveDoubt();
         const { inputs: was, outputs: wrote } = this.doubt;
         this.doubt = undefined;
-        if (wrote.every((t) => this.log.manifest.tables.some((x) => x.name === t.name))) this.retire(was);
-        else for (const t of wrote) await removeTableFile(this.handle, t.name, this.o.flushRetry.stallMs, this.warn);
+        const named = new Set(this.log.manifest.tables.map((t) => t.name));
+        this.retire(was.filter((t) => !named.has(t.name)));
+        for (const t of wrote) if (!named.has(t.name)) await removeTableFile(this.handle, t.name, this.o.flushRetry.stallMs, this.warn);
         return 'committed';
       }
       if (plan.move) {

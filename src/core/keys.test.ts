@@ -18,6 +18,7 @@ import {
   TimeMicrosecond,
   TimeSecond,
   TimestampNanosecond,
+  Type,
   Uint16,
   Uint32,
   Uint64,
@@ -26,8 +27,10 @@ import {
 import type { DataType } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWalError } from '../errors.js';
+import { MemoryStorage } from '../storage/memory.js';
 import { encodeKey, keyFromHex, keyString, keyToHex, makeKeyEncoder } from './keys.js';
 import { toBatches, tombstoneBatch } from './rows.js';
+import { MemWal } from './memwal.js';
 import { makeStoreSchema } from './schema.js';
 
 /** Deterministic PRNG (mulberry32) so failures reproduce. */
@@ -320,4 +323,99 @@ describe('keys of decoded batches', () => {
       expect(makeKeyEncoder(ss)(decoded)).toHaveLength(5);
     }
   });
+});
+
+/** Row `r` of column `name` as a key value: timestamps as their stored bigint (a scan reads them as milliseconds). */
+function cell(t: Table, name: string, r: number): unknown {
+  const col = t.getChild(name)!;
+  if (col.type.typeId !== Type.Timestamp) return col.get(r);
+  for (const d of col.data) {
+    if (r < d.length) return (d.values as BigInt64Array)[d.offset + r];
+    r -= d.length;
+  }
+  throw new Error('row out of range');
+}
+
+describe('edge key values through the public API', () => {
+  const two53 = 2n ** 53n;
+  const cases: { what: string; fields: Field[]; pk: string[]; keys: Record<string, unknown>[] }[] = [
+    {
+      what: 'Int64',
+      fields: [new Field('k', new Int64(), false)],
+      pk: ['k'],
+      keys: [
+        -(2n ** 63n),
+        2n ** 63n - 1n,
+        -two53 - 1n,
+        -two53,
+        -two53 + 1n,
+        two53 - 1n,
+        two53,
+        two53 + 1n,
+        -(2n ** 32n),
+        2 ** 32,
+        -1,
+        -0,
+        1,
+      ].map((k) => ({ k })),
+    },
+    {
+      what: 'Uint64',
+      fields: [new Field('k', new Uint64(), false)],
+      pk: ['k'],
+      keys: [0n, 1n, 2n ** 32n, two53 - 1n, two53, two53 + 1n, 2n ** 63n, 2n ** 64n - 1n].map((k) => ({ k })),
+    },
+    {
+      what: 'Int32',
+      fields: [new Field('k', new Int32(), false)],
+      pk: ['k'],
+      keys: [-(2 ** 31), 2 ** 31 - 1, -1, -0, 1].map((k) => ({ k })),
+    },
+    {
+      what: 'Date<Day>',
+      fields: [new Field('k', new DateDay(), false)],
+      pk: ['k'],
+      keys: [-8.64e15, 8.64e15, -86400000, -0, 86400000].map((k) => ({ k: new Date(k) })),
+    },
+    {
+      what: 'Date<Millisecond>',
+      fields: [new Field('k', new DateMillisecond(), false)],
+      pk: ['k'],
+      keys: [-(2 ** 53) + 1, 2 ** 53 - 1, -8.64e15, 8.64e15, -1, -0, 1].map((k) => ({ k })),
+    },
+    {
+      what: 'Timestamp<Nanosecond>',
+      fields: [new Field('k', new TimestampNanosecond(), false)],
+      pk: ['k'],
+      keys: [-(2n ** 63n), 2n ** 63n - 1n, -two53, two53, -two53 + 1n, two53 - 1n, -1n, 0n].map((k) => ({ k })),
+    },
+    {
+      what: 'composite (Int64, Utf8)',
+      fields: [new Field('k', new Int64(), false), new Field('s', new Utf8(), false)],
+      pk: ['k', 's'],
+      keys: [-(2n ** 63n), -two53, two53, 2n ** 63n - 1n, -0].flatMap((k) => ['', 'é', 'a\0b'].map((s) => ({ k, s }))),
+    },
+  ];
+
+  for (const c of cases) {
+    it(`get finds every row scan shows for edge ${c.what} keys, in the memtable and in table files`, async () => {
+      const schema = new Schema([...c.fields, new Field('v', new Int32(), false)]);
+      const w = await MemWal.open({ name: `edge-${c.what.replace(/\W/g, '')}`, schema, primaryKey: c.pk, storage: new MemoryStorage() });
+      await w.put(c.keys.map((k, v) => ({ ...k, v })));
+      const check = async (where: string) => {
+        for (const [v, k] of c.keys.entries()) expect({ where, key: k, row: (await w.get(k))?.v }).toEqual({ where, key: k, row: v });
+        const t = await w.scan();
+        expect(t.numRows).toBe(c.keys.length);
+        for (let r = 0; r < t.numRows; r++) {
+          const key = Object.fromEntries(c.pk.map((name) => [name, cell(t, name, r)]));
+          expect({ where, key, found: (await w.get(key)) !== undefined }).toEqual({ where, key, found: true });
+        }
+      };
+      await check('memtable');
+      await w.forceSealActive();
+      await w.waitForFlushDrain();
+      await check('table file');
+      await w.close();
+    });
+  }
 });

@@ -9,12 +9,22 @@ import type { StoreSchema } from './schema.js';
 
 /**
  * A primary key as memwal indexes it. For a single integer-like key column (Int*, Uint*, Date,
- * Time, Timestamp, Duration) whose value is a safe integer: that number, so that indexing
- * needs no per-row string. Otherwise: the order-preserving encoding as a string. Each key value
+ * Time, Timestamp, Duration) whose value is a safe integer ({@link numberKey}): that number, so
+ * that indexing needs no per-row string. Otherwise: the order-preserving encoding as a string. Each key value
  * has exactly one form, so `===` on keys is key equality. {@link keyString} gives the encoding
  * of either form (for ordering and key bounds).
  */
 export type Key = string | number;
+
+/**
+ * The number form of a single integer-like key column's value `v`, or undefined when the value
+ * takes the string form: exactly the safe integers (|v| ≤ 2^53 − 1; so not ±2^53), with -0 as 0.
+ * `v` may be rounded only beyond 2^53 (rounding never brings a value into the safe range). The
+ * one rule the batch encoder and `encodeKey` both follow: each value has one form.
+ */
+export function numberKey(v: number): number | undefined {
+  return Number.isSafeInteger(v) ? v + 0 : undefined; // -0 + 0 is 0
+}
 
 /**
  * One key per row of a batch in the store's base or internal schema (key columns at
@@ -203,9 +213,8 @@ export function makeKeyEncoder(ss: StoreSchema): KeyEncoder {
         const hiRaw = words[2 * r + 1]!;
         const lo = words[2 * r]!;
         const hi = signed ? hiRaw | 0 : hiRaw;
-        // |value| < 2^53 exactly when the high word is within ±2^21.
-        if (hi < 0x200000 && hi >= -0x200000) {
-          const value = hi * 4294967296 + lo;
+        const value = numberKey(hi * 4294967296 + lo);
+        if (value !== undefined) {
           if (mixed) mixed[r] = value;
           else nums[r] = value;
         } else {
@@ -278,8 +287,8 @@ export function encodeKey(key: Record<string, unknown>, ss: StoreSchema): Key {
     }
     const kind = kindOf(field.type);
     if (ss.keyIndices.length === 1 && kind.kind === 'int') {
-      const n = Number(raw);
-      if (Number.isSafeInteger(n)) return n; // the number form, as makeKeyEncoder gives it
+      const n = numberKey(Number(raw));
+      if (n !== undefined) return n; // the number form, as makeKeyEncoder gives it
     }
     writeScalar(w, kind, raw);
   }

@@ -32,6 +32,8 @@ export class MemtableTier implements Tier {
     private readonly bp: Backpressure,
     /** Starts the background loop if it is idle. */
     private readonly kickBackground: () => void,
+    /** Starts the compaction lane if it is idle (files held in grace may be compacted now). */
+    private readonly kickCompaction: () => void,
   ) {
     this.active = new MemTable(1, keyed);
     life.onTerminal(() => {
@@ -118,6 +120,10 @@ export class MemtableTier implements Tier {
       m.graceTimer = setTimer(() => {
         m.graceTimer = undefined;
         this.frozen = this.frozen.filter((f) => f !== m);
+        // Its file may be compacted now: a flush lane stopped at the level-0 trigger (and puts
+        // and close behind it) waits for that compaction.
+        this.life.progress.notify();
+        this.kickCompaction();
       }, this.o.frozenMemtableGraceMs);
     }
     this.bp.wake();

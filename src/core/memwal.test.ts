@@ -1,6 +1,7 @@
 import { Field, Int64, Schema, Utf8, tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWalError } from '../errors.js';
+import type { StorageAdapter } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemWal } from './memwal.js';
@@ -633,6 +634,51 @@ describe('WAL-only mode, tail, retention', () => {
     for await (const e of again.tail(1)) all.push(e.position);
     expect(all).toEqual([1, 2, 3]);
     await again.close();
+  });
+
+  it('a following tail reads each segment from where its last read ended: bytes read per wake-up do not grow with the segment', async () => {
+    const reads: number[] = [];
+    const storage = new MemoryStorage();
+    const counting: StorageAdapter = {
+      layout: storage.layout,
+      destroyStore: (name) => storage.destroyStore(name),
+      openStore: async (name, options) => {
+        const h = await storage.openStore(name, options);
+        return new Proxy(h, {
+          get(target, prop) {
+            if (prop === 'walRead') {
+              return async (segment: string, offset?: number) => {
+                const bytes = await target.walRead(segment, offset);
+                reads.push(bytes.length);
+                return bytes;
+              };
+            }
+            const v = Reflect.get(target, prop);
+            return typeof v === 'function' ? v.bind(target) : v;
+          },
+        });
+      },
+    };
+    const w = await open(counting, walOnly);
+    const ac = new AbortController();
+    let seen = 0;
+    const follower = (async () => {
+      for await (const _ of w.tail(1, { follow: true, signal: ac.signal })) seen += 1;
+    })();
+    const ENTRIES = 200;
+    for (let i = 0; i < ENTRIES; i++) {
+      await w.put(rows(i, 10, 'z'.repeat(50))); // about 1 KiB per entry, all in one segment
+      await until(() => seen === i + 1, 5000, `entry ${i + 1} tailed`);
+    }
+    ac.abort();
+    await follower;
+    const segmentBytes = (await w.walStats()).retainedBytes;
+    const entryBytes = segmentBytes / ENTRIES;
+    const late = reads.slice(-50);
+    // Each wake-up reads the new entry (or two), not the segment from its first byte.
+    expect(Math.max(...late), `last reads ${late.join(',')}; segment ${segmentBytes} bytes`).toBeLessThan(3 * entryBytes);
+    expect(reads.reduce((a, b) => a + b, 0)).toBeLessThan(3 * segmentBytes);
+    await w.close();
   });
 
   it('markConsumed advances durably; entries are removed only at or below it; below is Truncated', async () => {

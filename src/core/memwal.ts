@@ -27,8 +27,9 @@ import { decodePayload, recover, type WalRecord } from './recovery.js';
 import { Retention } from './retention.js';
 import { compactIfSparse, projectBatch, toBatches, tombstoneBatch } from './rows.js';
 import { AsyncRwLock } from './rwlock.js';
-import { type StoreSchema, decodeSchema, encodeSchema, makeStoreSchema } from './schema.js';
+import { type StoreSchema, encodeSchema, makeStoreSchema } from './schema.js';
 import {
+  decodeVersions,
   evolutionProblem,
   evolveManifest,
   isSchemaMismatch,
@@ -54,14 +55,28 @@ import type {
 } from './stats.js';
 import { type Tier, WalOnlyTier } from './tier.js';
 import { type PendingEntry, WalWriter } from './wal-writer.js';
-import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
+import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-files.js';
 
+/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
+export interface SchemaReset {
+  /** The store's name. */
+  name: string;
+  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
+  reason: string;
+}
+
 /** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
 export interface OpenHooks {
   onStateChange?: (s: WriterState) => void;
+  /**
+   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
+   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
+   * that throws is logged and does not fail the open.
+   */
+  onSchemaReset?: (reset: SchemaReset) => void;
   /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
   compactionPolicy?: Partial<CompactionPolicy>;
 }
@@ -97,7 +112,7 @@ function zeroWriteStats(): WriteStats {
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
  * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
  */
-export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
+export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly opts: ResolvedOptions;
   private readonly policy: CompactionPolicy;
   private readonly schema: StoreSchema;
@@ -138,8 +153,14 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       onFailure: (err) => this.life.poison(err),
     });
     if (opts.enableMemtable) {
-      this.memtables = new MemtableTier(opts, this.keyEncoder !== undefined, this.life, this.wal, this.backpressure, () =>
-        this.background?.kick(),
+      this.memtables = new MemtableTier(
+        opts,
+        this.keyEncoder !== undefined,
+        this.life,
+        this.wal,
+        this.backpressure,
+        () => this.background?.kick(),
+        () => this.background?.kickCompaction(),
       );
       this.tier = this.memtables;
     } else {
@@ -174,6 +195,11 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
         `memwal: ${e.message}; onSchemaMismatch 'reset': destroying store ${opts.name} and creating it anew (its rows are gone)`,
       );
       await adapter.destroyStore(opts.name);
+      try {
+        hooks.onSchemaReset?.({ name: opts.name, reason: e.message });
+      } catch (hookError) {
+        opts.logger.warn('memwal: onSchemaReset hook threw', hookError);
+      }
       const fresh = new MemWal(opts, schema, adapter, hooks);
       await fresh.openStore();
       return fresh;
@@ -253,15 +279,19 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       expectations: (m) => ({ mustKeepAfter: this.tier.retainedFrom(m), durableUpTo: m.positionHint }),
       schemasOf: (stored) => {
         if (!stored) return this.schema.internal;
-        const known = new SchemaVersions(this.schema, -1, recordedVersions(stored));
-        return (s) => known.knows(s);
+        // The versions the claim records (or has recorded): the entries are read in them after it.
+        const evolved = evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1);
+        const known = new SchemaVersions(this.schema, evolved.schemaVersion ?? 1, recordedVersions(evolved));
+        return (s, epoch) => known.versionOfEntry(s, epoch) !== undefined;
       },
       logger: opts.logger,
     });
     const m = this.log.manifest;
     this.versions = new SchemaVersions(this.schema, m.schemaVersion ?? 1, recordedVersions(m));
     this.wal.start(handle, this.log.epoch, r.analysis.segments, r.nextPosition - 1, r.tornTailBytes);
-    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (b) => this.versions.project(b));
+    this.retention = new Retention(opts, handle, this.life, this.log, this.wal, this.tier, (t, epoch, position) =>
+      this.versions.projectEntry(t, epoch, position),
+    );
     if (this.memtables) {
       this.memtables.start(m);
       const limit = opts.flushRetry.stallMs;
@@ -324,7 +354,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     if (stored.mode !== this.tier.mode) {
       throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
     }
-    const problem = evolutionProblem(decodeSchema(stored.schema), this.schema.base, this.schema.primaryKey);
+    const problem = evolutionProblem(decodeVersions(recordedVersions(stored), stored.primaryKey), this.schema.base, this.schema.primaryKey);
     if (problem) throw schemaMismatchError(name, problem);
     if (stored.primaryKey.join('\u0000') !== this.schema.primaryKey.join('\u0000')) {
       throw new MemWalError(
@@ -339,7 +369,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     if (stored) {
       return {
         ...cloneManifest(stored),
-        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name),
+        ...evolveManifest(stored, this.schema.base, this.schema.primaryKey, this.opts.name, stored.writerEpoch + 1),
         writerEpoch: stored.writerEpoch + 1,
         version: stored.version + 1,
       };
@@ -350,7 +380,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       mode: this.tier.mode,
       schema: encodeSchema(this.schema.base),
       schemaVersion: 1,
-      schemas: [{ version: 1, schema: encodeSchema(this.schema.base) }],
+      schemas: [{ version: 1, schema: encodeSchema(this.schema.base), writerEpoch: 1 }],
       primaryKey: [...this.schema.primaryKey],
       writerEpoch: 1,
       version: 1,
@@ -377,9 +407,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
       // A copy of just this payload: the batches own a compact buffer, not a view of the segment;
       // written in an older schema version, projected onto the current one.
       const internal = this.schema.internal;
-      const batches = decodePayload(e.payload, e.position, (s) => this.versions.knows(s), true).batches.map((b) =>
-        compactIfSparse(this.versions.project(b), internal),
-      );
+      const decoded = decodePayload(e, (s, epoch) => this.versions.versionOfEntry(s, epoch) !== undefined, true);
+      const batches = this.versions.projectEntry(decoded, e.epoch, e.position).map((b) => compactIfSparse(b, internal));
       const keys = this.keyEncoder ? batches.map((b) => this.keyEncoder!(b)) : undefined;
       const bytes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
       const m = memtables.active;
@@ -470,7 +499,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * or the writer was fenced after the rows were admitted), `Closed` from `abort()` after
    * admission. `signal` governs only the backpressure wait.
    */
-  async put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     return this.write(toBatches(data, this.schema), opts.signal);
   }
@@ -479,7 +508,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * Delete rows by primary key: writes tombstones that hide older versions in every tier.
    * `NotSupported` without a primary key or in WAL-only mode; otherwise as `put`.
    */
-  async delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  async delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
     this.requireMemtable('delete');
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
@@ -590,7 +619,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * The newest version of the row with this primary key, or undefined (absent or deleted).
    * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
    */
-  get(key: R['key']): Promise<R['output'] | undefined>;
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     this.requireMemtable('get');
@@ -602,7 +631,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * order (deleted keys absent), without one every row in insertion order. `columns` projects.
    * `NotSupported` in WAL-only mode.
    */
-  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     this.life.throwIfUnusable();
     this.requireMemtable('scan');
     const batches: RecordBatch[] = [];
@@ -619,8 +648,8 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
    * snapshot, so a row written between pages shows if its key is past the cursor).
    */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(
-    opts: { columns?: C[]; limit?: number; after?: R['key'] } = {},
-  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
+    opts: { columns?: C[]; limit?: number; after?: RowTypesOf<R>['key'] } = {},
+  ): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     const writer = this;
@@ -704,7 +733,11 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     return this.statsLock.read(() => ({ ...this.writeStats_ }));
   }
 
-  /** Usage, quota and persistence where the runtime knows them, plus table-file totals. */
+  /**
+   * Usage, quota and persistence where the runtime knows them, plus table-file totals. Usage
+   * figures come from a cache (core/storage-estimate.ts): the first call waits at most 200 ms for
+   * the adapter, then answers without them.
+   */
   async storageStats(): Promise<StorageStats> {
     const est = await this.estimates.get();
     return this.statsLock.read(() => this.storageSnapshot(est));
@@ -717,7 +750,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     return { ...est, tableFileCount: tables.length, tableFileBytes };
   }
 
-  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4). */
+  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4); usage figures as in `storageStats`. */
   async metrics(): Promise<string> {
     const est = await this.estimates.get();
     return this.statsLock.read(() =>
@@ -757,6 +790,7 @@ export class MemWal<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
     const life = this.life;
     life.stopping = true;
     this.backpressure.wake();
+    life.progress.notify(); // a flush lane waiting for compaction flushes anyway now
     let failure: MemWalError | undefined;
     if (!life.poisonError && !life.dead) {
       // 1. Every accepted put durable (the WAL writer's limits bound this wait).

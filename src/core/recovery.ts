@@ -119,8 +119,8 @@ export function analyzeWal(listed: ReadSegment[], expect: WalExpectations): WalA
   return { segments, entries, torn, lastPosition };
 }
 
-/** Accepts a payload's schema: the store's, or one of its recorded versions. */
-export type SchemaCheck = Schema | ((schema: Schema) => boolean);
+/** Accepts a payload's schema, written by writer `epoch`: the store's, or one of its recorded versions. */
+export type SchemaCheck = Schema | ((schema: Schema, epoch: number) => boolean);
 
 /**
  * Check that every entry after `after` decodes as Arrow IPC in a schema `known` accepts (the
@@ -129,7 +129,7 @@ export type SchemaCheck = Schema | ((schema: Schema) => boolean);
 export function validatePayloads(entries: WalRecord[], after: number, known: SchemaCheck): void {
   for (const e of entries) {
     if (e.position <= after) continue;
-    decodePayload(e.payload, e.position, known, false);
+    decodePayload(e, known, false);
   }
 }
 
@@ -138,14 +138,15 @@ export function validatePayloads(entries: WalRecord[], after: number, known: Sch
  * versions). `copy`: decode from a copy of just this payload, so the batches own a compact buffer
  * instead of viewing the whole segment. Throws `Corruption`.
  */
-export function decodePayload(payload: Uint8Array, position: number, known: SchemaCheck, copy: boolean): Table {
+export function decodePayload(e: WalRecord, known: SchemaCheck, copy: boolean): Table {
+  const { payload, position } = e;
   let table: Table;
   try {
     table = tableFromIPC(copy ? payload.slice() : payload) as Table;
   } catch (e) {
     throw new MemWalError('Corruption', `WAL entry ${position}: payload is not an Arrow IPC stream: ${String(e)}`);
   }
-  const ok = typeof known === 'function' ? known(table.schema) : schemasEqual(table.schema, known);
+  const ok = typeof known === 'function' ? known(table.schema, e.epoch) : schemasEqual(table.schema, known);
   if (!ok) throw new MemWalError('Corruption', `WAL entry ${position}: its schema is none the store recorded`);
   return table;
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemWalError, quotaExceededError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
-import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
 import { FileStorage, type FileSystemShim } from '../storage/fs.js';
 import { nodeFileSystem } from '../storage/fs-node.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -391,6 +391,39 @@ describe('calls that never settle', () => {
     const started = Date.now();
     await w.close();
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('metrics() and storageStats() answer without waiting for an estimate() that never settles, and never ask for a second one meanwhile', async () => {
+    const inner = new MemoryStorage();
+    let calls = 0;
+    const answers: ((e: StorageEstimate) => void)[] = [];
+    const slow: StorageAdapter = {
+      layout: inner.layout,
+      destroyStore: (n) => inner.destroyStore(n),
+      openStore: (n, o) => inner.openStore(n, o),
+      estimate: () => {
+        calls++;
+        return new Promise((answer) => answers.push(answer));
+      },
+    };
+    /** The value of `p`, or a failure when it is still pending after a second. */
+    const within = <T>(p: Promise<T>): Promise<T> =>
+      Promise.race([p, sleep(1000).then(() => Promise.reject(new Error('still pending after 1 s')))]);
+    const w = await open(slow);
+    for (let i = 0; i < 3; i++) {
+      expect(await within(w.metrics())).toContain('wal_table_files{store=');
+      expect((await within(w.storageStats())).usageBytes).toBeUndefined();
+    }
+    expect(calls).toBe(1);
+    answers[0]!({ usageBytes: 1234 });
+    await sleep(0);
+    expect((await within(w.storageStats())).usageBytes).toBe(1234);
+    // A second later the figures are asked for again; that call never settles: the last figures answer.
+    await sleep(1_100);
+    expect((await within(w.storageStats())).usageBytes).toBe(1234);
+    expect(await within(w.metrics())).toContain('1234');
+    expect(calls).toBe(2);
+    await w.close();
   });
 });
 

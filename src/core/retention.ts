@@ -28,8 +28,8 @@ export class Retention {
     private readonly log: ManifestLog,
     private readonly wal: WalWriter,
     private readonly tier: Tier,
-    /** A batch written in any recorded schema version, in the current one. */
-    private readonly project: (b: RecordBatch) => RecordBatch,
+    /** The batches of WAL entry `position`, written by writer `epoch` in any recorded schema version, in the current one. */
+    private readonly project: (t: Table, epoch: number, position: number) => RecordBatch[],
   ) {}
 
   /**
@@ -96,10 +96,15 @@ export class Retention {
   /**
    * Durable WAL entries from `fromPosition` in order; ends at the end of the log, or with `follow`
    * waits for more (until close, poison or `signal`). Rejects `Truncated` below the oldest
-   * retained entry.
+   * retained entry. Each segment is read once from where the previous read of it ended (the end
+   * of the last frame consumed), so a wake-up reads the new entries, never the segment again; the
+   * generator holds one read buffer, and each entry owns a copy of its payload, so a consumer
+   * that keeps entries does not keep the buffers they came from.
    */
   async *tail(fromPosition: number, opts: { follow?: boolean; signal?: AbortSignal }): AsyncGenerator<WalEntry> {
     let pos = fromPosition;
+    /** The segment last read and the offset just past the last frame consumed from it. */
+    let read: { segment: string; offset: number } | undefined;
     for (;;) {
       if (this.life.poisonError) throw this.life.poisonError;
       const oldest = this.wal.oldestRetained();
@@ -110,9 +115,13 @@ export class Retention {
       if (pos <= durable) {
         const seg = [...this.wal.segments].reverse().find((s) => s.firstPosition <= pos && pos <= s.lastPosition);
         if (!seg) throw new MemWalError('Truncated', `tail: entry ${pos} is not in any retained WAL segment`);
+        // Frames up to `last` are durable: appends past them (a retried one may be truncated
+        // away) start at or beyond the end of the last frame consumed, so that offset stays valid.
+        const last = Math.min(durable, seg.lastPosition);
+        const offset = read?.segment === seg.name ? read.offset : 0;
         let bytes: Uint8Array;
         try {
-          bytes = await settleWithin(this.handle.walRead(seg.name, 0), this.o.flushRetry.stallMs, `tail read of ${seg.name}`);
+          bytes = await settleWithin(this.handle.walRead(seg.name, offset), this.o.flushRetry.stallMs, `tail read of ${seg.name}`);
         } catch (e) {
           // Retention removed the segment while we read it (or a removal reported failed had landed):
           // its entries are gone, not unreadable.
@@ -123,10 +132,12 @@ export class Retention {
           throw toMemWalError(e, `tail read of ${seg.name}`);
         }
         let progressed = false;
-        for (const f of scanSegment(bytes, 0).frames) {
-          if (f.position < pos || f.position > Math.min(durable, seg.lastPosition)) continue;
-          const decoded = tableFromIPC(f.payload) as Table;
-          const batches = decoded.batches.map(this.project);
+        for (const f of scanSegment(bytes, offset).frames) {
+          if (f.position > last) break;
+          read = { segment: seg.name, offset: f.offset + f.frameBytes };
+          if (f.position < pos) continue;
+          const decoded = tableFromIPC(f.payload.slice()) as Table;
+          const batches = this.project(decoded, f.epoch, f.position);
           const data = batches.length > 0 ? new Table(batches) : decoded;
           yield { position: f.position, epoch: f.epoch, data };
           pos = f.position + 1;

@@ -2,7 +2,7 @@
 // MemWal (in-process) and MemWalClient (main thread) both implement.
 
 import type { RecordBatch, Table } from 'apache-arrow';
-import type { ColumnName, RowTypes, UntypedRows } from '../define-schema.js';
+import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../define-schema.js';
 
 /**
  * The memtable tier (MemTable mode only; WAL-only mode rejects with `NotSupported`).
@@ -203,20 +203,20 @@ export type Role = 'leader' | 'follower' | 'in-process';
  * holds the row types: typed when the schema came from `defineSchema`, any object otherwise.
  * Rejections are `MemWalError`s; what each code means for a write is in `errors.ts`.
  */
-export interface MemWalApi<R extends RowTypes = UntypedRows> {
+export interface MemWalApi<R extends RowsParam = UntypedRows> {
   /**
    * Write rows (a `RecordBatch`, a `Table` or plain row objects); with a primary key an upsert.
    * Resolves once the WAL entry holding them is durable (`durableWrite`, the default) or once
    * they are visible in memory. `signal` governs only the wait for backpressure. Rejects
    * `InvalidArgument` (nothing written) for rows that do not match the schema.
    */
-  put(data: RecordBatch | Table | R['input'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
   /** Write tombstones for these primary keys; as `put`. `NotSupported` without a primary key. */
-  delete(keys: Table | R['key'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  delete(keys: Table | RowTypesOf<R>['key'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
   /** The newest version of the row with this key, or `undefined`. `NotSupported` without a primary key. */
-  get(key: R['key']): Promise<R['output'] | undefined>;
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */
-  scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<R['columns'], C>>>;
+  scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>>;
   /**
    * The rows of `scan` batch by batch, with bounded memory; `limit` caps the rows; `after`
    * (keyed stores) starts past that key — pass the last key of the previous page to page.
@@ -224,8 +224,8 @@ export interface MemWalApi<R extends RowTypes = UntypedRows> {
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(opts?: {
     columns?: C[];
     limit?: number;
-    after?: R['key'];
-  }): AsyncIterable<RecordBatch<Pick<R['columns'], C>>>;
+    after?: RowTypesOf<R>['key'];
+  }): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>>;
   /** Resolves once everything accepted so far is durable, with the last durable position. */
   sync(): Promise<{ position: number }>;
   /** Freeze the active memtable now; `sealedGeneration` is null when it was empty. */
@@ -241,8 +241,13 @@ export interface MemWalApi<R extends RowTypes = UntypedRows> {
   compact(opts?: { signal?: AbortSignal }): Promise<CompactionResult>;
   walStats(): Promise<WalStats>;
   writeStats(): Promise<WriteStats>;
+  /**
+   * Usage figures and table-file totals. The adapter's usage figures are cached for a second and
+   * refreshed in the background; the first call waits at most 200 ms for them, then answers with
+   * `usageBytes`/`quotaBytes` undefined (an estimate that never settles is not asked again).
+   */
   storageStats(): Promise<StorageStats>;
-  /** Every stat as Prometheus text exposition (format 0.0.4) with a `store` label. */
+  /** Every stat as Prometheus text exposition (format 0.0.4) with a `store` label; usage figures as in `storageStats`. */
   metrics(): Promise<string>;
   /**
    * Durable WAL entries from `fromPosition` in order, then the end, or with `follow` more as

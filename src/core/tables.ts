@@ -14,7 +14,7 @@ import { cutBlocks } from '../table/writer.js';
 import { crc32c } from '../wal/crc32c.js';
 import { KeyIndex } from './keyindex.js';
 import { compareKeys, type Key, type KeyEncoder, keyString } from './keys.js';
-import { type StoreSchema, schemasEqual } from './schema.js';
+import type { StoreSchema } from './schema.js';
 import type { SchemaVersions } from './schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from './select.js';
 import { estimateBatchBytes } from './size.js';
@@ -173,7 +173,7 @@ export class TableCache {
     if (fill) this.stats.blockReads++;
     const info = index.blocks[i]!;
     const bytes = await this.reads.range(entry.name, info.offset, info.length);
-    const batch = this.inSchema(decodeBlock(entry.name, index, i, bytes));
+    const batch = this.inSchema(decodeBlock(entry.name, index, i, bytes), entry);
     const block: Block = { batch, keys: this.keyEncoder?.(batch) };
     const size = estimateBatchBytes(batch) + (block.keys ? block.keys.length * 8 : 0);
     if (fill && size <= this.cacheBytes) {
@@ -194,7 +194,7 @@ export class TableCache {
     if (bytes.length !== entry.bytes || crc32c(bytes).toString(16).padStart(8, '0') !== entry.checksum) {
       throw new MemWalError('Corruption', `table file ${entry.name}: length or checksum differs from the manifest`);
     }
-    const batches = (tableFromIPC(bytes) as Table).batches.map((b) => this.inSchema(b));
+    const batches = (tableFromIPC(bytes) as Table).batches.map((b) => this.inSchema(b, entry));
     let blocks: RecordBatch[];
     if (this.keyEncoder) {
       // One row per key already (flushes dedupe); sort by key.
@@ -227,12 +227,12 @@ export class TableCache {
   }
 
   /**
-   * A decoded batch in the store's current internal schema object: re-wrapped, or (written in an
-   * older schema version) projected: added columns null, dropped ones gone.
+   * A decoded batch of `entry` in the store's current internal schema object: re-wrapped, or
+   * (written in an older schema version) projected: added columns null, dropped ones gone.
    */
-  private inSchema(b: RecordBatch): RecordBatch {
+  private inSchema(b: RecordBatch, entry: TableFileEntry): RecordBatch {
     if (b.schema === this.schema) return b;
-    if (this.versions && !schemasEqual(b.schema, this.schema)) return this.versions.project(b);
+    if (this.versions) return this.versions.project(b, entry.schemaVersion);
     return new RecordBatch(this.schema, b.data);
   }
 }

@@ -6,11 +6,13 @@ import { spawnSync } from 'node:child_process';
 import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../core/memwal.js';
+import { estimateBatchBytes } from '../core/size.js';
 import type { MemWalApi, WalEntry } from '../core/stats.js';
 import { MemWalError } from '../errors.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { type DrainSink, drain } from './drain.js';
+import { until } from '../core/testkit.test-util.js';
 import { DRAIN_HEADERS, parseDrainHeaders } from './wire.js';
 
 const schema = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]);
@@ -155,6 +157,41 @@ describe('drain()', () => {
     expect(consumed).toEqual([0]); // only the pin at start
     sink.failNext = 0;
     await d.waitForApplied(8);
+    await d.stop();
+    await store.close();
+  });
+
+  it('while the sink is down the drain holds at most two runs of entries: it stops pulling from tail', async () => {
+    const store = await storeWith(200);
+    let pulled = 0;
+    const counting = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === 'tail') {
+          return async function* (from: number, opts: { follow?: boolean; signal?: AbortSignal }) {
+            for await (const e of target.tail(from, opts)) {
+              pulled += 1;
+              yield e;
+            }
+          };
+        }
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const sink = new MemorySink();
+    sink.failNext = Number.POSITIVE_INFINITY;
+    let smallest = Number.POSITIVE_INFINITY;
+    for await (const e of store.tail(1))
+      smallest = Math.min(
+        smallest,
+        e.data.batches.reduce((n, b) => n + estimateBatchBytes(b), 0),
+      );
+    const d = drain(counting, { sink, storeId: 'd', batchBytes: 10 * smallest, retry: fast, logger: quiet });
+    await until(async () => (await d.drainStats()).failureCount >= 5);
+    expect(pulled).toBeGreaterThanOrEqual(10);
+    expect(pulled).toBeLessThanOrEqual(20); // two runs of at most 10 entries each
+    sink.failNext = 0;
+    await d.waitForApplied(200);
     await d.stop();
     await store.close();
   });
@@ -324,7 +361,117 @@ describe('drain() to an endpoint', () => {
       n === 1 ? Response.json({ code: 'Forbidden', message: 'not yours' }, { status: 403 }) : undefined,
     );
     const refused = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', fetch: refusing.fetch, retry: fast, logger: quiet });
-    await expect(refused.done).rejects.toMatchObject({ code: 'InvalidArgument', message: 'drain endpoint answered 403: not yours' });
+    await expect(refused.done).rejects.toMatchObject({
+      code: 'InvalidArgument',
+      message: 'drain endpoint answered 403 Forbidden (the token is not for this store): not yours',
+    });
+    await store.close();
+  });
+
+  it('a refused token or shipment ends the drain with the reason in lastError, counted in failureCount', async () => {
+    const store = await storeWith(3);
+    const wrongToken = endpoint(new MemorySink(), () => Response.json({ code: 'Unauthorized', message: 'unknown token' }, { status: 401 }));
+    const d = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', token: 'nope', fetch: wrongToken.fetch, retry: fast, logger: quiet });
+    await expect(d.done).rejects.toMatchObject({ code: 'InvalidArgument' });
+    expect(await d.drainStats()).toMatchObject({
+      state: 'failed',
+      failureCount: 1,
+      lastError: {
+        code: 'InvalidArgument',
+        message: 'drain endpoint answered 401 Unauthorized (the bearer token is missing or unknown): unknown token',
+      },
+    });
+
+    // A 400 for a shipment (the GET answered): terminal too, with the sink's reason.
+    const badBody = endpoint(new MemorySink(), (n) =>
+      n === 1
+        ? Response.json({ code: 'InvalidArgument', message: 'column note: Int64 in the table, Utf8 here' }, { status: 400 })
+        : undefined,
+    );
+    const refused = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', fetch: badBody.fetch, retry: fast, logger: quiet });
+    await expect(refused.done).rejects.toMatchObject({ code: 'InvalidArgument' });
+    const stats = await refused.drainStats();
+    expect(stats).toMatchObject({ state: 'failed', failureCount: 1, appliedPosition: 0 });
+    expect(stats.lastError!.message).toBe(
+      'drain endpoint answered 400 InvalidArgument (the sink refused the shipment as invalid): column note: Int64 in the table, Utf8 here',
+    );
+    await store.close();
+  });
+
+  it('quotes an endpoint only as a short printable message, and not at all with quoteEndpointMessages: false', async () => {
+    const store = await storeWith(1);
+    const noisy = () =>
+      endpoint(new MemorySink(), () =>
+        Response.json({ code: '<b>evil</b>', message: `secret\n\u0000${'x'.repeat(10_000)}`, extra: 'y'.repeat(1000) }, { status: 400 }),
+      );
+    const quoted = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', fetch: noisy().fetch, logger: quiet });
+    await expect(quoted.done).rejects.toMatchObject({ code: 'InvalidArgument' });
+    const message = (await quoted.drainStats()).lastError!.message;
+    expect(message).toMatch(/^drain endpoint answered 400 \(the sink refused the shipment as invalid\): secret x+…$/);
+    expect(message.length).toBeLessThan(250);
+    expect(message).not.toContain('evil');
+
+    const silent = drain(store, {
+      endpoint: 'http://127.0.0.1:1/drain/d',
+      fetch: noisy().fetch,
+      quoteEndpointMessages: false,
+      logger: quiet,
+    });
+    await expect(silent.done).rejects.toMatchObject({ code: 'InvalidArgument' });
+    expect((await silent.drainStats()).lastError!.message).toBe('drain endpoint answered 400 (the sink refused the shipment as invalid)');
+
+    // A 200 that is not a drain answer (an internal page behind the URL): named, never echoed.
+    const page = endpoint(new MemorySink(), () => new Response('<html>internal admin page: token=abc</html>', { status: 200 }));
+    const wrong = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', fetch: page.fetch, retry: fast, logger: quiet });
+    await until(async () => (await wrong.drainStats()).failureCount > 0);
+    const lastError = (await wrong.drainStats()).lastError!;
+    expect(lastError.message).toBe('drain endpoint answered 200 without an appliedPosition (not a memwal drain endpoint?)');
+    await wrong.stop();
+    await store.close();
+  });
+
+  it('a bad endpoint is refused at once, naming what is wrong with the URL', async () => {
+    const store = await storeWith(0);
+    const refused = (endpoint: string) => () => drain(store, { endpoint });
+    expect(refused('ftp://x')).toThrow('drain: endpoint must be an http: or https: URL, got ftp: (ftp://x/)');
+    expect(refused('lance.example/drain/d')).toThrow('drain: endpoint is not a URL: lance.example/drain/d');
+    expect(refused('https://lance.example')).toThrow(
+      /^drain: endpoint https:\/\/lance.example\/ names no store in its path \(expected …\/drain\/<storeId>/,
+    );
+    expect(refused('https://lance.example/drain/a%20b')).toThrow(/the last path segment of endpoint .* is not a store id/);
+    expect(refused('https://user:pw@lance.example/drain/d')).toThrow(/must not hold credentials/);
+    expect(refused('https://user:pw@lance.example/drain/d')).not.toThrow(/pw/);
+    for (const bad of ['ftp://x', 'https://lance.example', 'https://lance.example/drain/a%20b'])
+      expect(refused(bad)).not.toThrow(/storeId must be/);
+    // With storeId given, the path may be anything the server routes.
+    const d = drain(store, { endpoint: 'https://lance.example/ingest', storeId: 'd', fetch: () => new Promise(() => {}), logger: quiet });
+    await d.stop();
+    await store.close();
+  });
+
+  it('logs one line per state change, without stacks, at most one per 30 s but the last', async () => {
+    const store = await storeWith(3);
+    const lines: unknown[][] = [];
+    const logger = { warn: (...args: unknown[]) => lines.push(args) };
+    let failures = 20;
+    const flaky = endpoint(new MemorySink(), (n) => {
+      if (n > 0 && failures-- > 0) return new Response('', { status: 503 });
+      if (n > 25) return Response.json({ code: 'Forbidden', message: 'revoked' }, { status: 403 });
+      return undefined;
+    });
+    const d = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', fetch: flaky.fetch, retry: fast, logger });
+    await d.waitForApplied(3);
+    expect((await d.drainStats()).failureCount).toBe(20);
+    for (let i = 3; i < 10; i++) await store.put([{ id: i, name: null }]);
+    await expect(d.done).rejects.toMatchObject({ code: 'InvalidArgument' });
+    // 20 failures, a recovery and the end: the first failure and the end are logged, the
+    // recovery (within 30 s of the failure) is counted in the last line.
+    expect(lines).toEqual([
+      ['memwal: drain of d failing (IOError: drain endpoint answered 503 (the sink is unavailable)); retrying with backoff'],
+      [
+        'memwal: drain of d stopped for good: InvalidArgument: drain endpoint answered 403 Forbidden (the token is not for this store): revoked (1 earlier state change not logged)',
+      ],
+    ]);
     await store.close();
   });
 });

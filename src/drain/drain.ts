@@ -8,11 +8,12 @@
 //      applied and durable;
 //  (2) after a crash or abort of either side, a new drain starts at the sink's applied position
 //      + 1, so nothing is skipped and whatever is re-sent is skipped by the sink;
-//  (3) shipping never blocks the writer: the reader holds a bounded number of bytes.
+//  (3) shipping never blocks the writer, and memory is bounded: the reader holds at most two
+//      runs of entries (the one being shipped and the next), and `tail` one read buffer.
 
 import { estimateBatchBytes } from '../core/size.js';
 import type { MemWalApi, WalEntry } from '../core/stats.js';
-import { Signal, backoffMs, clearTimer, random, setTimer, type Timer } from '../util/schedule.js';
+import { Signal, backoffMs, clearTimer, nowMs, random, setTimer, type Timer } from '../util/schedule.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
 import type { Logger } from '../options.js';
@@ -66,14 +67,30 @@ export interface DrainOptions {
    * answer was lost is safe to send again). Default 30 s.
    */
   requestTimeoutMs?: number;
-  /** Where failures are reported (`warn`); default `console`. */
+  /**
+   * Whether `drainStats().lastError` and the log may quote the `message` of an endpoint's error
+   * answer (cut to printable characters, at most 160). Default true. Pass false where the
+   * endpoint is configured at run time and the stats reach people who may not read what it
+   * answers: the error then holds the status and memwal's own words only (docs/scale-out.md,
+   * "Security").
+   */
+  quoteEndpointMessages?: boolean;
+  /**
+   * Where the drain reports its state changes — failing, recovered, stopped for good — one
+   * line each (`warn`), at most one line per 30 s but the last; default `console`.
+   */
   logger?: Logger;
 }
 
 /** Default {@link DrainOptions.batchBytes}: 1 MiB, a few hundred ms of a browser's write load. */
 export const DEFAULT_DRAIN_BATCH_BYTES = 1024 * 1024;
-/** The reader stops pulling from `tail` once this many times `batchBytes` are queued. */
-const QUEUE_BATCHES = 4;
+/**
+ * The reader stops pulling from `tail` once this many times `batchBytes` are queued: the run
+ * being shipped and the next one, read ahead.
+ */
+const QUEUE_BATCHES = 2;
+/** At most one log line per this many ms (but the last one: the drain's end is always logged). */
+const LOG_INTERVAL_MS = 30_000;
 const DEFAULT_RETRY = { baseMs: 100, maxMs: 5000 };
 /** Default {@link DrainOptions.requestTimeoutMs}. */
 export const DEFAULT_DRAIN_REQUEST_TIMEOUT_MS = 30_000;
@@ -112,7 +129,11 @@ export interface DrainStats {
   failureCount: number;
   /** Failures since the last success. */
   consecutiveFailures: number;
-  /** The most recent failure, if any. */
+  /**
+   * The most recent failure, if any, retried or terminal (then `state` is `'failed'`). For an
+   * endpoint's answer: its status, what the status means for a drain, and (unless
+   * `quoteEndpointMessages` is false) a short quote of its message; never its body otherwise.
+   */
   lastError: { code: string; message: string } | null;
 }
 
@@ -146,7 +167,7 @@ interface Queued {
 
 /** How a drain talks to its sink: ask the applied position, ship a run. */
 interface Transport {
-  applied(): Promise<number>;
+  applied(signal: AbortSignal): Promise<number>;
   ship(entries: readonly WalEntry[], signal: AbortSignal): Promise<{ appliedPosition: number; bytes: number }>;
 }
 
@@ -203,7 +224,8 @@ class Drainer {
     if ((o.endpoint === undefined) === (o.sink === undefined)) {
       throw new MemWalError('InvalidArgument', 'drain: pass exactly one of endpoint and sink');
     }
-    const storeId = o.storeId ?? (o.endpoint !== undefined ? lastPathSegment(o.endpoint) : undefined);
+    const url = o.endpoint !== undefined ? endpointUrl(o.endpoint) : undefined;
+    const storeId = o.storeId ?? (url && storeIdOf(url));
     if (storeId === undefined || !STORE_ID_PATTERN.test(storeId)) {
       throw new MemWalError('InvalidArgument', `drain: storeId must be 1-200 characters of A-Z a-z 0-9 . _ -, got ${storeId}`);
     }
@@ -218,7 +240,7 @@ class Drainer {
     }
     this.retry = { ...DEFAULT_RETRY, ...o.retry };
     this.logger = o.logger ?? console;
-    this.transport = o.sink ? sinkTransport(o.sink, storeId) : endpointTransport(o, o.endpoint!);
+    this.transport = o.sink ? sinkTransport(o.sink, storeId) : endpointTransport(o, url!.href);
     if (o.signal?.aborted) this.stopper.abort();
     o.signal?.addEventListener('abort', () => this.stopper.abort(), { once: true });
     this.stopper.signal.addEventListener('abort', () => this.changed.notify(), { once: true });
@@ -258,6 +280,8 @@ class Drainer {
     } catch (e) {
       this.endError = toMemWalError(e, `drain of ${this.storeId}`);
       this.state = 'failed';
+      this.fail(this.endError);
+      this.log(`stopped for good: ${this.endError.code}: ${this.endError.message}`, true);
       throw this.endError;
     } finally {
       await this.consuming; // the last markConsumed of what the sink applied
@@ -270,8 +294,9 @@ class Drainer {
 
   /** The sink's applied position, retried until it answers; undefined when stopped meanwhile. */
   private async start(): Promise<number | undefined> {
-    const applied = await this.withRetry(() => this.transport.applied());
+    const applied = await this.withRetry(() => this.transport.applied(this.stopper.signal));
     if (applied === undefined) return undefined;
+    this.succeeded();
     this.stats.appliedPosition = applied;
     this.stats.shippedPosition = applied;
     this.changed.notify(); // a waitForApplied of a position the sink already holds is done
@@ -373,7 +398,7 @@ class Drainer {
     this.stats.shippedRows += rows;
     this.stats.shippedBytes += result.bytes;
     this.stats.appliedPosition = Math.max(this.stats.appliedPosition, applied);
-    this.stats.consecutiveFailures = 0;
+    this.succeeded();
     this.changed.notify();
     void this.consume(this.stats.appliedPosition);
   }
@@ -389,7 +414,7 @@ class Drainer {
       } catch (e) {
         const err = toMemWalError(e, 'drain: markConsumed');
         if (err.code === 'Closed') return; // the store closed under us; the next drain re-consumes
-        this.fail(err);
+        this.failing(err);
       }
     });
     return this.consuming;
@@ -407,8 +432,8 @@ class Drainer {
       } catch (e) {
         if (this.stopped) return undefined;
         const err = toMemWalError(e, `drain of ${this.storeId}`);
-        if (isTerminal(err)) throw err;
-        this.fail(err);
+        if (isTerminal(err)) throw err; // recorded and logged where the drain ends
+        this.failing(err);
         this.state = 'backoff';
         const jitter = 0.5 + random() / 2;
         // Ends early on stop, and removes its listener from the stop signal either way.
@@ -418,11 +443,39 @@ class Drainer {
     }
   }
 
+  /** Count a failure and keep it as `lastError`. */
   private fail(err: MemWalError): void {
     this.stats.failureCount += 1;
     this.stats.consecutiveFailures += 1;
     this.stats.lastError = { code: err.code, message: err.message };
-    this.logger.warn(`memwal: drain of ${this.storeId} failed (${this.stats.consecutiveFailures} in a row); retrying`, err);
+  }
+
+  /** A failure that is retried; the first after a success is a state change, logged. */
+  private failing(err: MemWalError): void {
+    this.fail(err);
+    if (this.stats.consecutiveFailures === 1) this.log(`failing (${err.code}: ${err.message}); retrying with backoff`);
+  }
+
+  /** A success: after failures, a state change, logged. */
+  private succeeded(): void {
+    const failures = this.stats.consecutiveFailures;
+    this.stats.consecutiveFailures = 0;
+    if (failures > 0) this.log(`recovered after ${failures} failed attempt${failures === 1 ? '' : 's'}`);
+  }
+
+  private lastLogMs = Number.NEGATIVE_INFINITY;
+  private unlogged = 0;
+  /** One line, at most one per LOG_INTERVAL_MS unless `always` (the drain's end); skipped lines are counted in the next. */
+  private log(line: string, always = false): void {
+    const now = nowMs();
+    if (!always && now - this.lastLogMs < LOG_INTERVAL_MS) {
+      this.unlogged += 1;
+      return;
+    }
+    const skipped = this.unlogged > 0 ? ` (${this.unlogged} earlier state change${this.unlogged === 1 ? '' : 's'} not logged)` : '';
+    this.lastLogMs = now;
+    this.unlogged = 0;
+    this.logger.warn(`memwal: drain of ${this.storeId} ${line}${skipped}`);
   }
 
   // ------------------------------------------------------------------ observers
@@ -487,16 +540,17 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
     const stop = init.signal;
     const request = new AbortController();
     const onStop = (): void => request.abort();
-    stop?.addEventListener('abort', onStop, { once: true });
-    if (stop?.aborted) request.abort();
     let timer: Timer | undefined;
     const late = new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`);
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimer(() => {
-        request.abort();
         reject(late);
+        request.abort();
       }, timeoutMs);
+      request.signal.addEventListener('abort', () => reject(new MemWalError('Aborted', 'drain: stopped')), { once: true });
     });
+    stop?.addEventListener('abort', onStop, { once: true });
+    if (stop?.aborted) request.abort();
     const fail = (e: unknown): never => {
       if (e === late) throw e;
       if (stop?.aborted) throw new MemWalError('Aborted', 'drain: stopped');
@@ -515,23 +569,22 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
     const { res, text } = await exchange(init);
     let body: { appliedPosition?: unknown; code?: unknown; message?: unknown } = {};
     try {
-      body = JSON.parse(text) as typeof body;
+      body = (JSON.parse(text) ?? {}) as typeof body;
     } catch {
       // a proxy's HTML error page: reported by status below
     }
     if (!res.ok) {
-      const detail = `drain endpoint answered ${res.status}${typeof body.message === 'string' ? `: ${body.message}` : ''}`;
       // The sink refused this request: repeating it cannot succeed. Anything else may pass later.
       const refused = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
-      throw new MemWalError(refused ? 'InvalidArgument' : 'IOError', detail);
+      throw new MemWalError(refused ? 'InvalidArgument' : 'IOError', describeAnswer(res.status, body, o.quoteEndpointMessages ?? true));
     }
     if (typeof body.appliedPosition !== 'number' || !Number.isSafeInteger(body.appliedPosition) || body.appliedPosition < 0) {
-      throw new MemWalError('IOError', `drain endpoint answered 200 without an appliedPosition: ${text.slice(0, 200)}`);
+      throw new MemWalError('IOError', `drain endpoint answered ${res.status} without an appliedPosition (not a memwal drain endpoint?)`);
     }
     return { appliedPosition: body.appliedPosition };
   };
   return {
-    applied: async () => (await call({ method: 'GET', headers: { ...o.headers, ...auth } })).appliedPosition,
+    applied: async (signal) => (await call({ method: 'GET', headers: { ...o.headers, ...auth }, signal })).appliedPosition,
     ship: async (entries, signal) => {
       const batch = encodeDrainBatch(entries);
       const result = await call({
@@ -557,6 +610,36 @@ function isTerminal(e: MemWalError): boolean {
   );
 }
 
+/** What a status means to a drain, for the statuses the wire format gives (docs/scale-out.md §4). */
+const STATUS_MEANING: Record<number, string> = {
+  400: 'the sink refused the shipment as invalid',
+  401: 'the bearer token is missing or unknown',
+  403: 'the token is not for this store',
+  404: 'no drain resource at this URL',
+  413: 'the shipment is larger than the endpoint takes: lower batchBytes',
+  429: 'too many requests',
+  500: 'the sink failed',
+  502: 'a proxy could not reach the sink',
+  503: 'the sink is unavailable',
+  504: 'a proxy timed out waiting for the sink',
+};
+
+/**
+ * The error message for an answer other than 2xx: the status, the answer's `code` when it is a
+ * plain name, what the status means to a drain, and with `quote` the answer's `message` cut to
+ * printable characters and 160 of them. Nothing else of the body, whatever the endpoint sends.
+ */
+function describeAnswer(status: number, body: { code?: unknown; message?: unknown }, quote: boolean): string {
+  const code = typeof body.code === 'string' && /^[A-Za-z][A-Za-z0-9_]{0,39}$/.test(body.code) ? ` ${body.code}` : '';
+  const meaning = STATUS_MEANING[status] ?? (status >= 500 ? 'the endpoint failed' : 'the endpoint refused the request');
+  let quoted = '';
+  if (quote && typeof body.message === 'string') {
+    const printable = body.message.replace(/[\p{C}]+/gu, ' ').trim();
+    if (printable !== '') quoted = `: ${printable.length > 160 ? `${printable.slice(0, 159)}…` : printable}`;
+  }
+  return `drain endpoint answered ${status}${code} (${meaning})${quoted}`;
+}
+
 // ------------------------------------------------------------------ helpers
 
 function entryBytes(e: WalEntry): number {
@@ -571,13 +654,48 @@ function sameSchema(a: WalEntry, b: WalEntry): boolean {
   return fa.length === fb.length && fa.every((f, i) => f.name === fb[i]!.name && String(f.type) === String(fb[i]!.type));
 }
 
-function lastPathSegment(endpoint: string): string | undefined {
+/** `endpoint` parsed; `InvalidArgument` naming what is wrong with it (not a URL, not http(s), credentials in it). */
+function endpointUrl(endpoint: string): URL {
+  let url: URL;
   try {
-    const parts = new URL(endpoint).pathname.split('/').filter((p) => p !== '');
-    return parts.length > 0 ? decodeURIComponent(parts[parts.length - 1]!) : undefined;
+    url = new URL(endpoint);
   } catch {
-    throw new MemWalError('InvalidArgument', `drain: endpoint is not a URL: ${endpoint}`);
+    throw new MemWalError('InvalidArgument', `drain: endpoint is not a URL: ${String(endpoint).slice(0, 200)}`);
   }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new MemWalError(
+      'InvalidArgument',
+      `drain: endpoint must be an http: or https: URL, got ${url.protocol} (${url.href.slice(0, 200)})`,
+    );
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new MemWalError(
+      'InvalidArgument',
+      'drain: endpoint must not hold credentials (user:password@); pass the bearer token as `token`',
+    );
+  }
+  return url;
+}
+
+/** The store id an endpoint names: its last path segment (`…/drain/events` → `events`); `InvalidArgument` naming the path otherwise. */
+function storeIdOf(url: URL): string {
+  const expected = 'expected …/drain/<storeId>, or pass storeId';
+  const parts = url.pathname.split('/').filter((p) => p !== '');
+  if (parts.length === 0)
+    throw new MemWalError('InvalidArgument', `drain: endpoint ${url.href.slice(0, 200)} names no store in its path (${expected})`);
+  let last: string;
+  try {
+    last = decodeURIComponent(parts[parts.length - 1]!);
+  } catch {
+    last = parts[parts.length - 1]!;
+  }
+  if (!STORE_ID_PATTERN.test(last)) {
+    throw new MemWalError(
+      'InvalidArgument',
+      `drain: the last path segment of endpoint ${url.href.slice(0, 200)} is not a store id (1-200 characters of A-Z a-z 0-9 . _ -; ${expected})`,
+    );
+  }
+  return last;
 }
 
 /** Prometheus text for one drain snapshot (format 0.0.4). */

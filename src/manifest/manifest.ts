@@ -15,7 +15,10 @@ export const READABLE_MANIFEST_VERSIONS: readonly number[] = [1, 2];
 /** A flushed memtable: one Arrow IPC file. */
 export interface TableFileEntry {
   generation: number;
-  /** File name inside the store's `tables/` area: `{generation}-{epoch}-{attempt}.arrow`. */
+  /**
+   * File name inside the store's `tables/` area: `{generation}-{epoch}-{attempt}.arrow` (a flush)
+   * or `c{maxGeneration}-{epoch}-{sequence}.arrow` (a compaction output).
+   */
   name: string;
   bytes: number;
   rows: number;
@@ -43,6 +46,11 @@ export interface SchemaVersion {
   version: number;
   /** base64 of an Arrow IPC stream with the schema and no batches. */
   schema: string;
+  /**
+   * The writer epoch whose claim recorded this version: WAL entries of that epoch and later ones
+   * (up to the next version's) are in it. Absent in versions recorded before it was kept.
+   */
+  writerEpoch?: number;
 }
 
 export interface Manifest {

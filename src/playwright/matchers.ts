@@ -1,6 +1,6 @@
 // Custom matchers of memwal/playwright on a MemWalStore: they poll the store's stats until the
 // condition holds (or, with .not, stops holding) within the expect timeout, and on failure print
-// the figures that decided it and every stat. Node (Playwright test process).
+// the few figures that decided it (and, where one helps, what to do). Node (Playwright test process).
 
 import type { ExpectMatcherState, MatcherReturnType } from '@playwright/test';
 import type { MemWalStore, StoreStats } from './store.js';
@@ -13,6 +13,8 @@ interface Check {
   holds(s: StoreStats): boolean;
   /** The figures `holds` reads, for the message. */
   received(s: StoreStats): string;
+  /** What to do about a failure with these stats, if there is something to say. */
+  hint?(s: StoreStats): string | undefined;
 }
 
 async function pollStats(state: ExpectMatcherState, store: MemWalStore, check: Check, timeout?: number): Promise<MatcherReturnType> {
@@ -32,11 +34,13 @@ async function pollStats(state: ExpectMatcherState, store: MemWalStore, check: C
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
   const pass = stats !== undefined && failure === undefined && check.holds(stats);
-  const hint = `expect(store '${store.name}')${state.isNot ? '.not' : ''}.${check.name}()`;
-  const message = (): string =>
-    failure !== undefined
-      ? `${hint}\n\nThe stats could not be read: ${failure instanceof Error ? failure.message : String(failure)}`
-      : `${hint} (waited ${ms} ms)\n\nExpected: ${state.isNot ? 'not ' : ''}${check.expected}\nReceived: ${check.received(stats!)}\n\nStats: ${JSON.stringify(stats, null, 2)}`;
+  const title = `expect(store '${store.name}')${state.isNot ? '.not' : ''}.${check.name}()`;
+  const message = (): string => {
+    if (failure !== undefined)
+      return `${title}\n\nThe stats could not be read: ${failure instanceof Error ? failure.message : String(failure)}`;
+    const advice = state.isNot ? undefined : check.hint?.(stats!);
+    return `${title} (waited ${ms} ms)\n\nExpected: ${state.isNot ? 'not ' : ''}${check.expected}\nReceived: ${check.received(stats!)}${advice ? `\n${advice}` : ''}`;
+  };
   return { pass, message, name: check.name, timeout: ms };
 }
 
@@ -49,6 +53,10 @@ const flushed: Check = {
     s.memtable === undefined
       ? 'no memtable stats (a WAL-only store has no flushes)'
       : `active rowCount ${s.memtable.rowCount} (${s.memtable.estimatedBytes} bytes), frozenBytes ${s.memtable.frozenBytes} in ${s.memtable.frozenCount} frozen memtable(s), pendingWalBatchCount ${s.memtable.pendingWalBatchCount}, flushFailureCount ${s.write.flushFailureCount}`,
+  hint: (s) =>
+    s.memtable !== undefined && s.memtable.rowCount > 0 && s.memtable.frozenCount === 0
+      ? 'Rows in the active memtable reach a table file only once it fills or is sealed: call `await store.flush()` first.'
+      : undefined,
 };
 
 const noBackpressure: Check = {
@@ -64,8 +72,9 @@ export const memwalMatchers = {
   /**
    * Passes once the store holds nothing unflushed: its active memtable is empty and every
    * frozen memtable has committed to a table file (the app's rows are in table files, not only
-   * in the WAL). Polls up to `options.timeout` (default: the expect timeout). Fails for a
-   * WAL-only store.
+   * in the WAL). So it fails while the active memtable holds even one row, until the memtable
+   * fills or the test calls `store.flush()` (or `forceSealActive()`). Polls up to
+   * `options.timeout` (default: the expect timeout). Fails for a WAL-only store.
    */
   toHaveFlushed(this: ExpectMatcherState, store: MemWalStore, options: { timeout?: number } = {}): Promise<MatcherReturnType> {
     return pollStats(this, store, flushed, options.timeout);

@@ -5,14 +5,21 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type BrowserType, type LaunchOptions, type Page } from '@playwright/test';
+import { chromium, test, type BrowserContext, type BrowserType, type LaunchOptions, type Page } from '@playwright/test';
 import { installMemWal, type MemWalKit } from './kit.js';
 
 /** Options of a `PersistentProfile`. */
 export interface PersistentProfileOptions {
-  /** Playwright launch options (`executablePath`, `args`, ...): pass `testInfo.project.use.launchOptions`. */
+  /**
+   * Playwright launch options (`executablePath`, `args`, ...), over the ones Playwright Test
+   * itself applies to every launch in a test worker: the project's `use.launchOptions`,
+   * `headless` and `channel`. Outside Playwright Test, nothing is inherited.
+   */
   launchOptions?: LaunchOptions;
-  /** The app's URL, as `baseURL` of every launch and the origin `memwal.reset()` clears. */
+  /**
+   * The app's URL, as `baseURL` of every launch and the origin `memwal.reset()` clears. Default:
+   * the project's `use.baseURL` when the profile is made inside a test (or a hook).
+   */
   baseURL?: string;
   /** Default: Playwright's `chromium`. */
   browserType?: BrowserType;
@@ -37,7 +44,11 @@ export class PersistentProfile {
   readonly dir = mkdtempSync(join(tmpdir(), 'memwal-profile-'));
   private running: LaunchedProfile | undefined;
 
-  constructor(private readonly options: PersistentProfileOptions = {}) {}
+  private readonly options: PersistentProfileOptions;
+
+  constructor(options: PersistentProfileOptions = {}) {
+    this.options = { baseURL: projectBaseURL(), ...options };
+  }
 
   /** Launch the browser on this profile (stopping a running one first) with the kit installed. */
   async launch(): Promise<LaunchedProfile> {
@@ -61,5 +72,14 @@ export class PersistentProfile {
   async dispose(): Promise<void> {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The running test's project `use.baseURL`; undefined outside a test. */
+function projectBaseURL(): string | undefined {
+  try {
+    return test.info().project.use.baseURL;
+  } catch {
+    return undefined; // not inside a test: test.info() throws
   }
 }

@@ -1,7 +1,7 @@
 // MemWalClient against a host over a MessageChannel (and a real worker thread for deaths): the
 // same results and errors as in-process, signals as messages, paged iterators, state events.
 
-import { Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
+import { Field, Schema, Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemWalError } from '../errors.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -311,6 +311,25 @@ describe('MemWalClient over a MessageChannel', () => {
     expect(firstStates).toContain('fenced');
     expect((await rejection(first.put(rows(100, 1)))).code).toBe('Fenced');
     expect((await thief.scan()).numRows).toBe(5);
+  });
+
+  it("hooks.onSchemaReset({ name, reason }) reaches the page when onSchemaMismatch 'reset' destroyed the store in the worker; the warning too", async () => {
+    const storage = new MemoryStorage();
+    const name = storeName('reset');
+    const first = await open(channelWorker({ resolveStorage: () => storage }), { name });
+    await first.put(rows(1, 3));
+    await first.close();
+    const warnings: string[] = [];
+    const resets: unknown[] = [];
+    const incompatible = new Schema([new Field('id', new Utf8(), false)]);
+    const c = await open(
+      channelWorker({ resolveStorage: () => storage }),
+      { name, schema: incompatible, onSchemaMismatch: 'reset', logger: { warn: (m: string) => warnings.push(m) } },
+      { onSchemaReset: (r: unknown) => resets.push(r) },
+    );
+    expect(resets).toEqual([{ name, reason: expect.stringMatching(/id/) }]);
+    expect(warnings.join('\n')).toMatch(/onSchemaMismatch 'reset': destroying store/);
+    expect((await c.scan()).numRows).toBe(0);
   });
 
   it('after close every call rejects Closed, and close is idempotent', async () => {

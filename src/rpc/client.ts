@@ -20,14 +20,23 @@ import type {
   WriteStats,
   WriterState,
 } from '../core/stats.js';
-import type { ColumnName, RowTypes, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
+import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
 import { MemWalError, isMemWalError } from '../errors.js';
 import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
 import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs.js';
 import { openThroughTestHook } from './test-hook.js';
-import { type ClientLink, type Remote, type WorkerLike, GOODBYE_TIMEOUT_MS, fromWire, openWorkerLink, withTimeout } from './worker-link.js';
+import {
+  type ClientLink,
+  type ClientRole,
+  type Remote,
+  type WorkerLike,
+  GOODBYE_TIMEOUT_MS,
+  fromWire,
+  openWorkerLink,
+  withTimeout,
+} from './worker-link.js';
 
 export type { WorkerLike } from './worker-link.js';
 
@@ -140,9 +149,10 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
  * On `pagehide` and when the page turns hidden it asks the worker for `sync()`.
  * Create with `openMemWal`. Browser main thread.
  */
-export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi<R> {
+export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly remote: Remote;
   private readonly listeners = new Set<(s: WriterState) => void>();
+  private readonly roleListeners = new Set<(role: ClientRole) => void>();
   /** Rejecters of the calls in flight (a dying worker rejects them all). */
   private readonly pending = new Set<(e: MemWalError) => void>();
   /** Undefined until the host reports the first state. */
@@ -167,7 +177,7 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
     private readonly hooks: OpenHooks,
   ) {
     this.remote = link.remote;
-    link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason) });
+    link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason), role: (role) => this.onRole(role) });
     const doc = (globalThis as { document?: Document }).document;
     if (doc && typeof globalThis.addEventListener === 'function') {
       this.listen(globalThis as unknown as EventTarget, 'pagehide', () => this.lifecycleSync('pagehide'));
@@ -219,6 +229,13 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
   private onEvent(e: HostEvent | undefined): void {
     if (e?.memwalEvent === 'state') this.setState(e.state);
     else if (e?.memwalEvent === 'warn') this.logger.warn(e.message, ...e.details);
+    else if (e?.memwalEvent === 'schema-reset') {
+      try {
+        this.hooks.onSchemaReset?.({ name: e.name, reason: e.reason });
+      } catch (err) {
+        this.logger.warn('memwal: onSchemaReset hook threw', err);
+      }
+    }
   }
 
   private setState(s: WriterState): void {
@@ -230,6 +247,17 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
         l(s);
       } catch (e) {
         this.logger.warn('memwal: onStateChange listener threw', e);
+      }
+    }
+  }
+
+  private onRole(role: ClientRole): void {
+    if (this.gone) return;
+    for (const l of [...this.roleListeners]) {
+      try {
+        l(role);
+      } catch (e) {
+        this.logger.warn('memwal: onRoleChange listener threw', e);
       }
     }
   }
@@ -343,14 +371,14 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
    * As `MemWal.put`. Plain rows are structured-cloned and converted in the worker; Arrow data
    * crosses as IPC bytes (transferred), encoded by Arrow's IPC writer, which loads on first use.
    */
-  put(data: RecordBatch | Table | R['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     return this.withSignal(opts.signal, (w) =>
       this.inOrder(data, (wire) => this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w))),
     );
   }
 
   /** As `MemWal.delete`. */
-  delete(keys: Table | R['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+  delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     return this.withSignal(opts.signal, (w) =>
       this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w))),
     );
@@ -378,12 +406,12 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
   }
 
   /** As `MemWal.get`. */
-  get(key: R['key']): Promise<R['output'] | undefined> {
-    return this.call('get', (r) => r.get(key) as Promise<R['output'] | undefined>);
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined> {
+    return this.call('get', (r) => r.get(key) as Promise<RowTypesOf<R>['output'] | undefined>);
   }
 
   /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */
-  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<R['columns'], C>>> {
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     const [codec, w] = await Promise.all([arrowCodec(), this.call('scan', (r) => r.scan(opts))]);
     return codec.decodeTable(w);
   }
@@ -394,8 +422,8 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
    * released when the store closes.
    */
   scanBatches<C extends ColumnName<R> = ColumnName<R>>(
-    opts: { columns?: C[]; limit?: number; after?: R['key'] } = {},
-  ): AsyncIterable<RecordBatch<Pick<R['columns'], C>>> {
+    opts: { columns?: C[]; limit?: number; after?: RowTypesOf<R>['key'] } = {},
+  ): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>> {
     const limit = opts.limit ?? Infinity;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     return this.pull(
@@ -496,6 +524,20 @@ export class MemWalClient<R extends RowTypes = UntypedRows> implements MemWalApi
   onStateChange(listener: (s: WriterState) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Subscribe to this tab's role changes (`tabs: 'share'`): `'leader'` when this tab takes the
+   * store over (the leader tab closed, reloaded or crashed, or the store came back after a
+   * steal), `'follower'` when it stops hosting it (its worker died, the page went into the
+   * back/forward cache, another writer stole the store). Called once per change, in every tab;
+   * a tab that stays a follower while the leader moves between other tabs hears nothing (its
+   * calls re-route by themselves). The role at open is `role()`. A `tabs: 'exclusive'` client
+   * always leads and never calls it. Returns an unsubscribe.
+   */
+  onRoleChange(listener: (role: ClientRole) => void): () => void {
+    this.roleListeners.add(listener);
+    return () => this.roleListeners.delete(listener);
   }
 
   /**

@@ -314,7 +314,7 @@ export function makeHostApi(
       };
       store = await MemWal.open(
         { ...rest, schema: schemaFromWire(schema), storage: adapter ?? storage, logger: { warn } },
-        { onStateChange: emitState },
+        { onStateChange: emitState, onSchemaReset: (reset) => emit({ memwalEvent: 'schema-reset', ...reset }) },
       );
       opened = o;
       emitState(store.writerState);

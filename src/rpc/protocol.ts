@@ -4,6 +4,7 @@
 import type { MemWalErrorCode } from '../errors.js';
 import type { MemWalOptions } from '../options.js';
 import type { WriterState } from '../core/stats.js';
+import type { SchemaReset } from '../core/memwal.js';
 import type { makeHostApi } from './host.js';
 
 /** Every method the host answers, exactly as `makeHostApi` implements it (client and host cannot drift). */
@@ -90,7 +91,10 @@ export interface Hello {
 }
 
 /** Host -> client, posted on the connection port beside comlink's replies (same order). */
-export type HostEvent = { memwalEvent: 'state'; state: WriterState } | { memwalEvent: 'warn'; message: string; details: unknown[] };
+export type HostEvent =
+  | { memwalEvent: 'state'; state: WriterState }
+  | { memwalEvent: 'warn'; message: string; details: unknown[] }
+  | ({ memwalEvent: 'schema-reset' } & SchemaReset);
 
 /** Client -> worker scope: start a connection on `port`; the host holds `lockName` while it lives. */
 export interface ConnectMessage {

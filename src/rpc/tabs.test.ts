@@ -8,7 +8,8 @@ import { TestLocks } from './locks.test-util.js';
 import type { TabControlMessage, TabReply, TabRequest } from './protocol.js';
 import { controlChannelName, electionLockName, tabChannelName, termLockName } from './tab-names.js';
 import { ACCEPT_TIMEOUT_MS, TabsLink } from './tabs.js';
-import { quiet, rejection, schema } from './rpc.test-util.js';
+import { quiet, rejection, schema, stubGlobalWorker } from './rpc.test-util.js';
+import { MemoryStorage } from '../storage/memory.js';
 
 const store = 'tabs-follower';
 const term = 'term-A';
@@ -20,6 +21,8 @@ const channels: BroadcastChannel[] = [];
 
 /** The leader, played here: sees every call of the tab, and answers as `respond` says. */
 let seen: TabRequest[];
+/** What the link told its client through `role` (onRoleChange). */
+let roleChanges: string[];
 let respond: (call: Extract<TabRequest, { memwalTabs: 'call' }>, reply: (m: TabReply) => void) => void;
 
 function channel(name: string): BroadcastChannel {
@@ -32,6 +35,7 @@ beforeEach(() => {
   locks = new TestLocks();
   vi.stubGlobal('navigator', { locks });
   seen = [];
+  roleChanges = [];
   // Another tab leads: it holds the election and its worker the term lock.
   releaseElection = locks.hold(electionLockName(store));
   releaseTerm = locks.hold(termLockName(store, term));
@@ -47,7 +51,7 @@ beforeEach(() => {
     reply({ memwalTabs: 'welcome', leader: term });
   };
   link = new TabsLink({ name: store, schema: schemaToWire(schema) }, {}, quiet);
-  link.start({ event: () => undefined, dead: () => undefined });
+  link.start({ event: () => undefined, dead: () => undefined, role: (r) => roleChanges.push(r) });
 });
 
 afterEach(async () => {
@@ -105,5 +109,25 @@ describe('TabsLink (a follower)', () => {
     expect(e.message).toMatch(/not written/);
     const call = seen.find((m) => m.memwalTabs === 'call') as { deadline: number } | undefined;
     expect(call?.deadline).toBeLessThanOrEqual(Date.now());
+  });
+
+  it("tells its client each role change: 'leader' when it takes over, 'follower' when its worker dies, 'leader' when it stands again", async () => {
+    const stub = stubGlobalWorker({ resolveStorage: () => new MemoryStorage() });
+    respond = (call, reply) => {
+      reply({ memwalTabs: 'accepted', leader: term, id: call.id });
+      reply({ memwalTabs: 'result', leader: term, id: call.id, value: {} });
+    };
+    try {
+      await sync(); // a follower of term A: no role change
+      expect(roleChanges).toEqual([]);
+      releaseElection(); // the leader tab is gone: this tab is next in the election lock's queue
+      await vi.waitFor(() => expect(roleChanges).toEqual(['leader']), { timeout: 5000 });
+      expect(link.role()).toBe('leader');
+      stub.started.at(-1)!.fireError('boom'); // this tab's worker dies: it steps down and stands again
+      await vi.waitFor(() => expect(roleChanges).toEqual(['leader', 'follower', 'leader']), { timeout: 5000 });
+      expect(link.role()).toBe('leader');
+    } finally {
+      stub.restore();
+    }
   });
 });

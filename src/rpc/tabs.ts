@@ -122,6 +122,8 @@ export class TabsLink implements ClientLink {
   private ended = false;
   /** The page is in the back/forward cache: no campaigning until it is shown again. */
   private suspended = false;
+  /** The role last told to the client (it starts a follower). */
+  private toldRole: ClientRole = 'follower';
 
   private opened: Promise<void> | undefined;
   private settleOpen: ((e?: MemWalError) => void) | undefined;
@@ -153,6 +155,14 @@ export class TabsLink implements ClientLink {
 
   role(): ClientRole {
     return this.local?.ready ? 'leader' : 'follower';
+  }
+
+  /** Tell the client when `role()` changed: this tab took the store over, or stopped hosting it. */
+  private roleMayHaveChanged(): void {
+    const role = this.role();
+    if (role === this.toldRole || this.ended) return;
+    this.toldRole = role;
+    this.sink?.role?.(role);
   }
 
   start(sink: LinkSink): void {
@@ -448,6 +458,7 @@ export class TabsLink implements ClientLink {
       if (this.local !== me) return; // died meanwhile
       me.ready = true;
       this.adopt(term);
+      this.roleMayHaveChanged();
       // Calls no leader took yet are ours to serve now (no other term accepts calls any more:
       // the previous leader stopped accepting, or died, before its election lock was freed).
       for (const call of [...this.calls.values()]) {
@@ -483,6 +494,7 @@ export class TabsLink implements ClientLink {
   private resign(local: Term, why: string): void {
     if (this.local !== local) return;
     this.local = undefined;
+    this.roleMayHaveChanged();
     const error = leaderChanged(`this tab stopped hosting store ${this.name} (${why}); outcome unknown`);
     for (const reject of [...local.pending]) reject(error);
     local.pending.clear();

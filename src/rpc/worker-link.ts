@@ -44,10 +44,12 @@ export interface Connection {
 /** Where a client's calls are served (`MemWalApi.role()`, without `'in-process'`). */
 export type ClientRole = 'leader' | 'follower';
 
-/** What a link tells its client: host events, and that it is gone for good. */
+/** What a link tells its client: host events, that it is gone for good, and its role changing. */
 export interface LinkSink {
   event(e: HostEvent): void;
   dead(reason: string): void;
+  /** `role()` changed (only `tabs: 'share'` links change role). */
+  role?(role: ClientRole): void;
 }
 
 /**

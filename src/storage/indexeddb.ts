@@ -123,15 +123,19 @@ class IndexedDbStoreHandle implements StoreHandle {
     this.session.check();
     const chunks = await inTransaction(['wal'], 'readonly', `reading WAL segment ${name}`, async (tx) => {
       const wal = tx.objectStore('wal');
-      const keys = await wal.getAllKeys(fileRange(this.store, name));
-      const length = this.segmentLength(name, keys);
-      if (!(offset >= 0 && offset <= length)) {
+      // Two key lookups, whatever the segment's size: its last chunk (the length) and the last
+      // chunk starting at or before `offset` (where the read begins).
+      const last = await wal.openKeyCursor(fileRange(this.store, name), 'prev');
+      if (!last) throw new MemWalError('IOError', `WAL segment ${name} does not exist`);
+      const length = chunkEnd(last.key);
+      if (!(Number.isSafeInteger(offset) && offset >= 0 && offset <= length)) {
         throw new MemWalError('IOError', `WAL segment ${name}: read offset ${offset} is outside 0..${length}`);
       }
-      const first = keys.find((key) => chunkEnd(key) > offset);
-      if (!first) return [];
-      const values = await wal.getAll(fileRange(this.store, name, first[2]));
-      values[0] = values[0]!.subarray(offset - first[2]);
+      if (offset === length) return [];
+      const first = await wal.openKeyCursor(IDBKeyRange.bound([this.store, name], [this.store, name, offset, []]), 'prev');
+      if (!first) throw new MemWalError('Corruption', `WAL segment ${name}: no chunk holds offset ${offset}`);
+      const values = await wal.getAll(IDBKeyRange.bound(first.key, [this.store, name, []]));
+      values[0] = values[0]!.subarray(offset - first.key[2]);
       return values;
     });
     return ownBuffer(concatBytes(chunks));

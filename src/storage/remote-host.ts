@@ -201,7 +201,8 @@ export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
       for (const seg of job.segments) {
         for (const f of scanSegment(await h.walRead(seg.name, 0), 0).frames) {
           if (f.position < job.firstPosition || f.position > job.lastPosition) continue;
-          for (const b of decodePayload(f.payload, f.position, (s) => versions.knows(s), false).batches) batches.push(versions.project(b));
+          const t = decodePayload(f, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, false);
+          batches.push(...versions.projectEntry(t, f.epoch, f.position));
         }
       }
       const keyEncoder = ss.primaryKey.length > 0 ? makeKeyEncoder(ss) : undefined;

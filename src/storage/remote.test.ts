@@ -2,6 +2,7 @@
 // in one Node thread): every conformance case, and a store whose flushes and compactions are built
 // on the far side.
 
+import { Field, Int32, Int64, Schema } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../core/memwal.js';
 import { rows, schema, storeName } from '../core/testkit.test-util.js';
@@ -92,5 +93,24 @@ describe('a store on RemoteStorage', () => {
     expect((await w.writeStats()).flushFailureCount).toBe(2);
     expect((await w.scan()).numRows).toBe(10);
     await w.close();
+  });
+
+  it('a flush built on the far side reads WAL entries of older schema versions by their writer: a column dropped and added again reads null', async () => {
+    const { storage, jobs } = remote();
+    const name = storeName();
+    const withX = (x?: Field) => new Schema([new Field('id', new Int64(), false), ...(x ? [x] : [])]);
+    const openAs = (s: Schema) => MemWal.open({ name, schema: s, primaryKey: ['id'], storage, logger: { warn: () => undefined } });
+    const a = await openAs(withX(new Field('x', new Int32(), true)));
+    await a.put([{ id: 1, x: 11 }]);
+    await a.abort(); // in the WAL only, written in version 1
+    await (await openAs(withX())).abort(); // version 2 drops x
+    const c = await openAs(withX(new Field('x', new Int32(), true))); // version 3 adds x again
+    await c.put([{ id: 2, x: 22 }]);
+    await c.forceSealActive();
+    await c.waitForFlushDrain();
+    expect(jobs).toContain('buildFlush');
+    expect(await c.get({ id: 1 })).toEqual({ id: 1n, x: null });
+    expect(await c.get({ id: 2 })).toEqual({ id: 2n, x: 22 });
+    await c.close();
   });
 });

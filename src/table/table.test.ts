@@ -110,6 +110,9 @@ describe('table file format 2', () => {
       'memwal.table.bloom': 'B2KIZSiOABRD',
     });
     expect(crc32c(b.subarray(8, 8 + 256 + 64))).toBe(0x9e2dc693);
+    // The end-of-stream marker between the last block and the footer (§8's grammar).
+    expect(Array.from(b.subarray(328, 336))).toEqual([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+    expect(b.length - 10 - footerLength).toBe(336);
   });
 
   it('the Bloom filter has no false negatives and about 1 % false positives', () => {

@@ -368,6 +368,32 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await rejects(h.walRead('1-6'), undefined, 'reading a removed segment');
     }),
 
+    define('a WAL segment reads from any offset: at, inside and between its appends, also after a cut to 0', async (t) => {
+      const h = await t.claim(t.store());
+      const parts = [pattern(7, 1), pattern(3000, 2), pattern(1, 3), pattern(50_000, 4), pattern(12, 5)];
+      let at = 0;
+      for (const part of parts) {
+        await h.walAppend('1-1', at, part);
+        at += part.length;
+      }
+      const whole = concatBytes(parts);
+      for (const offset of [0, 1, 7, 8, 3006, 3007, 3008, 28_008, whole.length - 12, whole.length - 1, whole.length]) {
+        sameBytes(await h.walRead('1-1', offset), whole.subarray(offset), `segment 1-1 from offset ${offset}`);
+      }
+      await rejects(h.walRead('1-1', whole.length + 1), undefined, 'a read from past the end');
+      await h.walTruncate('1-1', 0);
+      await h.walAppend('1-1', 0, pattern(9, 6));
+      await h.walAppend('1-1', 9, pattern(4, 7));
+      const rewritten = concatBytes([pattern(9, 6), pattern(4, 7)]);
+      for (const offset of [0, 3, 9, 12, 13]) {
+        sameBytes(
+          await h.walRead('1-1', offset),
+          rewritten.subarray(offset),
+          `segment 1-1 rewritten after a cut to 0, from offset ${offset}`,
+        );
+      }
+    }),
+
     define('a zero-byte append at offset 0 creates an empty segment', async (t) => {
       const h = await t.claim(t.store());
       await h.walAppend('1-7', 0, new Uint8Array(0));

@@ -54,14 +54,22 @@ process.once('exit', () => {
 /**
  * Starts `workerd serve` on `worker.config` with socket `http` on 127.0.0.1 (a free port) and
  * the disk service `do-disk` at `diskDir` (created); with `inspector`, also the inspector on a
- * free port. Resolves once they listen; rejects with workerd's output if it exits or does not
+ * free port; `env` adds environment variables (for `fromEnvironment` bindings). Resolves once they listen; rejects with workerd's output if it exits or does not
  * listen within 15 s.
  */
-export async function startWorkerd(worker: BuiltWorker, diskDir: string, options: { inspector?: boolean } = {}): Promise<Workerd> {
+export async function startWorkerd(
+  worker: BuiltWorker,
+  diskDir: string,
+  options: { inspector?: boolean; env?: Record<string, string> } = {},
+): Promise<Workerd> {
   await mkdir(diskDir, { recursive: true });
   const args = ['serve', worker.config, '--socket-addr', 'http=127.0.0.1:0', '--directory-path', `do-disk=${diskDir}`, '--control-fd', '3'];
   if (options.inspector) args.push('--inspector-addr', '127.0.0.1:0');
-  const child = spawn(WORKERD_BIN, args, { cwd: worker.dir, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const child = spawn(WORKERD_BIN, args, {
+    cwd: worker.dir,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+  });
   running.add(child);
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));

@@ -23,6 +23,7 @@ interface Entry {
   client: MemWalClient;
   worker: Worker | undefined;
   states: string[];
+  roleChanges: string[];
   warnings: string[];
   storm?: { stop: boolean; acked: number[]; errors: Record<string, number>; puts: number; done: Promise<void> };
   probe?: { stop: boolean; acks: ProbeAck[]; errors: Record<string, number>; done: Promise<void> };
@@ -97,7 +98,9 @@ const mw: ClientHarness = {
       return r;
     }
     const id = nextClient++;
-    clients.set(id, { client: r.value, worker, states, warnings });
+    const roleChanges: string[] = [];
+    r.value.onRoleChange((role) => roleChanges.push(role));
+    clients.set(id, { client: r.value, worker, states, roleChanges, warnings });
     return { ok: true, value: id };
   },
 
@@ -112,6 +115,8 @@ const mw: ClientHarness = {
   openStates: (op) => [...(openStates.get(op) ?? [])],
 
   states: (id) => [...entry(id).states],
+
+  roleChanges: (id) => [...entry(id).roleChanges],
 
   put: (id, firstId, n, payloadBytes) => outcome(entry(id).client.put(rows(firstId, n, payloadBytes))),
 

@@ -80,6 +80,8 @@ export interface ClientHarness {
   openStates(op: number): string[];
   /** Every state change the client reported, in order (open's hook included). */
   states(client: number): string[];
+  /** Every role change the client reported through `onRoleChange` since it opened, in order. */
+  roleChanges(client: number): string[];
   put(client: number, firstId: number, rows: number, payloadBytes?: number): Promise<Outcome<unknown>>;
   /** Start a put and return at once; `settled(op)` answers later. */
   startPut(client: number, firstId: number, rows: number, payloadBytes?: number): number;

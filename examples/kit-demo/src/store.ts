@@ -41,8 +41,6 @@ export class TodoStore {
         name: 'todos',
         schema,
         primaryKey: ['id'],
-        // Small memtables, so a handful of todos already reaches a table file.
-        maxMemtableRows: 4,
         flushRetry: { baseMs: 100, maxMs: 1000 },
         logger: {
           warn: (message: string) => {

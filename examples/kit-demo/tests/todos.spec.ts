@@ -33,7 +33,8 @@ test('the next three flushes fail: the app shows a warning, retries, and loses n
   await todos.waitForOpen();
   await todos.failNext('tableWrite', 3);
 
-  await add(page, 'one', 'two', 'three', 'four'); // four rows fill the app's memtable: it freezes and flushes
+  await add(page, 'one', 'two', 'three', 'four');
+  await todos.forceSealActive(); // the rows' memtable freezes and flushes now (the app's own size limits need not be reached)
   await expect(page.getByRole('alert')).toContainText('Saving is having trouble');
   await expect(todos).toHaveFlushed({ timeout: 15_000 });
   expect((await todos.stats()).write.flushFailureCount).toBe(3);
@@ -80,8 +81,8 @@ test('two tabs: the second waits for the first, then takes over with every todo'
   expect((await todos.scan()).map((t) => t.title).sort()).toEqual(['from the first tab', 'from the second tab']);
 });
 
-test('todos survive a browser restart on a persistent profile; reset() empties it', async ({ baseURL }, testInfo) => {
-  const profile = new PersistentProfile({ launchOptions: testInfo.project.use.launchOptions, baseURL });
+test('todos survive a browser restart on a persistent profile; reset() empties it', async () => {
+  const profile = new PersistentProfile(); // the project's launchOptions and baseURL
   try {
     let { page, memwal } = await profile.launch();
     await memwal.reset(); // a persistent profile keeps stores between runs: start empty
