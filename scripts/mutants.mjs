@@ -1,14 +1,15 @@
-// npm run test:mutants [-- --seeds 2000] [--jobs 1] [--only NAME]
+// npm run test:mutants [-- --seeds 2000] [--jobs 1] [--only NAME] [--baseline FILE]
 //
 // Every hole found in memwal from outside is kept as a mutant (test/mutants/*.patch): the smallest
 // patch that puts it back. This script runs the simulation (test/sim) on the unpatched code once
 // (the baseline: each seed's outcome), then, for each mutant, on a scratch copy of the repository
 // with the patch applied (node_modules linked), until the first seed whose outcome differs from
 // the baseline's. It prints the table: mutant, seeds until found, the seed. A mutant not found
-// within --seeds is a gap in the simulation; the script then exits 1.
+// within --seeds is a gap in the simulation; the script then exits 1. --baseline reuses the
+// baseline file a previous run wrote (same code, same seeds).
 
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -52,10 +53,18 @@ function sim(cwd, args) {
 
 const started = Date.now();
 const work = mkdtempSync(join(tmpdir(), 'memwal-mutants-'));
-const baselineFile = join(work, 'baseline.json');
-console.log(`baseline: seeds 1..${seeds} on the unpatched code`);
-const base = await sim(repo, ['--seeds', String(seeds), '--from', '1', '--record', baselineFile]);
-const baselineFailures = base.out.split('\n').filter((l) => l.startsWith('seed '));
+const reuse = arg('baseline', undefined);
+const baselineFile = reuse ?? join(work, 'baseline.json');
+let baselineFailures;
+if (reuse) {
+  baselineFailures = Object.entries(JSON.parse(readFileSync(reuse, 'utf8')))
+    .filter(([, v]) => v !== null)
+    .map(([k, v]) => `seed ${k}: ${v}`);
+} else {
+  console.log(`baseline: seeds 1..${seeds} on the unpatched code`);
+  const base = await sim(repo, ['--seeds', String(seeds), '--from', '1', '--record', baselineFile]);
+  baselineFailures = base.out.split('\n').filter((l) => l.startsWith('seed '));
+}
 console.log(
   baselineFailures.length === 0
     ? `baseline: every seed passes (${((Date.now() - started) / 1000).toFixed(0)} s)`
@@ -100,5 +109,7 @@ for (const r of rows) {
   console.log(`${r.mutant.padEnd(w)}  ${String(r.seeds).padEnd(17)}  ${String(r.seed).padEnd(12)}  ${String(r.detail).slice(0, 120)}`);
 }
 writeFileSync(join(work, 'table.json'), JSON.stringify(rows, null, 2));
-console.log(`\n${rows.length} mutants, ${((Date.now() - started) / 1000).toFixed(0)} s; table: ${join(work, 'table.json')}`);
+console.log(
+  `\n${rows.length} mutants, ${((Date.now() - started) / 1000).toFixed(0)} s; table: ${join(work, 'table.json')}; baseline: ${baselineFile}`,
+);
 process.exitCode = rows.every((r) => typeof r.seeds === 'number') ? 0 : 1;

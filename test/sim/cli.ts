@@ -3,6 +3,7 @@
 //   npm run sim -- --seed N [--trace]          run one seed (exact replay) and print its trace
 //                                               (--trace-storage: every storage call too)
 //   npm run sim -- --seed N --keep 3,8,21      replay only those steps (a shrunk trace)
+//                    [--drop-faults 8]           … step 8 without its faults
 //   --no-shrink                                 print the failing seed without shrinking it
 //   --all                                       go on past failures; list the failing seeds by kind
 //   --record FILE                               go on past failures; write each seed's outcome to FILE (JSON)
@@ -20,10 +21,15 @@ function arg(name: string): string | undefined {
 }
 const has = (name: string): boolean => process.argv.includes(`--${name}`);
 
-function report(r: SimResult, keep?: number[]): void {
+function report(r: SimResult, keep?: number[], dropFaults: number[] = []): void {
   console.log(`seed ${r.seed}: ${r.violation ? r.violation.message : 'ok'}`);
-  if (keep) console.log(`replay: npm run sim -- --seed ${r.seed} --keep ${keep.join(',')}`);
+  if (keep) console.log(`replay: ${replay(r.seed, keep, dropFaults)}`);
   console.log(r.trace.join('\n'));
+}
+
+/** The command that replays a shrunk run. */
+function replay(seed: number, keep: number[], dropFaults: number[]): string {
+  return `npm run sim -- --seed ${seed} --keep ${keep.join(',')}${dropFaults.length > 0 ? ` --drop-faults ${dropFaults.join(',')}` : ''}`;
 }
 
 let running: number | undefined;
@@ -39,14 +45,16 @@ async function main(): Promise<number> {
   const one = arg('seed');
   if (one !== undefined) {
     const keep = arg('keep')?.split(',').map(Number);
+    const dropFaults = arg('drop-faults')?.split(',').map(Number) ?? [];
     running = Number(one);
     const r = await runSeed(Number(one), {
       trace: has('trace'),
       traceStorage: has('trace-storage'),
       ...(keep ? { keep: new Set(keep) } : {}),
+      dropFaults: new Set(dropFaults),
     });
     running = undefined;
-    report(r, keep);
+    report(r, keep, dropFaults);
     return r.violation ? 1 : 0;
   }
   const count = Number(arg('seeds') ?? 100);
@@ -93,7 +101,7 @@ async function main(): Promise<number> {
       }
       const s = await shrink(r);
       console.log(`shrunk from ${r.ran.length} to ${s.keep.length} steps in ${s.runs} re-runs`);
-      report(s.result, s.keep);
+      report(s.result, s.keep, s.dropFaults);
       return 1;
     }
     if ((seed - from + 1) % 100 === 0) {

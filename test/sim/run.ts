@@ -62,6 +62,8 @@ export interface SimResult {
 export interface RunOptions {
   /** Run only these step indices (shrinking). */
   keep?: ReadonlySet<number>;
+  /** Run these steps without their faults (shrinking). */
+  dropFaults?: ReadonlySet<number>;
   /** Keep the trace lines (always kept on a violation). */
   trace?: boolean;
   /** Trace every storage call too. */
@@ -135,7 +137,7 @@ export async function runSeed(seed: number, options: RunOptions = {}): Promise<S
     for (let i = 0; i < steps.length; i++) {
       if (options.keep && !options.keep.has(i)) continue;
       ran.push(i);
-      await sim.step(i, steps[i]!);
+      await sim.step(i, options.dropFaults?.has(i) ? { ...steps[i]!, faults: [] } : steps[i]!);
       if (sim.finished) break;
     }
     await sim.finish();

@@ -6,22 +6,29 @@ import { runSeed, type SimResult } from './run.js';
 
 export interface Shrunk {
   keep: number[];
+  /** Kept steps that run without their faults. */
+  dropFaults: number[];
   result: SimResult;
   runs: number;
 }
 
-/** The smallest list of step indices found (within `maxRuns` re-runs and `maxMs` ms) that still fails like `failed`. */
-export async function shrink(failed: SimResult, maxRuns = 300, maxMs = 120_000): Promise<Shrunk> {
+/**
+ * The smallest list of step indices found (within `maxRuns` re-runs and `maxMs` ms) that still
+ * fails like `failed`: ddmin over the steps, then one step at a time, then the faults of each
+ * step that is left.
+ */
+export async function shrink(failed: SimResult, maxRuns = 500, maxMs = 120_000): Promise<Shrunk> {
   const kind = failed.violation!.kind;
   const started = Date.now();
   let runs = 0;
-  let best: Shrunk = { keep: failed.ran, result: failed, runs: 0 };
-  const fails = async (keep: number[]): Promise<boolean> => {
-    if (runs >= maxRuns || Date.now() - started > maxMs) return false;
+  let best: Shrunk = { keep: failed.ran, dropFaults: [], result: failed, runs: 0 };
+  const out = (): boolean => runs >= maxRuns || Date.now() - started > maxMs;
+  const fails = async (keep: number[], dropFaults = best.dropFaults): Promise<boolean> => {
+    if (out()) return false;
     runs++;
-    const r = await runSeed(failed.seed, { keep: new Set(keep) });
+    const r = await runSeed(failed.seed, { keep: new Set(keep), dropFaults: new Set(dropFaults) });
     if (r.violation?.kind !== kind) return false;
-    best = { keep: r.ran, result: r, runs };
+    best = { keep: r.ran, dropFaults: dropFaults.filter((i) => r.ran.includes(i)), result: r, runs };
     return true;
   };
   let c = failed.ran;
@@ -54,7 +61,17 @@ export async function shrink(failed: SimResult, maxRuns = 300, maxMs = 120_000):
       if (n >= c.length) break;
       n = Math.min(2 * n, c.length);
     }
-    if (runs >= maxRuns || Date.now() - started > maxMs) break;
+    if (out()) break;
+  }
+  // One step at a time, from the end (a step late in the list often only set the stage).
+  for (let i = best.keep.length - 1; i >= 0 && !out(); i--) {
+    const keep = best.keep.filter((_, j) => j !== i);
+    if (keep.length > 0) await fails(keep);
+  }
+  // The faults of what is left, one step at a time.
+  for (const i of [...best.keep]) {
+    if (out()) break;
+    if (failed.steps[i]!.faults.length > 0 && !best.dropFaults.includes(i)) await fails(best.keep, [...best.dropFaults, i]);
   }
   return { ...best, runs };
 }

@@ -63,10 +63,10 @@ describe('simulation', () => {
         const r = await runSeed(seed);
         for (const [k, v] of Object.entries(r.counts)) counts[k] = (counts[k] ?? 0) + v;
         if (r.violation) {
-          const s = await shrink(r, 200, 60_000);
+          const s = await shrink(r, 300, 60_000);
           const report = [
             `seed ${seed}: ${r.violation.message}`,
-            `shrunk to ${s.keep.length} of ${r.ran.length} steps; replay: npm run sim -- --seed ${seed} --keep ${s.keep.join(',')}`,
+            `shrunk to ${s.keep.length} of ${r.ran.length} steps; replay: npm run sim -- --seed ${seed} --keep ${s.keep.join(',')}${s.dropFaults.length > 0 ? ` --drop-faults ${s.dropFaults.join(',')}` : ''}`,
             ...s.result.trace,
           ].join('\n');
           expect.fail(report);
