@@ -1,4 +1,4 @@
-// The deterministic simulation in `npm test`: MEMWAL_SIM_SEEDS seeds (default 300, from
+// The deterministic simulation in `npm test`: MEMWAL_SIM_SEEDS seeds (default 400, from
 // MEMWAL_SIM_FROM, default 1) of random operations, faults and configurations, each checked after
 // every step (docs/testing.md, "The simulation"). A failure prints the seed, its configuration and
 // a shrunk trace that `npm run sim -- --seed N --keep ...` replays exactly.
@@ -10,7 +10,7 @@ import { installClock, type Leak, VirtualClock } from './clock.js';
 import { runSeed } from './run.js';
 import { shrink } from './shrink.js';
 
-const SEEDS = Number(process.env.MEMWAL_SIM_SEEDS ?? 300);
+const SEEDS = Number(process.env.MEMWAL_SIM_SEEDS ?? 400);
 const FROM = Number(process.env.MEMWAL_SIM_FROM ?? 1);
 
 describe('the simulation harness', () => {
