@@ -67,7 +67,9 @@ export class BackgroundLoop {
 
   /**
    * Compact until no level-0 file is left (all of them merged into level 1), waiting for a
-   * compaction in progress first. Rejects with the writer's error, `Closed`, or `Aborted`.
+   * compaction in progress first (a background one that fails yields to this call rather than
+   * retrying). Rejects with the writer's error, `Closed`, `Aborted`, or `IOError` when an attempt
+   * of its own fails.
    */
   compact(signal?: AbortSignal): Promise<CompactionResult> {
     const run = async (): Promise<CompactionResult> => {
