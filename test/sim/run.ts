@@ -102,6 +102,8 @@ interface Opening {
   crashes: number;
   /** Faults armed so far when it started (any arming while it runs explains a failure). */
   arms: number;
+  /** Hangs armed so far when it started (a hang armed while it opens may outlive the open). */
+  hangArms: number;
   armed: boolean;
   /** The store's record in MemoryStorage when the open started (a reset replaces it). */
   store: unknown;
@@ -179,8 +181,11 @@ class Sim {
   private route: { to: Live; left: number; successor: Opening } | undefined;
   private holds: (() => void)[] = [];
   private faultsArmed = false;
-  /** How many steps armed faults so far. */
+  /** How many steps armed faults so far, and how many of them calls that never settle (or are held). */
   private arms = 0;
+  private hangArms = 0;
+  /** The step now running armed a hang. */
+  private stepHangs = false;
   private damaged = false;
   private crashesSeen = 0;
   /** The consumer cursor the simulation set itself (no drain). */
@@ -287,6 +292,8 @@ class Sim {
     this.faultsArmed = true;
     this.arms++;
     const hangs = faults.some((f) => f.f === 'hangNext' || f.f === 'hangAfter' || f.f === 'hold');
+    this.stepHangs = hangs;
+    if (hangs) this.hangArms++;
     for (const l of this.liveWriters()) {
       l.faultFree = false;
       if (hangs) l.hung = true;
@@ -323,6 +330,7 @@ class Sim {
   }
 
   private disarm(): void {
+    this.stepHangs = false;
     this.storage.clearFaults();
     for (const release of this.holds.splice(0)) release();
     this.faultsArmed = false;
@@ -438,6 +446,7 @@ class Sim {
       steal,
       crashes: this.storage.crashed,
       arms: this.arms,
+      hangArms: this.hangArms - (this.faultsArmed && this.stepHangs ? 1 : 0),
       armed: this.faultsArmed,
       store: this.memStore(),
     };
@@ -474,7 +483,7 @@ class Sim {
     }
     if (expect === 'reset') this.resetModel();
     this.columns = columns;
-    const live: Live = { w, session, columns, faultFree: !faulty, ending: false };
+    const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung: this.hangArms !== o.hangArms };
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
     if (this.config.drain) await this.startDrain(live);
