@@ -48,6 +48,22 @@ function failingCompactions(inner: StorageAdapter, failing: { on: boolean }): St
   };
 }
 
+/** A keyed store whose compaction outputs fail while `failing.on`, with fast flush retries. */
+function openFailingCompactions(
+  failing: { on: boolean },
+  extra: { maxMemtableRows: number; maxUnflushedMemtableBytes?: number },
+): Promise<MemWal> {
+  return MemWal.open({
+    name: storeName(),
+    schema,
+    primaryKey: ['id'],
+    storage: failingCompactions(new MemoryStorage(), failing),
+    flushRetry: { baseMs: 1, maxMs: 20 },
+    logger: quiet,
+    ...extra,
+  });
+}
+
 describe('point reads', () => {
   it('a get reads at most one block per table file its key range and Bloom filter admit', async () => {
     const w = await open(new MemoryStorage(), { maxMemtableRows: 2_000 });
@@ -199,16 +215,7 @@ describe('compaction', () => {
 
   it('a compaction that keeps failing is visible and never deadlocks: flushes stop at the level-0 bound, puts wait with cause "compaction", and go on once it recovers', async () => {
     const failing = { on: true };
-    const w = await MemWal.open({
-      name: storeName(),
-      schema,
-      primaryKey: ['id'],
-      storage: failingCompactions(new MemoryStorage(), failing),
-      maxMemtableRows: 100,
-      maxUnflushedMemtableBytes: 64 * 1024,
-      flushRetry: { baseMs: 1, maxMs: 20 },
-      logger: quiet,
-    });
+    const w = await openFailingCompactions(failing, { maxMemtableRows: 100, maxUnflushedMemtableBytes: 64 * 1024 });
     let stalledPut: Promise<unknown> | undefined;
     for (let i = 0; i < 40 && !stalledPut; i++) {
       const p = w.put(rows(0, 100, `v${i}-`)); // the same keys: every compaction must merge (rewrite)
@@ -239,15 +246,7 @@ describe('compaction', () => {
     // Found by the simulation (test/sim, seed 206): compact() waited for the background lane, which
     // retries for as long as the failure lasts.
     const failing = { on: true };
-    const w = await MemWal.open({
-      name: storeName(),
-      schema,
-      primaryKey: ['id'],
-      storage: failingCompactions(new MemoryStorage(), failing),
-      maxMemtableRows: 10,
-      flushRetry: { baseMs: 1, maxMs: 20 },
-      logger: quiet,
-    });
+    const w = await openFailingCompactions(failing, { maxMemtableRows: 10 });
     for (let i = 0; i < 5; i++) {
       await w.put(rows(0, 10, `v${i}-`));
       await w.waitForFlushDrain();

@@ -151,6 +151,20 @@ describe('errors of reads', () => {
   });
 });
 
+/**
+ * A writer that left entry 1 in segment 1-1 and died, and its successor `w2` (returned), which
+ * replayed it and appended entry 2 to its own segment, and will not learn of a steal.
+ */
+async function predecessorOverTwoSegments(storage: FaultInjectingStorage, name: string): Promise<MemWal> {
+  const w1 = await open(storage, {}, name);
+  await w1.put(rows(1, 3));
+  await w1.abort();
+  const w2 = await open(storage, {}, name);
+  await w2.put(rows(4, 1));
+  storage.silenceLockLoss();
+  return w2;
+}
+
 describe('a steal racing the old writer', () => {
   it('a steal whose predecessor flushes and removes a WAL segment between its manifest load and its WAL listing opens instead of failing Corruption', async () => {
     // Found by the simulation (test/sim, seed 39): the successor validated the WAL against the
@@ -158,12 +172,7 @@ describe('a steal racing the old writer', () => {
     // Corruption.
     const storage = new FaultInjectingStorage(new MemoryStorage());
     const name = storeName();
-    const w1 = await open(storage, {}, name);
-    await w1.put(rows(1, 3)); // entry 1, in segment 1-1
-    await w1.abort();
-    const w2 = await open(storage, {}, name); // replays entry 1; appends entry 2 to its own segment
-    await w2.put(rows(4, 1));
-    storage.silenceLockLoss(); // w2 does not learn of the steal and goes on
+    const w2 = await predecessorOverTwoSegments(storage, name);
     const release = storage.hold('walList');
     const successor = open(storage, { steal: true }, name);
     successor.catch(() => undefined);
@@ -184,12 +193,7 @@ describe('a steal racing the old writer', () => {
     // 'WAL segment 1-1 does not exist' for a segment the manifest it had loaded no longer needed.
     const storage = new FaultInjectingStorage(new MemoryStorage());
     const name = storeName();
-    const w1 = await open(storage, {}, name);
-    await w1.put(rows(1, 3)); // entry 1, in segment 1-1
-    await w1.abort();
-    const w2 = await open(storage, {}, name); // replays entry 1; appends entry 2 to its own segment
-    await w2.put(rows(4, 1));
-    storage.silenceLockLoss(); // w2 does not learn of the steal and goes on
+    const w2 = await predecessorOverTwoSegments(storage, name);
     const releaseRemove = storage.hold('walRemove');
     await w2.forceSealActive();
     await w2.waitForFlushDrain(); // commits replayCursor 2; the removal of segment 1-1 waits
