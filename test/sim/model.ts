@@ -170,14 +170,16 @@ export class Model {
   /**
    * A writer of session `session` (opened after every earlier writer's fate was sealed by its
    * claim) read `got` for key `id`. When what it shows was written by an earlier session (or is
-   * known durable), it is durable, and whatever earlier sessions wrote after it was never applied.
+   * known durable), it is durable (`applied`: only when `got` alone explains the read), and
+   * whatever earlier sessions wrote after it was never applied.
    */
-  observe(id: string, got: Candidate, session: number): void {
+  observe(id: string, got: Candidate, session: number, applied = true): void {
     const op = got.op;
     if (op && !(op.session < session || op.state === 'acked')) return;
     const list = this.byKey.get(id);
     if (!list) return;
-    if (op && op.state !== 'acked') {
+    // An operation writes every key of it or none: mark it applied only when it alone explains the read.
+    if (op && applied && op.state !== 'acked') {
       op.state = 'acked';
       op.knownSeq = this.tick();
     }

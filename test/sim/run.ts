@@ -381,7 +381,7 @@ class Sim {
       flushRetry: c.flushRetry,
       steal,
       onSchemaMismatch: reset ? ('reset' as const) : ('throw' as const),
-      logger: { warn: () => undefined },
+      logger: { warn: (message: string) => this.log(`  warn: ${message.slice(0, 300)}`) },
     };
   }
 
@@ -833,6 +833,9 @@ class Sim {
       }
       match = absent[absent.length - 1];
       if (absent.some((c) => c.op && c.op.session >= live.session && c.op.state !== 'acked')) match = undefined;
+      // Several deletes (or the key never written) explain an absent key: none of them is known applied.
+      if (match) this.model.observe(id, match, live.session, absent.length === 1);
+      return;
     } else {
       match = cands.find((c) => !c.absent && c.row!.tag === got.v);
       if (!match) return this.flag('read', `${what} of key ${showKey(key)} found tag ${show(got.v)}; expected ${describeCands(cands)}`);
@@ -925,7 +928,9 @@ class Sim {
       const absent = cands.filter((c) => c.absent);
       if (absent.length === 0) return this.flag('read', `${what}: key ${showKey(key)} is missing; expected ${describeCands(cands)}`);
       const match = absent[absent.length - 1]!;
-      if (!absent.some((c) => c.op && c.op.session >= live.session && c.op.state !== 'acked')) this.model.observe(id, match, live.session);
+      if (!absent.some((c) => c.op && c.op.session >= live.session && c.op.state !== 'acked')) {
+        this.model.observe(id, match, live.session, absent.length === 1);
+      }
     }
   }
 
