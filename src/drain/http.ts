@@ -5,6 +5,7 @@
 
 import type { WalEntry } from '../engine/api.js';
 import { MemWalError } from '../util/errors.js';
+import { clearTimer, setTimer, type Timer } from '../util/schedule.js';
 import { STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
 
 /** How a drain talks to its sink: ask the applied position, ship a run. */
@@ -39,10 +40,10 @@ export function httpTransport(endpoint: string, o: HttpOptions): Transport {
     const stop = init.signal;
     const request = new AbortController();
     const onStop = (): void => request.abort();
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: Timer | undefined;
     const late = new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`);
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      timer = setTimer(() => {
         reject(late);
         request.abort();
       }, timeoutMs);
@@ -60,7 +61,7 @@ export function httpTransport(endpoint: string, o: HttpOptions): Transport {
       const text = await Promise.race([res.text().catch(() => ''), deadline]).catch(fail);
       return { res, text };
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) clearTimer(timer);
       stop?.removeEventListener('abort', onStop);
     }
   };

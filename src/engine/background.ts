@@ -26,6 +26,8 @@ export class Background {
   stalled = false;
   /** Serializes `compact()` calls. */
   private manual: Promise<unknown> = Promise.resolve();
+  /** A `compact()` waits for the lane: the lane yields after a failed attempt instead of retrying. */
+  private manualWaiting = false;
   /** Aborted at shutdown: a compaction in progress stops. */
   private readonly stop = new AbortController();
 
@@ -48,10 +50,27 @@ export class Background {
 
   /**
    * Compact until no level-0 file is left (all of them merged into level 1), waiting for a
-   * compaction in progress first. Rejects with the writer's error, `Closed`, or `Aborted`.
+   * compaction in progress first (a background one that fails yields to this call rather than
+   * retrying). Rejects with the writer's error, `Closed`, `Aborted`, or `IOError` when an attempt
+   * of its own fails.
    */
   compact(signal?: AbortSignal): Promise<CompactionResult> {
-    const run = (): Promise<CompactionResult> => this.compactionLane.exclusive(() => this.compactAll(signal), signal, 'compact aborted');
+    const run = async (): Promise<CompactionResult> => {
+      this.manualWaiting = true;
+      try {
+        return await this.compactionLane.exclusive(
+          () => {
+            this.manualWaiting = false;
+            return this.compactAll(signal);
+          },
+          signal,
+          'compact aborted',
+        );
+      } finally {
+        this.manualWaiting = false;
+        this.compactionLane.wake(); // the background lane goes on (it yielded to this call)
+      }
+    };
     const p = this.manual.then(run, run);
     this.manual = p.catch(() => undefined);
     return p;
@@ -151,6 +170,8 @@ export class Background {
     if (outcome === 'fatal') return 'stop';
     if (outcome === 'failed') {
       this.compactionFailures++;
+      // A compact() waits: it makes its own attempt (and reports the failure) before the next retry.
+      if (this.manualWaiting) return 'stop';
       await sleep(backoffMs(this.compactionFailures, options.flushRetry.baseMs, options.flushRetry.maxMs), life.kick);
     } else this.compactionFailures = 0;
     return 'more';

@@ -4,7 +4,7 @@
 import { MemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { BackpressureStats } from '../metrics/stats.js';
-import { nowMs } from '../util/schedule.js';
+import { clearTimer, nowMs, setTimer, type Timer } from '../util/schedule.js';
 
 /** What the ladder needs from the writer, read afresh on every step. */
 export interface AdmissionContext {
@@ -39,16 +39,28 @@ export class Backpressure {
   private readonly active = new Set<Waiter>();
   private wakers = new Set<() => void>();
 
-  /** The invariant, checked (for tests): each waiting put has at most one wake-up pending (they never pile up). */
-  checkInvariants(): void {
-    if (this.wakers.size > this.active.size) throw new Error(`${this.wakers.size} wake-ups pending for ${this.active.size} waiting puts`);
-  }
-
   /** Wake every waiter to re-check: a flush committed, the writer poisoned, closed or aborted. */
   wake(): void {
     const wakers = this.wakers;
     this.wakers = new Set();
     for (const w of wakers) w();
+  }
+
+  /**
+   * The invariants, checked (cheap; for tests): the counters are finite and never negative, and
+   * each waiting put has at most one wake-up pending (they never pile up). Throws an Error naming
+   * the broken one.
+   */
+  checkInvariants(): void {
+    if (this.wakers.size > this.active.size) throw new Error(`${this.wakers.size} wake-ups pending for ${this.active.size} waiting puts`);
+    for (const [name, v] of Object.entries({
+      totalCount: this.totalCount,
+      totalWaitMs: this.totalWaitMs,
+      abortedCount: this.abortedCount,
+      abortedWaitMs: this.abortedWaitMs,
+    })) {
+      if (!(v >= 0) || !Number.isFinite(v)) throw new Error(`backpressure ${name} is ${v}`);
+    }
   }
 
   /**
@@ -129,15 +141,15 @@ export class Backpressure {
 
   private waitForWake(signal: AbortSignal | undefined, timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: Timer | undefined;
       const done = (): void => {
-        if (timer !== undefined) clearTimeout(timer);
+        if (timer !== undefined) clearTimer(timer);
         signal?.removeEventListener('abort', done);
         this.wakers.delete(done);
         resolve();
       };
       this.wakers.add(done);
-      if (Number.isFinite(timeoutMs)) timer = setTimeout(done, Math.max(0, timeoutMs));
+      if (Number.isFinite(timeoutMs)) timer = setTimer(done, Math.max(0, timeoutMs));
       signal?.addEventListener('abort', done, { once: true });
     });
   }

@@ -58,17 +58,14 @@ export class ManifestLog {
     private readonly limitMs: number,
   ) {}
 
-  /**
-   * The invariants of the file header, checked (cheap; for tests): the manifest held is this
-   * writer's claim or a later version of it, and a commit in doubt is the one after it.
-   */
+  /** The log's invariants, checked (cheap; for tests). Throws an Error naming the broken one. */
   checkInvariants(): void {
     const m = this.manifest;
-    if (m.writerEpoch !== this.epoch)
-      throw new Error(`the manifest held has writer epoch ${m.writerEpoch}, not this writer's ${this.epoch}`);
-    if (this.doubt && this.doubt.version !== m.version + 1) {
-      throw new Error(`the commit in doubt is version ${this.doubt.version}, not the one after ${m.version}`);
-    }
+    if (m.writerEpoch !== this.epoch) throw new Error(`manifest of epoch ${m.writerEpoch} held by the writer of epoch ${this.epoch}`);
+    if (m.replayCursor > m.positionHint) throw new Error(`replayCursor ${m.replayCursor} above positionHint ${m.positionHint}`);
+    if (this.unresolvable && !this.doubt) throw new Error('a commit that did not settle is not in doubt');
+    if (this.doubt && this.doubt.version !== m.version + 1)
+      throw new Error(`the commit in doubt (version ${this.doubt.version}) does not follow version ${m.version}`);
   }
 
   /** True while a commit's outcome is unknown. */

@@ -5,7 +5,7 @@
 
 import type { RecordBatch } from 'apache-arrow';
 import type { Manifest } from '../format/manifest/manifest.js';
-import { nowMs } from '../util/schedule.js';
+import { clearTimer, nowMs, setTimer } from '../util/schedule.js';
 import type { Key } from '../data/keys.js';
 import type { EngineContext } from './context.js';
 import { MemTable } from '../lsm/memtable.js';
@@ -35,7 +35,7 @@ export class MemtableSet {
     this.committedGeneration = m.nextGeneration - 1;
     this.active = new MemTable(m.nextGeneration, this.keyed);
     ctx.life.onTerminal(() => {
-      for (const f of this.frozen) if (f.graceTimer !== undefined) clearTimeout(f.graceTimer);
+      for (const f of this.frozen) if (f.graceTimer !== undefined) clearTimer(f.graceTimer);
     });
   }
 
@@ -117,7 +117,7 @@ export class MemtableSet {
     if (this.ctx.options.frozenMemtableGraceMs === 0) {
       this.frozen = this.frozen.filter((f) => f !== m);
     } else {
-      m.graceTimer = setTimeout(() => {
+      m.graceTimer = setTimer(() => {
         m.graceTimer = undefined;
         this.frozen = this.frozen.filter((f) => f !== m);
         // Its file may be compacted now: a flush lane stopped at the level-0 trigger (and puts

@@ -13,7 +13,7 @@ import { estimateInsertBytes } from '../lsm/memtable.js';
 import { TableCache } from '../lsm/table-cache.js';
 import type { MetricsSnapshot } from '../metrics/prometheus.js';
 import type { CompactionResult, CompactionStats, MemTableStats, ReadStats } from '../metrics/stats.js';
-import { MemWalError } from '../util/errors.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
 import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { Background } from './background.js';
 import { Compactor } from './compaction.js';
@@ -25,6 +25,13 @@ import { ReadView } from './read-view.js';
 import type { WalRecord } from './recovery.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
+
+/** A table-file read, under its time limit, failing with a MemWalError (storage's own errors mapped to codes). */
+function readTableFile(read: Promise<Uint8Array>, limitMs: number, name: string): Promise<Uint8Array> {
+  return settleWithin(read, limitMs, `read of table file ${name}`).catch((e: unknown) => {
+    throw toMemWalError(e, `read of table file ${name}`);
+  });
+}
 
 /** MemTable mode: memtables in front of table files in two levels, flushed and compacted in the background. */
 export class MemtableTier implements Tier {
@@ -56,8 +63,8 @@ export class MemtableTier implements Tier {
       schema.internal,
       keyEncoder,
       {
-        range: (name, offset, length) => settleWithin(handle.tableReadRange(name, offset, length), limit, `read of table file ${name}`),
-        whole: (name) => settleWithin(handle.tableRead(name), limit, `read of table file ${name}`),
+        range: (name, offset, length) => readTableFile(handle.tableReadRange(name, offset, length), limit, name),
+        whole: (name) => readTableFile(handle.tableRead(name), limit, name),
       },
       options.blockCacheBytes,
       versions,
@@ -235,5 +242,18 @@ export class MemtableTier implements Tier {
   checkInvariants(): void {
     this.memtables.checkInvariants();
     this.tableCache.checkInvariants();
+    // Across the parts: memtables are of the generations the manifest has not flushed yet.
+    const m = this.ctx.log.manifest;
+    const memtables = this.memtables;
+    if (m.nextGeneration > memtables.active.generation) {
+      throw new Error(`nextGeneration ${m.nextGeneration} above the active memtable's generation ${memtables.active.generation}`);
+    }
+    for (const f of memtables.frozen) {
+      // A flush whose commit landed while in doubt is published at its next attempt.
+      const landed = f.pendingTable !== undefined && m.tables.some((t) => t.name === f.pendingTable!.name);
+      if (f.state === 'frozen' && f.generation < m.nextGeneration && !landed) {
+        throw new Error(`memtable ${f.generation} is not flushed, but the manifest's nextGeneration is ${m.nextGeneration}`);
+      }
+    }
   }
 }

@@ -223,6 +223,11 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.tier.checkInvariants();
     this.ctx.log.checkInvariants();
     this.backpressure.checkInvariants();
+    // Across the parts: the WAL holds what the manifest says is flushed or durable.
+    const m = this.ctx.log.manifest;
+    if (this.wal.durablePosition < m.replayCursor) {
+      throw new Error(`WAL durable position ${this.wal.durablePosition} below the replay cursor ${m.replayCursor}`);
+    }
   }
 
   /** The writer's current state. */

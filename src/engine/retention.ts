@@ -47,9 +47,11 @@ export class Retention {
     for (const s of this.parts.wal.removable(cursor)) {
       if (life.dead) return 'stop';
       try {
+        s.removing = true;
         await settleWithin(handle.walRemove(s.name), callLimitMs(options.walRetry.timeoutMs), `removal of WAL segment ${s.name}`);
         this.parts.wal.forget(s);
       } catch (e) {
+        s.removing = false;
         if (!life.dead) options.logger.warn(`memwal: could not remove WAL segment ${s.name} (retried after the next flush)`, e);
         return 'idle';
       }
@@ -112,6 +114,12 @@ export class Retention {
             `tail read of ${seg.name}`,
           );
         } catch (e) {
+          // Retention removed the segment while we read it (or a removal reported failed had landed):
+          // its entries are gone, not unreadable.
+          const removable = seg.lastPosition <= this.parts.tier.retentionCursor(this.ctx.log.manifest);
+          if (seg.removing || removable || !this.parts.wal.segments.includes(seg)) {
+            throw new MemWalError('Truncated', `tail: entry ${pos} was removed by retention while it was read`);
+          }
           throw toMemWalError(e, `tail read of ${seg.name}`);
         }
         let progressed = false;

@@ -7,7 +7,7 @@
 import { type RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../util/errors.js';
 import { segmentName } from '../storage/adapter.js';
-import { backoffMs, nowMs, sleep, yieldToEventLoop } from '../util/schedule.js';
+import { backoffMs, clearTimer, nowMs, setTimer, sleep, type Timer, yieldToEventLoop } from '../util/schedule.js';
 import { encodeFrame } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
 import type { ClaimedContext } from './context.js';
@@ -44,6 +44,8 @@ export interface Segment {
   bytes: number;
   /** Last position it holds that replay honours (firstPosition - 1 when none). */
   lastPosition: number;
+  /** Set while retention removes it (a `tail` reading it then finds it gone). */
+  removing?: boolean;
 }
 
 /** Where recovery left the WAL (recovery.ts): the writer appends after it. */
@@ -78,7 +80,7 @@ export class WalWriter {
   bytesWritten = 0;
   entriesWritten = 0;
   tornTailBytes = 0;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: Timer | undefined;
   private readonly epoch: number;
   private readonly schema: Schema;
   /** The append loop, leader-style (the `wal append` lane). */
@@ -205,7 +207,7 @@ export class WalWriter {
   }
 
   private stopTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimer(this.timer);
     this.timer = undefined;
   }
 
@@ -238,7 +240,7 @@ export class WalWriter {
 
   private armTimer(): void {
     if (this.timer !== undefined || this.ctx.life.dead) return;
-    this.timer = setTimeout(() => {
+    this.timer = setTimer(() => {
       this.timer = undefined;
       this.closeOpen();
       this.kick();

@@ -6,6 +6,7 @@ import type { TableFileEntry } from '../format/manifest/manifest.js';
 import { KeyIndex } from '../data/key-index.js';
 import type { Key } from '../data/keys.js';
 import { estimateBatchBytes } from '../data/size.js';
+import type { Timer } from '../util/schedule.js';
 
 /**
  * Estimated bytes per indexed row with a string key, on top of the key string itself: a Map
@@ -94,7 +95,7 @@ export class MemTable {
    * it must not be deleted until the manifest says whether it landed.
    */
   pendingTable: TableFileEntry | undefined;
-  graceTimer: ReturnType<typeof setTimeout> | undefined;
+  graceTimer: Timer | undefined;
 
   constructor(generation: number, keyed: boolean) {
     this.generation = generation;

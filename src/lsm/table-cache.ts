@@ -109,15 +109,13 @@ export class TableCache {
     }
   }
 
-  /**
-   * The invariants of the file header, checked (cheap; for tests): the cached block bytes are the
-   * sum over the cache and within the bound; no file is pinned a negative number of times.
-   */
+  /** The cache's invariants (docs/impl.md §4), checked (cheap; for tests). Throws an Error naming the broken one. */
   checkInvariants(): void {
     let bytes = 0;
-    for (const v of this.blocks.values()) bytes += v.bytes;
-    if (bytes !== this.stats.blockCacheBytes) throw new Error(`blockCacheBytes ${this.stats.blockCacheBytes} != ${bytes} cached`);
-    if (bytes > this.cacheBytes) throw new Error(`block cache holds ${bytes} bytes, above its bound of ${this.cacheBytes}`);
+    for (const { bytes: b } of this.blocks.values()) bytes += b;
+    if (bytes !== this.stats.blockCacheBytes)
+      throw new Error(`block cache holds ${bytes} bytes, its stats say ${this.stats.blockCacheBytes}`);
+    if (bytes > this.cacheBytes) throw new Error(`block cache holds ${bytes} bytes, above its bound ${this.cacheBytes}`);
     for (const [name, n] of this.pins) if (!(n > 0)) throw new Error(`table file ${name} pinned ${n} times`);
   }
 

@@ -5,6 +5,7 @@
 // where it is missing (weblock.ts). Any runtime.
 
 import { MemWalError, toMemWalError } from '../util/errors.js';
+import { clearTimer, setTimer } from '../util/schedule.js';
 import type { LockOptions } from './adapter.js';
 import { beginWait } from './lock-wait.js';
 
@@ -165,7 +166,7 @@ export async function claimLock(
   if (timeoutMs === 0) throw new MemWalError('Locked', `store "${store}" is locked by another writer`);
   const stopWarning = beginWait(store, options, where.heldBy === undefined ? undefined : () => where.heldBy!);
   const controller = new AbortController();
-  const timer = timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(TIMED_OUT), timeoutMs);
+  const timer = timeoutMs === undefined ? undefined : setTimer(() => controller.abort(TIMED_OUT), timeoutMs);
   const onAbort = (): void => controller.abort(signal?.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
@@ -178,7 +179,7 @@ export async function claimLock(
     throw toMemWalError(e, `claiming the writer lock of store "${store}"`);
   } finally {
     stopWarning();
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimer(timer);
     signal?.removeEventListener('abort', onAbort);
   }
 }

@@ -2,6 +2,7 @@
 // is never silent. Runs in every runtime; imports nothing runtime-specific.
 
 import { toMemWalError } from '../util/errors.js';
+import { nowMs, setRepeating } from '../util/schedule.js';
 import type { LockOptions } from './adapter.js';
 
 /** How long an open waits before the first warning, and then between warnings, in ms. */
@@ -16,9 +17,9 @@ export const LOCK_WAIT_WARN_MS = 5_000;
 export function warnWhileWaiting(name: string, options: LockOptions, detail?: () => string): () => void {
   const logger = options.logger;
   if (!logger) return () => undefined;
-  const started = Date.now();
-  const timer = setInterval(() => {
-    const waited = Math.round((Date.now() - started) / 1000);
+  const started = nowMs();
+  return setRepeating(() => {
+    const waited = Math.round((nowMs() - started) / 1000);
     const more = detail?.();
     try {
       logger.warn(
@@ -28,8 +29,6 @@ export function warnWhileWaiting(name: string, options: LockOptions, detail?: ()
       // A throwing logger must not break the open.
     }
   }, LOCK_WAIT_WARN_MS);
-  (timer as { unref?: () => void }).unref?.();
-  return () => clearInterval(timer);
 }
 
 /**
