@@ -1,5 +1,5 @@
 // The baseline worker: the in-worker ingest cases (Arrow ingest, 1,000-row puts) on an older
-// memwal — by default the commit before table format 2 and compaction — which bench/run.mjs
+// memwal — by default the commit before table format 2 and compaction — which bench/run/baseline.mjs
 // extracts from git into bench/.baseline and Vite bundles through the `memwal-baseline` alias.
 // Run interleaved with the same cases on this checkout, it shows what compaction costs ingest in
 // one run. Only the baseline's public entry points are used. Dedicated module worker.

@@ -26,6 +26,7 @@ import { closePeers, peerRows, type PeerName } from './peers.js';
 import { rawOpfsRangeReads, rawOpfsWrite } from './raw-opfs.js';
 import {
   readsClose,
+  readsGrow,
   readsOpen,
   readsPass,
   readsScan,
@@ -57,8 +58,9 @@ const api = {
   memoryClose,
   /** Case 7: one repetition. */
   recovery: (walMiB: number, shape: StoreShape): Promise<RecoveryResult> => recovery(walMiB, payloadPool(), shape),
-  /** Cases 8-10: point reads, scans and space, one phase per call (reads.ts). */
+  /** Cases 8-10 and the read ladder: point reads, scans and space, one phase per call (reads.ts). */
   readsOpen,
+  readsGrow,
   readsWrite,
   readsWriteStats,
   readsSettle,

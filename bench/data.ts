@@ -3,6 +3,7 @@
 
 import { Field, Float64, Int64, RecordBatch, Schema, Struct, Utf8, makeData } from 'apache-arrow';
 import { rng as prng } from '../src/testing/index.js';
+import { fmix32 } from './app-data.js';
 
 /** One row as every engine receives it: `{ id, value, name }`. */
 export type BenchRow = {
@@ -191,12 +192,34 @@ export function readRound(n: number, round: number, from = 0, to = n): BenchRow[
   return chunks;
 }
 
-/** `count` random keys of the read case (`present`: written ones; else odd ids between them). */
-export function readKeys(n: number, count: number, seed: number, present: boolean): number[] {
+/**
+ * `count` random keys of the read case (`present`: written ones; else odd ids between them);
+ * `key` maps a row number to its key (the ladder's {@link ladderKey}, else {@link readKey}).
+ */
+export function readKeys(n: number, count: number, seed: number, present: boolean, key = readKey): number[] {
   const rnd = prng(seed);
   const keys = new Array<number>(count);
-  for (let i = 0; i < count; i++) keys[i] = readKey(Math.floor(rnd() * n)) + (present ? 0 : 1);
+  for (let i = 0; i < count; i++) keys[i] = key(Math.floor(rnd() * n)) + (present ? 0 : 1);
   return keys;
+}
+
+/**
+ * The key of row `k` of the read ladder (a store grown from 200k to 1M and 4M rows): even, as
+ * {@link readKey}, but spread over the key space by fmix32, so each size's new rows land
+ * everywhere among the old ones rather than after them.
+ */
+export const ladderKey = (k: number): number => 2 * fmix32(k);
+
+/** Rows `from .. to - 1` of the read ladder, in chunks of 1,000 (each chunk seeded by its place). */
+export function ladderRows(from: number, to: number): BenchRow[][] {
+  const chunks: BenchRow[][] = [];
+  for (let i = from; i < to; i += 1000) {
+    const rnd = prng(7_000_003 + i);
+    const chunk: BenchRow[] = [];
+    for (let k = i; k < Math.min(to, i + 1000); k++) chunk.push({ id: ladderKey(k), value: rnd() * 1e6, name: randomName(rnd) });
+    chunks.push(chunk);
+  }
+  return chunks;
 }
 
 /** The rows of `chunks` as one Arrow RecordBatch of BENCH_SCHEMA (to count their logical bytes). */

@@ -1,27 +1,49 @@
 // The bench page: starts the bench worker and exposes `window.bench` to bench/run.mjs, which
-// calls one repetition at a time. The main-thread cases (memwal through openMemWal: case 3's
-// client figure and case 5's stats latency under load) run here. Browser main thread.
+// calls one repetition at a time. The main-thread cases run here: memwal through openMemWal
+// (case 3's client figure, case 5's stats latency under load), SQLite through its worker API
+// (page-peers.ts), and the page cases of reads, put latency and open to first get
+// (page-reads.ts, page-app.ts). Browser main thread.
 
 import { Table, tableToIPC } from 'apache-arrow';
 import * as Comlink from 'comlink';
 import { type MemWalClient, openMemWal } from '../src/index.js';
 import type { BaselineWorkerApi } from './baseline.worker.js';
 import type { BenchWorkerApi } from './bench.worker.js';
+import type { LoadWorkerApi } from './load.worker.js';
 import { BENCH_SCHEMA, arrowBatches, batchBytes, dropCachedData, rowChunks, rowsToBatch } from './data.js';
-import { now, pause, uniqueName } from './measure.js';
+import { now, pause, spread, uniqueName } from './measure.js';
+import { idbOpenMeasure, idbOpenPrepare, openGetClose, openGetMeasure, openGetPrepare, putPage } from './page-app.js';
+import { type PageEngineName, sqlitePageRows } from './page-peers.js';
+import {
+  pageReadsClose,
+  pageReadsGrow,
+  pageReadsMany,
+  pageReadsOpen,
+  pageReadsPass,
+  pageReadsReopen,
+  pageReadsSettle,
+  pageReadsUse,
+} from './page-reads.js';
 
 const benchWorker = new Worker(new URL('./bench.worker.ts', import.meta.url), { type: 'module' });
 const api = Comlink.wrap<BenchWorkerApi>(benchWorker);
-/** The ingest cases on the baseline memwal (idle unless run.mjs runs a baseline). */
-const baseline = Comlink.wrap<BaselineWorkerApi>(new Worker(new URL('./baseline.worker.ts', import.meta.url), { type: 'module' }));
+/** The ingest cases on the baseline memwal (started on first use). */
+let baselineApi: Comlink.Remote<BaselineWorkerApi> | undefined;
+const baseline = (): Comlink.Remote<BaselineWorkerApi> =>
+  (baselineApi ??= Comlink.wrap<BaselineWorkerApi>(new Worker(new URL('./baseline.worker.ts', import.meta.url), { type: 'module' })));
 
 /**
- * The memwal host worker every client case uses, started once (as an app would) so that the
- * runner can attach its profiler to it; `openMemWal({ worker })` leaves it running on close.
+ * The memwal host workers the client cases use, each started once, on first use (as an app would
+ * start its worker; not at page load, where they would compete with the open-to-first-get case),
+ * so that the runner can attach its profiler to them; `openMemWal({ worker })` leaves them running
+ * on close. `inline`: the host with storage I/O on its own thread (no I/O worker), for the stats case.
  */
-const hostWorker = new Worker(new URL('./host.worker.ts', import.meta.url), { type: 'module' });
-/** The same host with storage I/O on its own thread (no I/O worker), for the stats case. */
-const hostInlineWorker = new Worker(new URL('./host-inline.worker.ts', import.meta.url), { type: 'module' });
+const hosts: { default?: Worker; inline?: Worker } = {};
+function hostWorker(inline = false): Worker {
+  return inline
+    ? (hosts.inline ??= new Worker(new URL('./host-inline.worker.ts', import.meta.url), { type: 'module' }))
+    : (hosts.default ??= new Worker(new URL('./host.worker.ts', import.meta.url), { type: 'module' }));
+}
 
 /** A client on a fresh store in the host worker (append-only unless `keyed`). */
 async function openClient(keyed: boolean, inline = false): Promise<{ db: MemWalClient; done: () => Promise<void> }> {
@@ -31,7 +53,7 @@ async function openClient(keyed: boolean, inline = false): Promise<{ db: MemWalC
     schema: BENCH_SCHEMA,
     ...(keyed ? { primaryKey: ['id'] } : {}),
     storage: 'opfs',
-    worker: inline ? hostInlineWorker : hostWorker,
+    worker: hostWorker(inline),
     logger: { warn: () => undefined },
   });
   return {
@@ -81,51 +103,86 @@ async function statsUnderLoad(count: number, writers: number, inline = false): P
   const data = arrowBatches(count);
   const bytes = data.reduce((n, b) => n + batchBytes(b), 0);
   const { db, done } = await openClient(false, inline);
-  const latencies: StatsUnderLoad['latencies'] = { memtableStats: [], backpressureStats: [], metrics: [] };
-  const staleness: number[] = [];
   /** When the page saw each put resolve, in order. */
   const resolved: number[] = [];
   try {
-    let loading = true;
-    // A user-timing mark brackets the load, so a trace (run.mjs) can cut its window out.
-    performance.mark('bench-load-start');
-    const samplers = (['memtableStats', 'backpressureStats', 'metrics'] as const).map(async (k) => {
-      while (loading) {
-        const t = now();
-        const seen = resolved.length;
-        const s = await db[k]();
-        latencies[k].push(now() - t);
-        if (k === 'memtableStats') {
-          const counted = (s as Awaited<ReturnType<MemWalClient['memtableStats']>>).durableBatchCount;
-          staleness.push(counted < seen ? t - resolved[counted]! : 0);
+    return await pollStatsDuring(db, resolved, async () => {
+      let next = 0;
+      const loop = async (): Promise<void> => {
+        while (next < data.length) {
+          await db.put(data[next++]!);
+          resolved.push(now());
         }
-        await pause(2);
-      }
+      };
+      await Promise.all(Array.from({ length: writers }, loop));
+      return bytes;
     });
-    const t0 = now();
-    let next = 0;
-    const loop = async (): Promise<void> => {
-      while (next < data.length) {
-        await db.put(data[next++]!);
-        resolved.push(now());
-      }
-    };
-    await Promise.all(Array.from({ length: writers }, loop));
-    const ms = now() - t0;
-    loading = false;
-    await Promise.all(samplers);
-    performance.mark('bench-load-end');
-    return { latencies, staleness, bytes, ms };
   } finally {
     await done();
   }
 }
 
-/** Milliseconds per call: median, 99th percentile, mean. */
-function spread(xs: number[]): { p50: number; p99: number; mean: number } {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (p: number): number => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-  return { p50: at(50), p99: at(99), mean: xs.reduce((a, b) => a + b, 0) / xs.length };
+/**
+ * Case 5 with the load generator in a worker of its own (bench/load.worker.ts): this thread only
+ * polls the stats, so their latency shows the engine thread and the cores, not the page's own
+ * encoding and posting of puts. The page's client hosts the store (memwal's default worker,
+ * `tabs: 'share'`); the load worker's client joins it, and its puts go straight to that worker.
+ * No staleness figure (the page does not see the puts resolve).
+ */
+async function statsUnderWorkerLoad(count: number, writers: number): Promise<StatsUnderLoad> {
+  const name = uniqueName('client');
+  const db = await openMemWal({ name, schema: BENCH_SCHEMA, storage: 'opfs', tabs: 'share', logger: { warn: () => undefined } });
+  const worker = new Worker(new URL('./load.worker.ts', import.meta.url), { type: 'module' });
+  const load = Comlink.wrap<LoadWorkerApi>(worker);
+  try {
+    const role = await load.open(name);
+    if (db.role() !== 'leader' || role !== 'follower')
+      throw new Error(`stats: the page's client is ${db.role()}, the load worker's ${role}`);
+    return await pollStatsDuring(db, undefined, async () => (await load.run(count, writers)).bytes);
+  } finally {
+    await load.close().catch(() => undefined);
+    worker.terminate();
+    await db.close();
+    await api.destroyStore(name);
+  }
+}
+
+/**
+ * Poll memtableStats, backpressureStats and metrics of `db`, each in its own loop (call, time it,
+ * pause 2 ms), while `load()` runs; resolves their latencies and the load's bytes and duration.
+ * `resolved` (the times the page saw each put resolve) gives memtableStats' staleness.
+ */
+async function pollStatsDuring(db: MemWalClient, resolved: number[] | undefined, load: () => Promise<number>): Promise<StatsUnderLoad> {
+  const latencies: StatsUnderLoad['latencies'] = { memtableStats: [], backpressureStats: [], metrics: [] };
+  const staleness: number[] = [];
+  let loading = true;
+  // A user-timing mark brackets the load, so a trace (run.mjs) can cut its window out.
+  performance.mark('bench-load-start');
+  const samplers = (['memtableStats', 'backpressureStats', 'metrics'] as const).map(async (k) => {
+    while (loading) {
+      const t = now();
+      const seen = resolved?.length ?? 0;
+      const s = await db[k]();
+      latencies[k].push(now() - t);
+      if (k === 'memtableStats' && resolved) {
+        const counted = (s as Awaited<ReturnType<MemWalClient['memtableStats']>>).durableBatchCount;
+        staleness.push(counted < seen ? t - resolved[counted]! : 0);
+      }
+      await pause(2);
+    }
+  });
+  const t0 = now();
+  let bytes: number;
+  let ms: number;
+  try {
+    bytes = await load();
+    ms = now() - t0;
+  } finally {
+    loading = false;
+    await Promise.all(samplers);
+  }
+  performance.mark('bench-load-end');
+  return { latencies, staleness, bytes, ms };
 }
 
 /**
@@ -226,9 +283,29 @@ function takeLongTasks(): { start: number; ms: number }[] {
 
 const bench = {
   api,
-  baseline,
+  get baseline() {
+    return baseline();
+  },
+  /** Start both host workers (before a profiler attaches to them). */
+  startHosts: (): void => void [hostWorker(false), hostWorker(true)],
   clientRows,
+  sqlitePageRows: (rows: number): Promise<number> => sqlitePageRows(rowChunks(rows)),
   statsUnderLoad,
+  statsUnderWorkerLoad,
+  pageReadsOpen: (engine: PageEngineName) => pageReadsOpen(engine, (name) => api.destroyStore(name)),
+  pageReadsGrow,
+  pageReadsSettle,
+  pageReadsReopen,
+  pageReadsUse,
+  pageReadsPass,
+  pageReadsMany,
+  pageReadsClose,
+  putPage,
+  openGetPrepare,
+  openGetMeasure,
+  openGetClose,
+  idbOpenPrepare,
+  idbOpenMeasure,
   mainThreadOpen,
   mainThreadRows,
   mainThreadClose,

@@ -71,13 +71,18 @@ function runner(peer: PeerName): Runner {
   return (chunks) => pgliteRows(PGLITE_VARIANTS[peer as PgliteVariant], chunks);
 }
 
-async function idbRows(chunks: BenchRow[][]): Promise<number> {
-  const name = uniqueName('idb');
-  const db = await openDB(name, 1, {
+/** IndexedDB database `name` with its object store `rows` (keyPath `id`), created on first open. */
+export function openIdbRows(name: string): Promise<import('idb').IDBPDatabase> {
+  return openDB(name, 1, {
     upgrade(d) {
       d.createObjectStore('rows', { keyPath: 'id' });
     },
   });
+}
+
+async function idbRows(chunks: BenchRow[][]): Promise<number> {
+  const name = uniqueName('idb');
+  const db = await openIdbRows(name);
   try {
     const t0 = now();
     for (const chunk of chunks) await idbPutChunk(db, chunk);
@@ -88,9 +93,13 @@ async function idbRows(chunks: BenchRow[][]): Promise<number> {
   }
 }
 
-/** One strict transaction (synced before it completes) putting every row of `chunk`. */
-export async function idbPutChunk(db: import('idb').IDBPDatabase, chunk: BenchRow[]): Promise<void> {
-  const tx = db.transaction('rows', 'readwrite', { durability: 'strict' });
+/** One transaction putting every row of `chunk`; `strict` (the default): synced before it completes. */
+export async function idbPutChunk<R>(
+  db: import('idb').IDBPDatabase,
+  chunk: R[],
+  durability: IDBTransactionDurability = 'strict',
+): Promise<void> {
+  const tx = db.transaction('rows', 'readwrite', { durability });
   const puts: Promise<unknown>[] = chunk.map((r) => tx.store.put(r));
   puts.push(tx.done);
   await Promise.all(puts);

@@ -2,19 +2,21 @@
 // rounds of overwrites (1,000 rows per durable put or transaction), then random point reads of
 // present and absent keys — cold (right after a fresh open) and warm — and a full scan, for
 // memwal and the peers on the same rows; for memwal also the space on disk and the write
-// amplification, before and after `compact()`. One store or database at a time, driven phase by
-// phase from bench/run.mjs. Dedicated worker.
+// amplification, before and after `compact()`. The read ladder uses the same engines on one
+// store grown from size to size (readsGrow; keys spread by data.ts's ladderKey). One store or
+// database at a time, driven phase by phase from bench/run (cases/reads.mjs). Dedicated worker.
 
 import { Table, tableToIPC } from 'apache-arrow';
-import { deleteDB, type IDBPDatabase, openDB } from 'idb';
+import { deleteDB, type IDBPDatabase } from 'idb';
 import { MemWal, type MemWalOptions } from '../src/index.js';
 import { defaultBrowserStorage } from '../src/worker.js';
-import { BENCH_SCHEMA, type BenchRow, readKeys, readRound, rowsToBatch } from './data.js';
-import { now, pause, uniqueName } from './measure.js';
+import { BENCH_SCHEMA, type BenchRow, ladderKey, ladderRows, readKey, readKeys, readRound, rowsToBatch } from './data.js';
+import { now, settleStore, uniqueName } from './measure.js';
 import {
   PGLITE_TABLE,
   type SqliteDb,
   idbPutChunk,
+  openIdbRows,
   pgliteOpen,
   pglitePutChunks,
   sqliteOpen,
@@ -32,6 +34,11 @@ interface ReadEngine {
   open(): Promise<void>;
   /** Write `chunks`, one durable put or transaction each, in order. */
   write(chunks: BenchRow[][]): Promise<void>;
+  /**
+   * Load `chunks` as fast as the engine takes them (the read ladder, whose figures are the reads):
+   * larger transactions where the engine is slow per transaction. Default: `write`.
+   */
+  load?(chunks: BenchRow[][]): Promise<void>;
   /** True when `get` answers synchronously (SQLite); else it returns a promise (or thenable). */
   readonly syncGet?: boolean;
   /** One point read: the row, or undefined/null when absent. */
@@ -147,6 +154,9 @@ class SqliteReads implements ReadEngine {
   async write(chunks: BenchRow[][]): Promise<void> {
     sqlitePutChunks(this.db!, chunks, true);
   }
+  async load(chunks: BenchRow[][]): Promise<void> {
+    sqlitePutChunks(this.db!, [chunks.flat()], true);
+  }
   get(id: number): unknown {
     const s = this.stmt!;
     s.bind(1, id);
@@ -223,19 +233,22 @@ class PgliteReads implements ReadEngine {
   }
 }
 
+/** Chunks of 1,000 rows per IndexedDB transaction when loading the read ladder. */
+const IDB_LOAD_CHUNKS = 20;
+
 class IdbReads implements ReadEngine {
   db: IDBPDatabase | undefined;
   constructor(readonly name: string) {}
 
   async open(): Promise<void> {
-    this.db = await openDB(this.name, 1, {
-      upgrade(d) {
-        d.createObjectStore('rows', { keyPath: 'id' });
-      },
-    });
+    this.db = await openIdbRows(this.name);
   }
   async write(chunks: BenchRow[][]): Promise<void> {
     for (const c of chunks) await idbPutChunk(this.db!, c);
+  }
+  async load(chunks: BenchRow[][]): Promise<void> {
+    for (let i = 0; i < chunks.length; i += IDB_LOAD_CHUNKS)
+      await idbPutChunk(this.db!, chunks.slice(i, i + IDB_LOAD_CHUNKS).flat(), 'relaxed');
   }
   get(id: number): Promise<unknown> {
     return this.db!.get('rows', id);
@@ -303,10 +316,13 @@ class DexieReads implements ReadEngine {
 // ------------------------------------------------------------------------------------------------
 // the phases, called one by one from the runner
 
-let current: { engine: ReadEngine; name: ReadEngineName; n: number; userBytes: number } | undefined;
+let current: { engine: ReadEngine; name: ReadEngineName; n: number; userBytes: number; key: (k: number) => number } | undefined;
 
-/** Start the read case of `engine` on `n` keys: create its store or database (fresh). */
-export async function readsOpen(engine: ReadEngineName, n: number): Promise<void> {
+/**
+ * Start the read case of `engine` on `n` keys: create its store or database (fresh). `ladder`:
+ * the read ladder's keys ({@link ladderKey}), written with {@link readsGrow}; `n` is then 0.
+ */
+export async function readsOpen(engine: ReadEngineName, n: number, ladder = false): Promise<void> {
   if (current) throw new Error(`reads: ${current.name} is still open`);
   const e: ReadEngine =
     engine === 'memwal'
@@ -321,7 +337,20 @@ export async function readsOpen(engine: ReadEngineName, n: number): Promise<void
                 throw new Error(`reads: ${engine} reads the database of idb (readsSwitchToDexie)`);
               })();
   await e.open();
-  current = { engine: e, name: engine, n, userBytes: 0 };
+  current = { engine: e, name: engine, n: ladder ? 0 : n, userBytes: 0, key: ladder ? ladderKey : readKey };
+}
+
+/** The read ladder: load rows `current n .. to - 1` (so the store holds `to` keys); resolves how long it took. */
+export async function readsGrow(to: number): Promise<{ rows: number; ms: number }> {
+  const c = current!;
+  if (c.key !== ladderKey) throw new Error('reads: readsGrow is for the read ladder (readsOpen with ladder)');
+  const chunks = ladderRows(c.n, to);
+  const t0 = now();
+  await (c.engine.load ?? c.engine.write).call(c.engine, chunks);
+  const ms = now() - t0;
+  const rows = to - c.n;
+  c.n = to;
+  return { rows, ms };
 }
 
 /** Hand the database the idb engine wrote to Dexie (idb's connection closes first). */
@@ -380,7 +409,7 @@ export async function readsPass(
     await e.open();
     openMs = now() - t;
   }
-  const keys = readKeys(c.n, count, seed, present);
+  const keys = readKeys(c.n, count, seed, present, c.key);
   const before = e instanceof MemwalReads ? await e.db!.readStats() : undefined;
   const all = new Float64Array(count);
   let found = 0;
@@ -466,17 +495,9 @@ function memwalOf(c: typeof current): MemwalReads {
  */
 export async function readsSettle(): Promise<SettleFigures> {
   const db = memwalOf(current).db!;
-  const t0 = now();
-  await db.forceSealActive();
-  await db.waitForFlushDrain();
-  let quiet = 0;
-  while (quiet < 3 && now() - t0 < 300_000) {
-    const s = await db.compactionStats();
-    quiet = !s.running && s.pendingBytes === 0 ? quiet + 1 : 0;
-    await pause(100);
-  }
+  const s = await settleStore(db);
   const cs = await db.compactionStats();
-  return { settleMs: now() - t0, settled: quiet >= 3, tableCount: cs.tableCount, levels: cs.levels, l0StallCount: cs.l0StallCount };
+  return { ...s, levels: cs.levels };
 }
 
 /**

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
-/** The older memwal of bench/baseline.worker.ts: extracted by run.mjs, else this checkout's own src. */
+/** The older memwal of bench/baseline.worker.ts: extracted by bench/run/baseline.mjs, else this checkout's own src. */
 const baselineSrc = process.env.BENCH_BASELINE_SRC ?? `${repoRoot}src/`;
 
 const isolation: Record<string, string> =

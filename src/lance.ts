@@ -1,5 +1,5 @@
-// memwal/lance: the Node entry point for draining memwal stores into a Lance dataset (docs/scale-out.md,
-// docs/scale-out.md). Needs @lancedb/lancedb 0.31.0 installed; nothing here is reachable from
+// memwal/lance: the Node entry point for draining memwal stores into a Lance dataset
+// (docs/scale-out.md). Needs @lancedb/lancedb 0.31.0 installed; nothing here is reachable from
 // `memwal`, whose `drain()` runs in every runtime.
 
 export {
@@ -7,6 +7,9 @@ export {
   STORE_COLUMN,
   POSITIONS_TABLE_SUFFIX,
   DEFAULT_OPTIMIZE_EVERY,
+  DEFAULT_MAX_COLUMNS,
+  DEFAULT_MAX_ROWS_PER_COMMIT,
+  DEFAULT_MAX_PENDING_PER_STORE,
   lanceArrow,
   type LanceSinkOptions,
   type LanceApplyResult,
@@ -15,8 +18,11 @@ export {
 export {
   createDrainRequestHandler,
   tokenAuthorizer,
+  bearerToken,
+  sameToken,
   DEFAULT_MAX_DRAIN_BODY_BYTES,
   type DrainAuthorization,
   type DrainAuthorizer,
   type DrainRequestHandlerOptions,
 } from './lance/http.js';
+export { MAX_NESTING_DEPTH } from './lance/arrow-check.js';

@@ -1,9 +1,11 @@
 // Crash either side of a drain at random points (docs/scale-out.md): the example Lance server is killed
-// with SIGKILL while a shipment is in flight (mid-commit) and restarted; the store is aborted
-// while a shipment is in flight and reopened with a new drain. Afterwards the Lance table equals
-// scan() of the store at the drained position, with no row applied twice.
+// with SIGKILL while it creates each of its two datasets (the data table, then the positions table:
+// a kill at a random time in the creation, test/lance-kill-hook.ts), then while a shipment is in
+// flight (mid-commit), and restarted; the store is aborted while a shipment is in flight and
+// reopened with a new drain. Afterwards the Lance table equals scan() of the store at the drained
+// position, with no row applied twice.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Schema } from 'apache-arrow';
@@ -14,7 +16,7 @@ import type { DrainHandle } from '../src/drain/drain.js';
 import { appendSchema, keyedSchema, lanceRows, randomAppendLoad, randomKeyedLoad, scanRows } from '../src/lance/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';
 import { int, rng } from '../src/testing/rng.js';
-import { type LanceServer, startLanceServer, testPort } from './lance-server-process.js';
+import { type LanceServer, type LanceServerOptions, startLanceServer, testPort } from './lance-server-process.js';
 
 const dirs: string[] = [];
 const servers: LanceServer[] = [];
@@ -27,6 +29,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Seeds of the sweep: MEMWAL_DRAIN_CRASH_SEEDS=N runs N of them per kind (default 2). */
 const SEEDS = Number(process.env.MEMWAL_DRAIN_CRASH_SEEDS ?? 2);
 const ROUNDS = 5;
+/**
+ * A kill during a dataset's creation lands uniformly in this many ms after the creation starts:
+ * creating a small dataset took 5-15 ms here, so kills land before anything is written, in the
+ * middle (a directory without a version) and just after.
+ */
+const CREATE_KILL_WINDOW_MS = 15;
+
+/** What a kill left of dataset `name`: nothing, a directory without a version, or a dataset. */
+function datasetState(uri: string, name: string): 'absent' | 'half-created' | 'complete' {
+  const dir = join(uri, `${name}.lance`);
+  if (!existsSync(dir)) return 'absent';
+  const versions = join(dir, '_versions');
+  return existsSync(versions) && readdirSync(versions).some((f) => f.endsWith('.manifest')) ? 'complete' : 'half-created';
+}
 
 /** Resolves once a shipment is in flight (shipped beyond applied), or after `ms`. */
 async function inFlight(d: DrainHandle, ms: number): Promise<boolean> {
@@ -41,7 +57,7 @@ async function inFlight(d: DrainHandle, ms: number): Promise<boolean> {
 
 for (const kind of ['keyed', 'append-only'] as const) {
   for (let seed = 1; seed <= SEEDS; seed++) {
-    it(`${kind} (seed ${seed}): SIGKILL of the server and abort of the store mid-shipment, rerun: the Lance table equals scan(), no duplicates`, async () => {
+    it(`${kind} (seed ${seed}): SIGKILL of the server while it creates each dataset and mid-shipment, abort of the store mid-shipment, rerun: the Lance table equals scan(), no duplicates`, async () => {
       const r = rng(seed * 7919 + (kind === 'keyed' ? 1 : 2));
       const keyed = kind === 'keyed';
       const schema: Schema = keyed ? keyedSchema : appendSchema;
@@ -50,8 +66,8 @@ for (const kind of ['keyed', 'append-only'] as const) {
       dirs.push(root, uri);
       const port = testPort(keyed ? 2 : 3);
       const serverOptions = { uri, port, tokens: { secret: 'crashy' }, primaryKey: keyed ? ['id'] : [] };
-      const start = async (): Promise<LanceServer> => {
-        const s = await startLanceServer(serverOptions);
+      const start = async (extra: Partial<LanceServerOptions> = {}): Promise<LanceServer> => {
+        const s = await startLanceServer({ ...serverOptions, ...extra });
         servers.push(s);
         return s;
       };
@@ -74,11 +90,34 @@ for (const kind of ['keyed', 'append-only'] as const) {
           logger: quiet,
         });
 
-      let server = await start();
+      // Kills while the server creates each dataset: the first request creates the data table with
+      // its rows, then the positions table with its position.
+      const created: string[] = [];
+      let server = await start({ killDuringCreate: { table: 'events', afterMs: r() * CREATE_KILL_WINDOW_MS } });
       onTestFinished(() => server.kill()); // a failed run must not keep the port
       let store = await open();
       let d = startDrain(store);
       let seq = 0;
+      if (keyed) await randomKeyedLoad(store, r, 5, 300);
+      else seq = await randomAppendLoad(store, r, 5, seq);
+      for (const dataset of ['events', 'events_memwal_positions']) {
+        if (dataset !== 'events') server = await start({ killDuringCreate: { table: dataset, afterMs: r() * CREATE_KILL_WINDOW_MS } });
+        // The server dies once it starts creating the dataset; if an earlier kill came after that
+        // creation, it is not created again: the drain gets its first position applied instead.
+        const until = Date.now() + 60_000;
+        let killed = false;
+        while (
+          !(killed = server.child.exitCode !== null || server.child.signalCode !== null) &&
+          (await d.drainStats()).appliedPosition === 0
+        ) {
+          if (Date.now() > until) throw new Error(`no creation of ${dataset} in 60 s:\n${server.log()}`);
+          await sleep(5);
+        }
+        if (killed) created.push(`${dataset}: ${datasetState(uri, dataset)}`);
+        await server.kill();
+      }
+      console.log(`${kind} seed ${seed}: kills during creation left ${created.join(', ') || 'nothing (both made before a kill)'}`);
+      server = await start();
       const kills = { server: 0, store: 0 };
       for (let round = 0; round < ROUNDS; round++) {
         const s = store;

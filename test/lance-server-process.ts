@@ -1,11 +1,13 @@
-// Starts examples/lance-server/server.ts as a child process for tests (vitest, Playwright) and
-// the drain bench, and kills it with SIGKILL. Node only.
+// Starts examples/lance-server/server.ts (in this repository, where tsconfig.json maps
+// `memwal/lance` to src/, or in a copy with memwal installed) as a child process for tests
+// (vitest, Playwright) and the drain benches, and kills it with SIGKILL. Node only.
 
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const SERVER = fileURLToPath(new URL('../examples/lance-server/server.ts', import.meta.url));
+const KILL_HOOK = fileURLToPath(new URL('./lance-kill-hook.ts', import.meta.url));
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
 /**
@@ -26,12 +28,31 @@ export interface LanceServerOptions {
   primaryKey?: string[];
   maxBodyBytes?: number;
   allowOrigin?: string;
+  /** The credential of `GET /stats` (`ADMIN_TOKEN`). */
+  adminToken?: string;
+  /** `LANCE_ALLOW_COLUMNS`. */
+  allowColumns?: string[];
+  /** `LANCE_MAX_COLUMNS`. */
+  maxColumns?: number;
+  /** `LANCE_MAX_ROWS_PER_COMMIT`. */
+  maxRowsPerCommit?: number;
+  /** `LANCE_OPTIMIZE_EVERY`. */
+  optimizeEvery?: number;
+  /** A copy of examples/lance-server with its dependencies installed, to run instead of this repository's. */
+  dir?: string;
+  /**
+   * The server kills itself with SIGKILL `afterMs` after it starts creating the dataset `table`
+   * (test/lance-kill-hook.ts): a kill during the creation, wherever the delay lands in it.
+   */
+  killDuringCreate?: { table: string; afterMs: number };
 }
 
 /** A running server: `kill()` sends SIGKILL and resolves once it exited (idempotent). */
 export interface LanceServer {
   url: string;
   child: ChildProcess;
+  /** Resolves once the process exited (killed or by itself). */
+  exited: Promise<void>;
   log(): string;
   kill(): Promise<void>;
 }
@@ -43,8 +64,9 @@ process.once('exit', () => {
 
 /** Start the example server and resolve once it listens (rejects with its output if it exits first or takes over 20 s). */
 export async function startLanceServer(o: LanceServerOptions): Promise<LanceServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER], {
-    cwd: REPO,
+  const hook = o.killDuringCreate ? ['--import', KILL_HOOK] : [];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...hook, o.dir ? 'server.ts' : SERVER], {
+    cwd: o.dir ?? REPO,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
@@ -55,6 +77,14 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
       DRAIN_TOKENS: JSON.stringify(o.tokens),
       ...(o.maxBodyBytes ? { MAX_BODY_BYTES: String(o.maxBodyBytes) } : {}),
       ...(o.allowOrigin ? { ALLOW_ORIGIN: o.allowOrigin } : {}),
+      ...(o.adminToken ? { ADMIN_TOKEN: o.adminToken } : {}),
+      ...(o.allowColumns ? { LANCE_ALLOW_COLUMNS: o.allowColumns.join(',') } : {}),
+      ...(o.maxColumns ? { LANCE_MAX_COLUMNS: String(o.maxColumns) } : {}),
+      ...(o.maxRowsPerCommit ? { LANCE_MAX_ROWS_PER_COMMIT: String(o.maxRowsPerCommit) } : {}),
+      ...(o.optimizeEvery !== undefined ? { LANCE_OPTIMIZE_EVERY: String(o.optimizeEvery) } : {}),
+      ...(o.killDuringCreate
+        ? { MEMWAL_TEST_KILL_DURING_CREATE: `${o.killDuringCreate.table}:${o.killDuringCreate.afterMs.toFixed(3)}` }
+        : {}),
       RUST_LOG: 'error',
     },
   });
@@ -88,5 +118,5 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
     await kill();
     throw e;
   });
-  return { url: `http://127.0.0.1:${o.port}`, child, log: () => output, kill };
+  return { url: `http://127.0.0.1:${o.port}`, child, exited, log: () => output, kill };
 }

@@ -39,7 +39,7 @@ let server: LanceServer;
 let uri: string;
 beforeAll(async () => {
   uri = tempDir('lance');
-  server = await startLanceServer({ uri, port: testPort(1), tokens: TOKENS, maxBodyBytes: MAX_BODY_BYTES });
+  server = await startLanceServer({ uri, port: testPort(1), tokens: TOKENS, maxBodyBytes: MAX_BODY_BYTES, adminToken: 'admin' });
 }, 30_000);
 afterAll(async () => {
   await server?.kill();
@@ -102,7 +102,9 @@ describe('the example Lance server', () => {
     const metrics = await d.metrics();
     expect(metrics).toContain('wal_drain_lag_entries{store="a"} 0');
     expect(metrics).toContain('# TYPE wal_drain_failures_total counter');
-    const serverStats = (await (await fetch(`${server.url}/stats`)).json()) as { stores: { storeId: string; position: number }[] };
+    const serverStats = (await (await fetch(`${server.url}/stats`, { headers: { authorization: 'Bearer admin' } })).json()) as {
+      stores: { storeId: string; position: number }[];
+    };
     expect(serverStats.stores).toContainEqual(expect.objectContaining({ storeId: 'a', position: stats.appliedPosition }));
     await d.stop();
     await store.close();

@@ -1,31 +1,41 @@
 // Example: the server side of memwal's scale-out. memwal stores anywhere (browser tabs, Durable
 // Objects, Node) drain into one Lance table through POST /drain/:store; GET /drain/:store answers
-// the applied position, GET /stats the sink's counters and every store's position.
-// Run: node --import tsx examples/lance-server/server.ts   (settings: README.md beside this file)
+// the applied position, GET /stats (admin token only) the sink's counters and every store's position.
+// Run: npm start   (settings: README.md beside this file)
 
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { LanceSink, createDrainRequestHandler, tokenAuthorizer } from '../../src/lance.js';
+import { LanceSink, bearerToken, createDrainRequestHandler, sameToken, tokenAuthorizer } from 'memwal/lance';
 
 const env = process.env;
 const uri = env.LANCE_URI ?? './lance-data';
 const table = env.LANCE_TABLE ?? 'events';
-const primaryKey = (env.LANCE_PRIMARY_KEY ?? 'id').split(',').filter((k) => k !== '');
+const list = (value: string | undefined): string[] => (value ?? '').split(',').filter((k) => k !== '');
+const primaryKey = list(env.LANCE_PRIMARY_KEY ?? 'id');
 const port = Number(env.PORT ?? 8791);
 const tokens = JSON.parse(env.DRAIN_TOKENS_FILE ? readFileSync(env.DRAIN_TOKENS_FILE, 'utf8') : (env.DRAIN_TOKENS ?? '{}')) as Record<
   string,
   string | string[]
 >;
+const adminToken = env.ADMIN_TOKEN;
 if (Object.keys(tokens).length === 0) {
   console.error(
     'lance-server: no tokens (set DRAIN_TOKENS=\'{"<token>": "<store id>"}\' or DRAIN_TOKENS_FILE); every drain would be refused',
   );
+}
+if (adminToken !== undefined && adminToken in tokens) {
+  console.error('lance-server: ADMIN_TOKEN must differ from every drain token');
+  process.exit(1);
 }
 
 const sink = new LanceSink({
   uri,
   table,
   ...(primaryKey.length > 0 ? { primaryKey } : {}),
+  ...(env.LANCE_ALLOW_COLUMNS ? { allowColumns: list(env.LANCE_ALLOW_COLUMNS) } : {}),
+  ...(env.LANCE_MAX_COLUMNS ? { maxColumns: Number(env.LANCE_MAX_COLUMNS) } : {}),
+  ...(env.LANCE_MAX_ROWS_PER_COMMIT ? { maxRowsPerCommit: Number(env.LANCE_MAX_ROWS_PER_COMMIT) } : {}),
+  ...(env.LANCE_OPTIMIZE_EVERY ? { optimizeEvery: Number(env.LANCE_OPTIMIZE_EVERY) } : {}),
   ...(env.LANCE_STORAGE_OPTIONS ? { storageOptions: JSON.parse(env.LANCE_STORAGE_OPTIONS) as Record<string, string> } : {}),
 });
 const handleDrain = createDrainRequestHandler({
@@ -35,20 +45,27 @@ const handleDrain = createDrainRequestHandler({
   ...(env.ALLOW_ORIGIN ? { allowOrigin: env.ALLOW_ORIGIN } : {}),
 });
 
+const json = (res: import('node:http').ServerResponse, status: number, body: unknown): void => {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+};
+
 const server = createServer(async (req, res) => {
   try {
     if (await handleDrain(req, res)) return;
     if (req.method === 'GET' && req.url === '/stats') {
-      const body = { table, uri, sink: sink.stats(), stores: await sink.positions() };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      // Store ids, positions and the dataset's location are for the operator only.
+      if (adminToken === undefined || !sameToken(bearerToken(req), adminToken)) {
+        json(res, 401, { code: 'Unauthorized', message: 'GET /stats needs the admin token (ADMIN_TOKEN)' });
+        return;
+      }
+      json(res, 200, { table, uri, sink: sink.stats(), stores: await sink.positions() });
       return;
     }
-    res
-      .writeHead(404, { 'content-type': 'application/json' })
-      .end(JSON.stringify({ code: 'NotFound', message: `${req.method} ${req.url}` }));
+    json(res, 404, { code: 'NotFound', message: 'no such route' });
   } catch (e) {
-    if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ code: 'Internal', message: String(e) }));
+    console.error('lance-server: request failed', e);
+    if (!res.headersSent) json(res, 500, { code: 'Internal', message: 'the server failed (its log says why)' });
+    else res.end();
   }
 });
 

@@ -1,11 +1,13 @@
 // The HTTP side of a drain (docs/scale-out.md "Wire format"): a Node `http` request handler for
 // `GET|POST /drain/:store` in front of a LanceSink, with a pluggable bearer-token check, a body
-// limit and CORS for browser stores. Node only.
+// limit and CORS for browser stores; answers carry the sink's refusals in plain words and never
+// the details of the server's own failures (those go to the log). Node only.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STORE_ID_PATTERN, parseDrainHeaders } from '../drain/wire.js';
 import { MemWalError, toMemWalError } from '../errors.js';
+import type { Logger } from '../options.js';
 import type { LanceSink } from './sink.js';
 
 /** What an authorizer decides: go on, 401 (no or unknown credential), 403 (not for this store). */
@@ -22,16 +24,31 @@ export interface DrainRequestHandlerOptions {
   sink: LanceSink;
   /** The credential check (see {@link tokenAuthorizer}). Required: a drain endpoint is never open. */
   authorize: DrainAuthorizer;
-  /** Largest body accepted; a larger one is answered 413 without being buffered. Default 16 MiB. */
+  /**
+   * Largest body accepted; a larger one is answered 413 without being buffered. Default 8 MiB:
+   * a drain's default run (1 MiB of entries) or one WAL entry (2 MiB at most by default) fits.
+   */
   maxBodyBytes?: number;
   /** `Access-Control-Allow-Origin` for browser stores on another origin (`'*'` or an origin); default none. */
   allowOrigin?: string;
   /** URL path prefix; default `/drain/`. */
   prefix?: string;
+  /** Where the details of 5xx answers go (the answer itself says only what happened); default `console`. */
+  logger?: Logger;
 }
 
 /** Default {@link DrainRequestHandlerOptions.maxBodyBytes}. */
-export const DEFAULT_MAX_DRAIN_BODY_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_DRAIN_BODY_BYTES = 8 * 1024 * 1024;
+
+/** The bearer token of a request (`authorization: Bearer <token>`), or undefined. */
+export function bearerToken(req: IncomingMessage): string | undefined {
+  return /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+}
+
+/** Whether `token` is `expected`, compared as SHA-256 digests in constant time. */
+export function sameToken(token: string | undefined, expected: string): boolean {
+  return token !== undefined && token !== '' && timingSafeEqual(sha256(token), sha256(expected));
+}
 
 /**
  * An authorizer over a fixed table `token → store id(s)`: an unknown or missing token is
@@ -57,9 +74,11 @@ export function tokenAuthorizer(tokens: Record<string, string | readonly string[
  * A Node `http` handler for the drain routes: `GET {prefix}:store` answers
  * `{ storeId, appliedPosition }`, `POST {prefix}:store` applies a drain request and answers
  * `{ storeId, appliedPosition, epoch, rows, duplicate }`. Errors answer `{ code, message }` with
- * 401/403 (credential), 404, 405, 413 (body limit), 400 (`InvalidArgument`: nothing changed)
- * or 500/503 (a Lance failure: retry). Resolves `false` for a URL outside `prefix`, so the
- * caller can serve other routes.
+ * 401/403 (credential), 404, 405, 413 (body limit), 400 (`InvalidArgument`: nothing changed;
+ * the message says what was wrong), 503 (`Locked`: the store has too many requests waiting;
+ * retry) or 500 (the server's own failure, e.g. Lance's: retry; the answer says no more, the
+ * details go to `logger`). Resolves `false` for a URL outside `prefix`, so the caller can serve
+ * other routes.
  */
 export function createDrainRequestHandler(
   options: DrainRequestHandlerOptions,
@@ -103,8 +122,7 @@ export function createDrainRequestHandler(
       fail(res, 405, 'MethodNotAllowed', `${req.method} ${prefix}:store`);
       return true;
     }
-    const auth = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '');
-    const verdict = await options.authorize(auth?.[1], storeId);
+    const verdict = await options.authorize(bearerToken(req), storeId);
     if (verdict !== 'allow') {
       discard(req);
       if (verdict === 'forbidden') fail(res, 403, 'Forbidden', `this credential may not drain into store ${storeId}`);
@@ -126,8 +144,12 @@ export function createDrainRequestHandler(
     } catch (e) {
       const err = toMemWalError(e, `drain into ${storeId}`);
       discard(req);
-      const status = err.code === 'InvalidArgument' || err.code === 'NotSupported' ? 400 : err.code === 'Locked' ? 503 : 500;
-      fail(res, status, err.code, err.message);
+      if (err.code === 'InvalidArgument' || err.code === 'NotSupported') fail(res, 400, err.code, err.message);
+      else if (err.code === 'Locked') reply(res, 503, { code: err.code, message: err.message }, { 'retry-after': '1' });
+      else {
+        (options.logger ?? console).warn(`memwal: ${req.method} ${prefix}${storeId} failed (answered 500)`, err);
+        fail(res, 500, err.code, 'the sink could not apply this request (its log says why); retrying is safe');
+      }
     }
     return true;
   };

@@ -4,10 +4,10 @@
 // apache-arrow module boundary (docs/scale-out.md).
 
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Field, Int64, Schema, Utf8, tableFromArrays } from 'apache-arrow';
+import { Field, Float64, Int64, Schema, Utf8, tableFromArrays } from 'apache-arrow';
 import type * as LanceModule from '@lancedb/lancedb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemWal } from '../core/memwal.js';
@@ -202,6 +202,127 @@ describe('schema rules of the Lance table', () => {
     expect(await lanceSnapshot(uri, 'strict')).toEqual(before);
     await Promise.all([base.close(), retyped.close(), strict.close(), keyed.close()]);
   });
+});
+
+describe('the operator owns the schema', () => {
+  const wide = new Schema([...keyedSchema.fields, new Field('tag', new Utf8(), true)]);
+
+  it('new LanceSink({ schema }): the table gets the operator’s columns and types; a store sending id as Utf8 or an unlisted column is refused, changing nothing', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'owned', primaryKey: ['id'], schema: wide });
+    const retyped = await openStore(root, 'retyped', new Schema([new Field('id', new Utf8(), false)]), true);
+    await retyped.put([{ id: 'x' }]);
+    await expect(sink.apply('retyped', await entries(retyped))).rejects.toMatchObject({ code: 'InvalidArgument', message: /id is Utf8/ });
+    expect(await lanceSnapshot(uri, 'owned')).toEqual({ version: 0, rows: [] }); // a refusal creates nothing
+    const good = await openStore(root, 'good', keyedSchema, true); // a subset of the operator's columns
+    await good.put([{ id: 1, name: 'a', score: 1 }]);
+    await sink.apply('good', await entries(good));
+    const table = (await sink.table())!;
+    expect((await table.schema()).fields.map((f) => `${f.name}:${f.type}`)).toEqual([
+      'id:Int64',
+      'name:Utf8',
+      'score:Float64',
+      'tag:Utf8',
+      '_memwal_store:Utf8',
+      '_memwal_position:Int64',
+      '_tombstone:Bool',
+    ]);
+    const before = await lanceSnapshot(uri, 'owned');
+    const extra = await openStore(root, 'extra', new Schema([...keyedSchema.fields, new Field('other', new Utf8(), true)]), true);
+    await extra.put([{ id: 2, other: 'o' }]);
+    await expect(sink.apply('extra', await entries(extra))).rejects.toMatchObject({
+      code: 'InvalidArgument',
+      message: /other is not a column of this sink/,
+    });
+    expect(await lanceSnapshot(uri, 'owned')).toEqual(before);
+    expect(() => new LanceSink({ uri, table: 'x', schema: wide, allowColumns: ['id'] })).toThrow(/schema or allowColumns/);
+    expect(() => new LanceSink({ uri, table: 'x', primaryKey: ['nope'], schema: wide })).toThrow(/nope/);
+    await Promise.all([retyped.close(), good.close(), extra.close()]);
+  });
+
+  it('allowColumns names the columns a store may write, and maxColumns caps the table’s columns', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'capped', allowColumns: ['seq', 'note', 'a', 'b'], maxColumns: 3 });
+    const v1 = await openStore(root, 'v1', appendSchema, false); // seq, note
+    await v1.put([{ seq: 1, note: 'n' }]);
+    await sink.apply('v1', await entries(v1));
+    const before = await lanceSnapshot(uri, 'capped');
+    const unlisted = await openStore(root, 'unlisted', new Schema([...appendSchema.fields, new Field('z', new Utf8(), true)]), false);
+    await unlisted.put([{ seq: 2, z: 'z' }]);
+    await expect(sink.apply('unlisted', await entries(unlisted))).rejects.toMatchObject({ message: /z is not a column of this sink/ });
+    const two = await openStore(
+      root,
+      'two',
+      new Schema([...appendSchema.fields, new Field('a', new Utf8(), true), new Field('b', new Float64(), true)]),
+      false,
+    );
+    await two.put([{ seq: 3, a: 'a', b: 1 }]);
+    await expect(sink.apply('two', await entries(two))).rejects.toMatchObject({ message: /more than 3 columns/ });
+    expect(await lanceSnapshot(uri, 'capped')).toEqual(before);
+    const one = await openStore(root, 'one', new Schema([...appendSchema.fields, new Field('a', new Utf8(), true)]), false);
+    await one.put([{ seq: 4, a: 'a' }]);
+    await sink.apply('one', await entries(one)); // the third column fits
+    expect(await lanceRows(uri, 'capped', 'one', new Schema([...appendSchema.fields, new Field('a', new Utf8(), true)]))).toEqual([
+      '["4",null,"a"]',
+    ]);
+    await Promise.all([v1.close(), unlisted.close(), two.close(), one.close()]);
+  });
+
+  it('a Lance failure after a column was added takes the column out again: a failed request changes no schema', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'undo' });
+    const v1 = await openStore(root, 'v1', appendSchema, false);
+    await v1.put([{ seq: 1, note: 'n' }]);
+    await sink.apply('v1', await entries(v1));
+    const table = (await sink.table())!;
+    const columns = async () => (await table.schema()).fields.map((f) => f.name);
+    const before = await columns();
+    const add = table.add.bind(table);
+    table.add = () => Promise.reject(new Error('disk on fire'));
+    const v2 = await openStore(root, 'v2', new Schema([...appendSchema.fields, new Field('tag', new Utf8(), true)]), false);
+    await v2.put([{ seq: 2, tag: 't' }]);
+    await expect(sink.apply('v2', await entries(v2))).rejects.toMatchObject({ code: 'IOError' });
+    expect(await columns()).toEqual(before);
+    table.add = add;
+    await sink.apply('v2', await entries(v2)); // and the retry goes through
+    expect(await columns()).toEqual([...before, 'tag']);
+    expect(await lanceRows(uri, 'undo', 'v2', new Schema([...appendSchema.fields, new Field('tag', new Utf8(), true)]))).toEqual([
+      '["2",null,"t"]',
+    ]);
+    await Promise.all([v1.close(), v2.close()]);
+  });
+});
+
+describe('a dataset half-created by a kill', () => {
+  // What a SIGKILL inside LanceDB's creation of a dataset leaves (observed: test/lance-crash.test.ts
+  // kills during creation): the dataset's directory with a transaction file but no version, which
+  // tableNames() lists and openTable() refuses as "not found".
+  const halfCreate = (uri: string, name: string): void => {
+    mkdirSync(join(uri, `${name}.lance`, '_transactions'), { recursive: true });
+    writeFileSync(join(uri, `${name}.lance`, '_transactions', '0-4f1c2a9e-7d3b-4c55-9b1e-2a6f0c8d1e3f.txn'), 'half');
+  };
+
+  for (const which of ['data', 'positions'] as const) {
+    it(`the ${which} table left without a version is finished by the next apply, and the drain goes on`, async () => {
+      const root = tempDir('store');
+      const uri = tempDir('lance');
+      const store = await openStore(root, 's', keyedSchema, true);
+      await randomKeyedLoad(store, rng(31), 10);
+      const all = await entries(store);
+      if (which === 'positions') await new LanceSink({ uri, table: 't', primaryKey: ['id'], optimizeEvery: 0 }).apply('s', all.slice(0, 3));
+      halfCreate(uri, which === 'data' ? 't' : 't_memwal_positions');
+      if (which === 'positions') rmSync(join(uri, 't_memwal_positions.lance', '_versions'), { recursive: true, force: true });
+      const sink = new LanceSink({ uri, table: 't', primaryKey: ['id'] });
+      expect(await sink.appliedPosition('s')).toBe(0);
+      await sink.apply('s', all);
+      expect(await sink.appliedPosition('s')).toBe(all[all.length - 1]!.position);
+      expect(await lanceRows(uri, 't', 's', keyedSchema)).toEqual(await scanRows(store, keyedSchema));
+      await store.close();
+    });
+  }
 });
 
 describe('the apache-arrow boundary', () => {

@@ -1,9 +1,6 @@
 // LanceSink: applies drained WAL entries to a Lance dataset through @lancedb/lancedb, exactly once
-// per (storeId, position) (docs/scale-out.md "Exactly once"). Node only.
-//
-// LanceDB checks `instanceof` against the CommonJS build of apache-arrow it resolves itself, so
-// every Arrow object handed to it is made by that module instance (loaded through
-// createRequire from LanceDB's own path); memwal's Arrow (ESM) reaches it only as IPC bytes.
+// per (storeId, position) (docs/scale-out.md "Exactly once"), for many stores that need not trust
+// each other (docs/scale-out.md "Running a shared sink"). Node only.
 //
 // Tables: the data table `<table>` holds the stores' columns plus `_memwal_store` (the store id),
 // `_memwal_position` (the WAL position that wrote the row) and, for keyed stores, `_tombstone`
@@ -11,8 +8,11 @@
 // position applied and the epoch of that entry.
 //
 // Exactly once, by idempotent re-check (Lance commits one dataset at a time):
-//  (1) a request is validated completely (checksum, IPC, schema, positions against the recorded
-//      position) before anything is written; a refused request changes nothing;
+//  (1) a request is validated completely (checksum, stream structure against the body, values,
+//      schema, positions; src/lance/request.ts) before it waits for its turn, and against the
+//      table in its turn before anything is written; a refused request changes nothing. A
+//      dataset is created by the commit of its first rows (the data table with the first rows,
+//      the positions table with the first position), so a refusal or a failure creates none;
 //  (2) the data commit(s) come first, the position commit last; the applied position is only
 //      ever read from the positions table, so it never runs ahead of the data;
 //  (3) keyed stores: each apply writes, per key, the newest version in its run (mergeInsert on
@@ -22,31 +22,28 @@
 //      failed apply, rows of the store with `_memwal_position` above the recorded position are
 //      deleted (the leftovers of an apply whose position commit never happened), so an append
 //      is never applied twice;
-//  (5) one LanceSink per table at a time: applies are serialised inside the sink.
+//  (5) one LanceSink per table at a time: a store's requests run one after another, and the
+//      table's commits are handed out in turns round-robin over the stores (src/lance/turns.ts);
+//  (6) a dataset that a kill left half-created (a directory without a version: Lance's "not
+//      found") reads as absent, and the next creation finishes it.
 
-import { createRequire } from 'node:module';
-import type * as ArrowModule from 'apache-arrow';
+import { Schema as EsmSchema, Table as EsmTable, tableToIPC as esmTableToIPC } from 'apache-arrow';
 import type { Connection, Table as LanceTable } from '@lancedb/lancedb';
-import type * as LanceModule from '@lancedb/lancedb';
 import type { DrainSink } from '../drain/drain.js';
-import { POSITION_COLUMN, STORE_ID_PATTERN, checkDrainBody, encodeDrainBatch } from '../drain/wire.js';
+import { POSITION_COLUMN, STORE_ID_PATTERN, encodeDrainBatch } from '../drain/wire.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
 import type { WalEntry } from '../core/stats.js';
 import { TOMBSTONE_COLUMN } from '../core/schema.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { Logger } from '../options.js';
+import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, arrow, lancedb } from './lancedb.js';
+import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest, countFields } from './request.js';
+import { Lanes, Turns } from './turns.js';
 
-const requireHere = createRequire(import.meta.url);
-const lancedb = requireHere('@lancedb/lancedb') as typeof LanceModule;
-/** The apache-arrow module instance LanceDB itself uses (its CommonJS build). */
-const arrow = createRequire(requireHere.resolve('@lancedb/lancedb'))('apache-arrow') as typeof ArrowModule;
+export { STORE_COLUMN };
 
-/** Column of the data table that names the store a row came from (Utf8, non-null). */
-export const STORE_COLUMN = '_memwal_store';
 /** Suffix of the table that records the applied position per store: `<table>_memwal_positions`. */
 export const POSITIONS_TABLE_SUFFIX = '_memwal_positions';
-
-const RESERVED = new Set([STORE_COLUMN, POSITION_COLUMN, TOMBSTONE_COLUMN]);
 
 /** Options of {@link LanceSink}. */
 export interface LanceSinkOptions {
@@ -60,20 +57,53 @@ export interface LanceSinkOptions {
   table: string;
   /** Key columns of keyed stores (mergeInsert on `_memwal_store` + key); absent: append-only stores. */
   primaryKey?: string[];
+  /**
+   * The operator's schema: the columns stores may write, with their types (an apache-arrow
+   * `Schema` as for `MemWal.open`, without memwal's own columns). The table is created with all
+   * of them; a store may send any subset with the same types (the columns it leaves out must be
+   * nullable), nothing else. Exclusive with `allowColumns`.
+   */
+  schema?: EsmSchema;
+  /**
+   * Without `schema`: the names of the only columns a store may write (key columns always may).
+   * A column's type is set by the first request that brings it. Default: any name.
+   */
+  allowColumns?: readonly string[];
+  /**
+   * Without `schema`: most columns the table may have besides memwal's own, nested fields
+   * counted; a request that would add more is refused. Default {@link DEFAULT_MAX_COLUMNS}.
+   */
+  maxColumns?: number;
+  /**
+   * Rows per Lance commit while other stores are active (waiting for a turn, or served within
+   * the last second): a larger request is applied in several commits, each its own turn, so one
+   * store's large request holds the others for one commit at a time. A store alone with the
+   * table commits up to 4 times as many at once (fewer commits, each scanning a keyed table for
+   * its merge). Default {@link DEFAULT_MAX_ROWS_PER_COMMIT}.
+   */
+  maxRowsPerCommit?: number;
+  /** Requests of one store that may wait at once; more are refused with `Locked` (retry). Default 4. */
+  maxPendingPerStore?: number;
   /** Passed to `lancedb.connect` (object-store credentials and settings). */
   storageOptions?: Record<string, string>;
   /**
    * Every this many applies, compact both tables (`optimize`: merges the small fragments each
    * apply leaves, materialises deletes, and drops versions older than Lance's default of 7 days).
-   * Default 100; 0 turns it off (then run `optimize` yourself). Runs between applies.
+   * Default 100; 0 turns it off (then run `optimize` yourself). Runs in its own turn.
    */
   optimizeEvery?: number;
-  /** Where failures that do not fail an apply (a compaction) are reported; default `console`. */
+  /** Where failures that do not fail an apply (a compaction, a repair) are reported; default `console`. */
   logger?: Logger;
 }
 
 /** Default {@link LanceSinkOptions.optimizeEvery}. */
 export const DEFAULT_OPTIMIZE_EVERY = 100;
+/** Default {@link LanceSinkOptions.maxColumns}. */
+export const DEFAULT_MAX_COLUMNS = 100;
+/** Default {@link LanceSinkOptions.maxRowsPerCommit}. */
+export const DEFAULT_MAX_ROWS_PER_COMMIT = 4096;
+/** Default {@link LanceSinkOptions.maxPendingPerStore}. */
+export const DEFAULT_MAX_PENDING_PER_STORE = 4;
 
 /** What one apply did. */
 export interface LanceApplyResult {
@@ -97,6 +127,8 @@ export interface LanceSinkStats {
   duplicates: number;
   /** Requests refused with `InvalidArgument` (nothing changed). */
   refusals: number;
+  /** Requests turned away with `Locked`: their store already had `maxPendingPerStore` waiting. */
+  busy: number;
   /** Requests that failed otherwise (a Lance error; the drain retries). */
   failures: number;
   /** Rows written to the data table. */
@@ -116,30 +148,35 @@ interface StoreState {
   recovered: boolean;
 }
 
-type ArrowTable = ArrowModule.Table;
-type ArrowSchema = ArrowModule.Schema;
-type ArrowField = ArrowModule.Field;
-type ArrowData = ArrowModule.Data;
+/** The turn key of compactions: never a store id (those are 1-200 characters of A-Z a-z 0-9 . _ -). */
+const MAINTENANCE = '';
+/** A store counts as active while it waits for a turn or for this long after its last one. */
+const ACTIVE_WITHIN_MS = 1000;
+/** A store alone with the table (no other store active) commits up to this many times `maxRowsPerCommit` at once. */
+const ALONE_FACTOR = 4;
 
 /**
  * Applies WAL entries of memwal stores to one Lance table, exactly once per `(storeId,
  * position)` (see the file header for how). Use it in-process as `drain(store, { sink })`, or
  * behind HTTP with {@link createDrainRequestHandler}. Node only; methods reject with
- * `MemWalError`: `InvalidArgument` for a refused request (nothing changed), `IOError` for a
- * Lance failure (retry: re-applying is safe).
+ * `MemWalError`: `InvalidArgument` for a refused request (nothing changed), `Locked` when the
+ * store has too many requests waiting, `IOError` for a Lance failure (retry: re-applying is safe).
  */
 export class LanceSink implements DrainSink {
   private readonly options: LanceSinkOptions;
-  private readonly primaryKey: readonly string[] | undefined;
+  private readonly rules: SinkRules;
+  private readonly maxRowsPerCommit: number;
+  private readonly lanes: Lanes;
+  private readonly turns = new Turns();
   private connection: Promise<Connection> | undefined;
-  private dataTable: LanceTable | undefined;
-  private positionsTable: LanceTable | undefined;
-  private readonly states = new Map<string, StoreState>();
-  private queue: Promise<unknown> = Promise.resolve();
+  private dataTable: Promise<LanceTable | undefined> | undefined;
+  private positionsTable: Promise<LanceTable | undefined> | undefined;
+  private readonly states = new Map<string, Promise<StoreState>>();
   private readonly counters: LanceSinkStats = {
     applies: 0,
     duplicates: 0,
     refusals: 0,
+    busy: 0,
     failures: 0,
     rowsWritten: 0,
     bytesReceived: 0,
@@ -147,38 +184,54 @@ export class LanceSink implements DrainSink {
     optimizations: 0,
   };
 
-  /** Throws `InvalidArgument` for a bad table name or key; connects lazily. */
+  /** Throws `InvalidArgument` for a bad table name, key, schema or limit; connects lazily. */
   constructor(options: LanceSinkOptions) {
     if (!/^[A-Za-z0-9_-]{1,100}$/.test(options.table)) {
       throw new MemWalError('InvalidArgument', `LanceSink: table must be 1-100 characters of A-Z a-z 0-9 _ -, got ${options.table}`);
     }
-    const every = options.optimizeEvery ?? DEFAULT_OPTIMIZE_EVERY;
-    if (!Number.isSafeInteger(every) || every < 0) {
-      throw new MemWalError('InvalidArgument', `LanceSink: optimizeEvery must be an integer >= 0, got ${options.optimizeEvery}`);
-    }
+    const int = (name: keyof LanceSinkOptions, fallback: number, min: number): number => {
+      const v = (options[name] as number | undefined) ?? fallback;
+      if (!Number.isSafeInteger(v) || v < min)
+        throw new MemWalError('InvalidArgument', `LanceSink: ${name} must be an integer >= ${min}, got ${v}`);
+      return v;
+    };
+    int('optimizeEvery', DEFAULT_OPTIMIZE_EVERY, 0);
     if (options.primaryKey !== undefined) {
       if (options.primaryKey.length === 0) throw new MemWalError('InvalidArgument', 'LanceSink: primaryKey must name at least one column');
       const reserved = options.primaryKey.find((k) => RESERVED.has(k));
       if (reserved) throw new MemWalError('InvalidArgument', `LanceSink: primaryKey column ${reserved} is reserved`);
     }
+    if (options.schema && options.allowColumns) {
+      throw new MemWalError('InvalidArgument', 'LanceSink: give either schema or allowColumns, not both');
+    }
+    if (options.allowColumns && !options.allowColumns.every((c) => typeof c === 'string')) {
+      throw new MemWalError('InvalidArgument', 'LanceSink: allowColumns must be column names');
+    }
+    const schema = options.schema && toLanceSchema(options.schema);
+    if (schema) checkOperatorSchema(schema, options.primaryKey);
+    this.rules = {
+      primaryKey: options.primaryKey,
+      schema,
+      allowColumns: options.allowColumns && new Set(options.allowColumns),
+      maxColumns: int('maxColumns', DEFAULT_MAX_COLUMNS, 1),
+    };
+    this.maxRowsPerCommit = int('maxRowsPerCommit', DEFAULT_MAX_ROWS_PER_COMMIT, 1);
+    this.lanes = new Lanes(int('maxPendingPerStore', DEFAULT_MAX_PENDING_PER_STORE, 1));
     this.options = options;
-    this.primaryKey = options.primaryKey;
   }
 
   /** Highest applied position of `storeId` (0: none). Rejects `InvalidArgument` for a bad id. */
-  appliedPosition(storeId: string): Promise<number> {
+  async appliedPosition(storeId: string): Promise<number> {
     checkStoreId(storeId);
-    return this.serial(async () => (await this.storeState(storeId)).position);
+    return (await this.stateOf(storeId)).position;
   }
 
   /** Every store's recorded position and epoch, for monitoring. */
-  positions(): Promise<{ storeId: string; position: number; epoch: number }[]> {
-    return this.serial(async () => {
-      const t = await this.openPositions(false);
-      if (!t) return [];
-      const rows = (await t.query().toArrow()).toArray() as { store: string; position: bigint; epoch: bigint }[];
-      return rows.map((r) => ({ storeId: r.store, position: Number(r.position), epoch: Number(r.epoch) }));
-    });
+  async positions(): Promise<{ storeId: string; position: number; epoch: number }[]> {
+    const t = await this.openPositions();
+    if (!t) return [];
+    const rows = (await t.query().toArrow()).toArray() as { store: string; position: bigint; epoch: bigint }[];
+    return rows.map((r) => ({ storeId: r.store, position: Number(r.position), epoch: Number(r.epoch) }));
   }
 
   /**
@@ -193,39 +246,30 @@ export class LanceSink implements DrainSink {
   /**
    * Apply one drain request as it came over the wire (docs/scale-out.md "Wire format"): `meta`
    * from its headers, `body` the Arrow IPC stream. Rejects `InvalidArgument` (nothing changed)
-   * for a body whose checksum, IPC, row count, schema or positions do not hold, and for a first
-   * position beyond the applied one + 1 or an epoch below the recorded one.
+   * for a body whose checksum, structure, values, row count, schema or positions do not hold,
+   * and for a first position beyond the applied one + 1 or an epoch below the recorded one.
+   * Everything that does not need the table is checked before the request waits for its turn.
    */
   applyEncoded(storeId: string, meta: DrainRequestMeta, body: Uint8Array): Promise<LanceApplyResult> {
-    return this.serial(async () => {
-      this.counters.bytesReceived += body.byteLength;
-      let plan: Plan | LanceApplyResult;
-      try {
-        checkStoreId(storeId);
-        plan = await this.plan(storeId, meta, body);
-      } catch (e) {
-        const err = toMemWalError(e, `apply to ${storeId}`);
-        if (err.code === 'InvalidArgument') this.counters.refusals += 1;
-        else this.counters.failures += 1;
-        throw err;
-      }
-      if ('duplicate' in plan) {
-        this.counters.duplicates += 1;
-        return plan;
-      }
-      try {
-        return await this.write(storeId, plan);
-      } catch (e) {
-        this.states.delete(storeId); // reload the recorded position and re-run recovery (guarantee 4)
-        this.counters.failures += 1;
-        throw toMemWalError(e, `apply to ${storeId} in Lance table ${this.options.table}`);
-      }
-    });
+    this.counters.bytesReceived += body.byteLength;
+    let request: CheckedRequest;
+    try {
+      checkStoreId(storeId);
+      request = checkRequest(meta, body, this.rules);
+    } catch (e) {
+      return Promise.reject(this.count(toMemWalError(e, `apply to ${storeId}`)));
+    }
+    return this.lanes
+      .run(storeId, () => this.applyChecked(storeId, request))
+      .catch((e: unknown) => {
+        if ((e as MemWalError).code === 'Locked') this.counters.busy += 1;
+        throw e;
+      });
   }
 
-  /** The data table (a LanceDB `Table`) for queries; undefined before the first apply. */
-  async table(): Promise<LanceTable | undefined> {
-    return this.serial(() => this.openData());
+  /** The data table (a LanceDB `Table`) for queries; undefined before the first rows. */
+  table(): Promise<LanceTable | undefined> {
+    return this.openData();
   }
 
   /** Counters since this sink was created. */
@@ -235,148 +279,165 @@ export class LanceSink implements DrainSink {
 
   /** Close the LanceDB connection (pending applies finish first). */
   async close(): Promise<void> {
-    await this.serial(async () => {
-      this.dataTable?.close();
-      this.positionsTable?.close();
-      if (this.connection) (await this.connection).close();
-      this.connection = undefined;
-      this.dataTable = undefined;
-      this.positionsTable = undefined;
-    });
+    await this.lanes.idle();
+    (await this.dataTable?.catch(() => undefined))?.close();
+    (await this.positionsTable?.catch(() => undefined))?.close();
+    if (this.connection) (await this.connection).close();
+    this.connection = undefined;
+    this.dataTable = undefined;
+    this.positionsTable = undefined;
   }
 
-  // ------------------------------------------------------------------ validation (guarantee 1)
+  // ------------------------------------------------------------------ applying (guarantees 1-5)
 
-  private async plan(storeId: string, meta: DrainRequestMeta, body: Uint8Array): Promise<Plan | LanceApplyResult> {
-    checkDrainBody(meta, body);
-    let decoded: ArrowTable;
+  /** Counts a refusal or failure, and returns it. */
+  private count(err: MemWalError): MemWalError {
+    if (err.code === 'InvalidArgument') this.counters.refusals += 1;
+    else this.counters.failures += 1;
+    return err;
+  }
+
+  private async applyChecked(storeId: string, request: CheckedRequest): Promise<LanceApplyResult> {
+    const { meta } = request;
+    let state: StoreState;
     try {
-      decoded = arrow.tableFromIPC(body);
+      state = await this.stateOf(storeId);
     } catch (e) {
-      throw new MemWalError('InvalidArgument', `body: not an Arrow IPC stream (${(e as Error).message})`);
+      throw this.count(toMemWalError(e, `apply to ${storeId}: reading its position`));
     }
-    if (decoded.numRows !== meta.rows) {
-      throw new MemWalError('InvalidArgument', `body: ${decoded.numRows} rows, header memwal-rows says ${meta.rows}`);
-    }
-    const columns = this.checkWireSchema(decoded.schema);
-    const skipRows = checkPositions(decoded, meta);
-    const state = await this.storeState(storeId);
     if (meta.lastPosition <= state.position) {
+      this.counters.duplicates += 1;
       return { storeId, appliedPosition: state.position, epoch: state.epoch, rows: 0, duplicate: true };
     }
     if (meta.firstPosition > state.position + 1) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `positions skip: request starts at ${meta.firstPosition}, but ${storeId} has applied up to ${state.position}`,
+      throw this.count(
+        new MemWalError(
+          'InvalidArgument',
+          `positions skip: request starts at ${meta.firstPosition}, but ${storeId} has applied up to ${state.position}`,
+        ),
       );
     }
     if (meta.epoch < state.epoch) {
-      throw new MemWalError('InvalidArgument', `epoch goes backwards: request epoch ${meta.epoch}, recorded ${state.epoch}`);
+      throw this.count(new MemWalError('InvalidArgument', `epoch goes backwards: request epoch ${meta.epoch}, recorded ${state.epoch}`));
     }
-    const existing = await this.openData();
-    const target = existing ? await existing.schema() : undefined;
-    const schemaPlan = planSchema(columns, target, this.primaryKey !== undefined);
     // Rows at or below the applied position were applied before: skip them (a retry).
-    const fresh = decoded.slice(skipRows(state.position));
-    return { table: fresh, meta, schema: schemaPlan, rows: fresh.numRows, exists: existing !== undefined };
-  }
-
-  /** The wire schema's user columns; throws `InvalidArgument` if it does not fit this sink. */
-  private checkWireSchema(schema: ArrowSchema): ArrowField[] {
-    const position = schema.fields.find((f) => f.name === POSITION_COLUMN);
-    if (!position || !arrow.DataType.isInt(position.type) || position.type.bitWidth !== 64) {
-      throw new MemWalError('InvalidArgument', `schema: column ${POSITION_COLUMN} (Int64) is missing`);
-    }
-    const tombstone = schema.fields.find((f) => f.name === TOMBSTONE_COLUMN);
-    if (this.primaryKey) {
-      if (!tombstone || !arrow.DataType.isBool(tombstone.type)) {
-        throw new MemWalError('InvalidArgument', `schema: this sink takes keyed stores, and column ${TOMBSTONE_COLUMN} (Bool) is missing`);
+    let skip = 0;
+    while (skip < request.positions.length && request.positions[skip]! <= state.position) skip++;
+    const fresh = skip === 0 ? request.rows : request.rows.slice(skip);
+    const deletes = this.rules.primaryKey !== undefined && hasTrue(fresh, TOMBSTONE_COLUMN);
+    try {
+      let at = 0;
+      let done = false;
+      while (!done) {
+        await this.turns.run(storeId, async () => {
+          // While other stores are active a turn is one commit of maxRowsPerCommit rows; alone, larger.
+          const alone = !this.turns.othersActive(storeId, ACTIVE_WITHIN_MS);
+          const rows = fresh.slice(at, Math.min(fresh.numRows, at + this.maxRowsPerCommit * (alone ? ALONE_FACTOR : 1)));
+          if (!state.recovered) {
+            await this.recover(storeId, state.position);
+            state.recovered = true;
+          }
+          if (rows.numRows > 0) await this.write(storeId, request.columns, rows);
+          at += rows.numRows;
+          done = at >= fresh.numRows;
+          if (!done) return;
+          if (deletes) {
+            await (await this.openData())!.delete(`${STORE_COLUMN} = '${storeId}' AND ${TOMBSTONE_COLUMN} = true`);
+            this.counters.commits += 1;
+          }
+          await this.recordPosition(storeId, meta.lastPosition, meta.epoch);
+          state.position = meta.lastPosition;
+          state.epoch = meta.epoch;
+        });
       }
-      for (const k of this.primaryKey) {
-        const f = schema.fields.find((x) => x.name === k);
-        if (!f) throw new MemWalError('InvalidArgument', `schema: key column ${k} is missing`);
-        if (f.nullable) throw new MemWalError('InvalidArgument', `schema: key column ${k} is nullable`);
-      }
-    } else if (tombstone) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `schema: this sink takes append-only stores, and the body has ${TOMBSTONE_COLUMN} (a keyed store)`,
-      );
+    } catch (e) {
+      this.states.delete(storeId); // reload the recorded position and re-run recovery (guarantee 4)
+      throw this.count(toMemWalError(e, `apply to ${storeId} in Lance table ${this.options.table}`));
     }
-    if (schema.fields.some((f) => f.name === STORE_COLUMN)) {
-      throw new MemWalError('InvalidArgument', `schema: column ${STORE_COLUMN} is reserved`);
-    }
-    return schema.fields.filter((f) => !RESERVED.has(f.name));
-  }
-
-  // ------------------------------------------------------------------ writing (guarantees 2-4)
-
-  private async write(storeId: string, plan: Plan): Promise<LanceApplyResult> {
-    const state = await this.storeState(storeId);
-    let table = await this.openData();
-    if (!table) {
-      table = await this.createData(plan.schema.target);
-    } else if (plan.schema.added.length > 0) {
-      await table.addColumns(plan.schema.added);
-      this.counters.commits += 1;
-    }
-    const target = await table.schema();
-    if (!state.recovered) {
-      await this.recover(table, storeId, state.position);
-      state.recovered = true;
-    }
-    const keyed = this.primaryKey !== undefined;
-    const rows = keyed ? newestPerKey(plan.table, this.primaryKey!) : plan.table;
-    const data = toLance(rows, target, storeId);
-    if (data.numRows > 0) {
-      if (keyed) {
-        await table
-          .mergeInsert([STORE_COLUMN, ...this.primaryKey!])
-          .whenMatchedUpdateAll()
-          .whenNotMatchedInsertAll()
-          .execute(data);
-        this.counters.commits += 1;
-        if (countTrue(rows, TOMBSTONE_COLUMN) > 0) {
-          await table.delete(`${STORE_COLUMN} = '${storeId}' AND ${TOMBSTONE_COLUMN} = true`);
-          this.counters.commits += 1;
-        }
-      } else {
-        await table.add(data);
-        this.counters.commits += 1;
-      }
-    }
-    await this.recordPosition(storeId, plan.meta.lastPosition, plan.meta.epoch);
-    state.position = plan.meta.lastPosition;
-    state.epoch = plan.meta.epoch;
     this.counters.applies += 1;
-    this.counters.rowsWritten += plan.rows;
-    await this.maybeOptimize(table);
-    return { storeId, appliedPosition: state.position, epoch: state.epoch, rows: plan.rows, duplicate: false };
+    this.counters.rowsWritten += fresh.numRows;
+    await this.maybeOptimize();
+    return { storeId, appliedPosition: state.position, epoch: state.epoch, rows: fresh.numRows, duplicate: false };
   }
 
   /**
-   * Compact both tables every `optimizeEvery` applies. A failure is counted and logged, not
-   * thrown: the apply it follows is already durable, and the next round tries again.
+   * Writes `rows` of `storeId` (in its turn): creates the data table with them if it does not
+   * exist, else adds the nullable columns it lacks (taken out again if the write then fails)
+   * and merges (keyed) or appends them. Throws `InvalidArgument` before changing anything if the
+   * columns do not fit the table.
    */
-  private async maybeOptimize(table: LanceTable): Promise<void> {
-    const every = this.options.optimizeEvery ?? DEFAULT_OPTIMIZE_EVERY;
-    if (every === 0 || this.counters.applies % every !== 0) return;
+  private async write(storeId: string, columns: ArrowField[], rows: ArrowTable): Promise<void> {
+    const table = await this.openData();
+    if (!table) {
+      const target = ownColumns([...(this.rules.schema?.fields ?? columns)], this.rules.primaryKey !== undefined);
+      const db = await this.connect();
+      this.dataTable = Promise.resolve(await db.createTable(this.options.table, toLance(rows, target, storeId)));
+      this.counters.commits += 1;
+      return;
+    }
+    const plan = planSchema(columns, await table.schema(), this.rules);
+    if (plan.added.length > 0) {
+      await table.addColumns(plan.added);
+      this.counters.commits += 1;
+    }
     try {
-      await table.optimize();
-      await this.positionsTable?.optimize();
-      this.counters.optimizations += 1;
+      const data = toLance(rows, plan.target, storeId);
+      if (this.rules.primaryKey) {
+        await table
+          .mergeInsert([STORE_COLUMN, ...this.rules.primaryKey])
+          .whenMatchedUpdateAll()
+          .whenNotMatchedInsertAll()
+          .execute(data);
+      } else {
+        await table.add(data);
+      }
+      this.counters.commits += 1;
     } catch (e) {
-      this.counters.failures += 1;
+      if (plan.added.length > 0) await this.dropColumns(table, plan.added);
+      throw e;
+    }
+  }
+
+  /** Takes out columns a failed write added (a failed request changes no schema); logs if it cannot. */
+  private async dropColumns(table: LanceTable, added: ArrowField[]): Promise<void> {
+    try {
+      await table.dropColumns(added.map((f) => f.name));
+      this.counters.commits += 1;
+    } catch (e) {
       (this.options.logger ?? console).warn(
-        `memwal: optimize of Lance table ${this.options.table} failed (retried after ${every} more applies)`,
+        `memwal: could not take out the columns ${added.map((f) => f.name).join(', ')} after a failed write to Lance table ${this.options.table}`,
         e,
       );
     }
   }
 
+  /**
+   * Compact both tables every `optimizeEvery` applies, in a turn of its own. A failure is counted
+   * and logged, not thrown: the apply it follows is already durable, and the next round tries again.
+   */
+  private async maybeOptimize(): Promise<void> {
+    const every = this.options.optimizeEvery ?? DEFAULT_OPTIMIZE_EVERY;
+    if (every === 0 || this.counters.applies % every !== 0) return;
+    await this.turns.run(MAINTENANCE, async () => {
+      try {
+        await (await this.openData())?.optimize();
+        await (await this.openPositions())?.optimize();
+        this.counters.optimizations += 1;
+      } catch (e) {
+        this.counters.failures += 1;
+        (this.options.logger ?? console).warn(
+          `memwal: optimize of Lance table ${this.options.table} failed (retried after ${every} more applies)`,
+          e,
+        );
+      }
+    });
+  }
+
   /** Remove what an interrupted apply of `storeId` left beyond `position` (guarantees 3, 4). */
-  private async recover(table: LanceTable, storeId: string, position: number): Promise<void> {
-    const leftovers = this.primaryKey
+  private async recover(storeId: string, position: number): Promise<void> {
+    const table = await this.openData();
+    if (!table) return;
+    const leftovers = this.rules.primaryKey
       ? `${STORE_COLUMN} = '${storeId}' AND ${TOMBSTONE_COLUMN} = true`
       : `${STORE_COLUMN} = '${storeId}' AND ${POSITION_COLUMN} > ${position}`;
     if ((await table.countRows(leftovers)) === 0) return;
@@ -390,29 +451,41 @@ export class LanceSink implements DrainSink {
       position: arrow.vectorFromArray([BigInt(position)], new arrow.Int64()),
       epoch: arrow.vectorFromArray([BigInt(epoch)], new arrow.Int64()),
     });
-    const t = (await this.openPositions(true))!;
-    await t
-      .mergeInsert('store')
-      .whenMatchedUpdateAll()
-      .whenNotMatchedInsertAll()
-      .execute(withSchema(row, await t.schema()));
+    const schema = new arrow.Schema([
+      new arrow.Field('store', new arrow.Utf8(), false),
+      new arrow.Field('position', new arrow.Int64(), false),
+      new arrow.Field('epoch', new arrow.Int64(), false),
+    ]);
+    const t = await this.openPositions();
+    if (t) {
+      await t.mergeInsert('store').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(withSchema(row, schema));
+    } else {
+      const db = await this.connect();
+      this.positionsTable = Promise.resolve(await db.createTable(this.positionsName(), withSchema(row, schema)));
+    }
     this.counters.commits += 1;
   }
 
-  // ------------------------------------------------------------------ tables and state
+  // ------------------------------------------------------------------ tables and state (guarantee 6)
 
-  private async storeState(storeId: string): Promise<StoreState> {
-    const cached = this.states.get(storeId);
-    if (cached) return cached;
-    const t = await this.openPositions(false);
-    let state: StoreState = { position: 0, epoch: 0, recovered: false };
-    if (t) {
-      const rows = (await t.query().where(`store = '${storeId}'`).toArrow()).toArray() as { position: bigint; epoch: bigint }[];
-      if (rows.length > 1) throw new MemWalError('Corruption', `${this.positionsName()} holds ${rows.length} rows for ${storeId}`);
-      if (rows[0]) state = { position: Number(rows[0].position), epoch: Number(rows[0].epoch), recovered: false };
+  private stateOf(storeId: string): Promise<StoreState> {
+    let state = this.states.get(storeId);
+    if (!state) {
+      state = this.loadState(storeId);
+      this.states.set(storeId, state);
+      state.catch(() => this.states.delete(storeId));
     }
-    this.states.set(storeId, state);
     return state;
+  }
+
+  private async loadState(storeId: string): Promise<StoreState> {
+    const t = await this.openPositions();
+    if (!t) return { position: 0, epoch: 0, recovered: false };
+    const rows = (await t.query().where(`store = '${storeId}'`).toArrow()).toArray() as { position: bigint; epoch: bigint }[];
+    if (rows.length > 1) throw new MemWalError('Corruption', `${this.positionsName()} holds ${rows.length} rows for ${storeId}`);
+    return rows[0]
+      ? { position: Number(rows[0].position), epoch: Number(rows[0].epoch), recovered: false }
+      : { position: 0, epoch: 0, recovered: false };
   }
 
   private connect(): Promise<Connection> {
@@ -427,76 +500,66 @@ export class LanceSink implements DrainSink {
     return `${this.options.table}${POSITIONS_TABLE_SUFFIX}`;
   }
 
-  private async openData(): Promise<LanceTable | undefined> {
-    if (this.dataTable) return this.dataTable;
-    const db = await this.connect();
-    if (!(await db.tableNames()).includes(this.options.table)) return undefined;
-    this.dataTable = await db.openTable(this.options.table);
+  private openData(): Promise<LanceTable | undefined> {
+    this.dataTable ??= this.open(this.options.table, () => (this.dataTable = undefined));
     return this.dataTable;
   }
 
-  private async createData(schema: ArrowSchema): Promise<LanceTable> {
-    const db = await this.connect();
-    this.dataTable = await db.createEmptyTable(this.options.table, schema, { existOk: true });
-    this.counters.commits += 1;
-    return this.dataTable;
-  }
-
-  private async openPositions(create: boolean): Promise<LanceTable | undefined> {
-    if (this.positionsTable) return this.positionsTable;
-    const db = await this.connect();
-    const name = this.positionsName();
-    if ((await db.tableNames()).includes(name)) {
-      this.positionsTable = await db.openTable(name);
-    } else if (create) {
-      const schema = new arrow.Schema([
-        new arrow.Field('store', new arrow.Utf8(), false),
-        new arrow.Field('position', new arrow.Int64(), false),
-        new arrow.Field('epoch', new arrow.Int64(), false),
-      ]);
-      this.positionsTable = await db.createEmptyTable(name, schema, { existOk: true });
-      this.counters.commits += 1;
-    }
+  private openPositions(): Promise<LanceTable | undefined> {
+    this.positionsTable ??= this.open(this.positionsName(), () => (this.positionsTable = undefined));
     return this.positionsTable;
   }
 
-  /** Run `op` after every earlier call (guarantee 5). */
-  private serial<T>(op: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(op, op);
-    this.queue = run.catch(() => undefined);
-    return run;
+  /**
+   * The dataset `name`, or undefined (and `forget` called, so the next call looks again) when it
+   * does not exist or has no version yet: a creation a kill interrupted leaves its directory,
+   * which `tableNames()` lists and `openTable()` refuses as "not found"; the next creation of
+   * the dataset finishes it.
+   */
+  private async open(name: string, forget: () => void): Promise<LanceTable | undefined> {
+    try {
+      const db = await this.connect();
+      if (!(await db.tableNames()).includes(name)) {
+        forget();
+        return undefined;
+      }
+      return await db.openTable(name);
+    } catch (e) {
+      forget();
+      if (!/was not found/i.test(String((e as Error)?.message))) throw e;
+      (this.options.logger ?? console).warn(
+        `memwal: Lance dataset ${name} has no version (its creation was interrupted); the next apply creates it`,
+      );
+      return undefined;
+    }
   }
 }
 
 interface SchemaPlan {
-  /** The data table's schema after this apply (the wire's columns + the sink's own). */
+  /** The data table's schema after this write (the table's columns + the added ones). */
   target: ArrowSchema;
-  /** Nullable columns the wire has and the table lacks: added (all null) before the data commit. */
+  /** Nullable columns the rows have and the table lacks: added (all null) before the data commit. */
   added: ArrowField[];
 }
 
-interface Plan {
-  table: ArrowTable;
-  meta: DrainRequestMeta;
-  schema: SchemaPlan;
-  rows: number;
-  exists: boolean;
-}
-
-/**
- * How the wire's user columns fit the table: same names and types; a wire column the table lacks
- * is added if nullable (docs/impl.md §12); a table column the wire lacks is
- * written as null if nullable (a dropped field). Anything else is `InvalidArgument`.
- */
-function planSchema(columns: ArrowField[], table: ArrowSchema | undefined, keyed: boolean): SchemaPlan {
-  const own = [
+/** `columns` followed by the sink's own columns. */
+function ownColumns(columns: ArrowField[], keyed: boolean): ArrowSchema {
+  return new arrow.Schema([
+    ...columns,
     new arrow.Field(STORE_COLUMN, new arrow.Utf8(), false),
     new arrow.Field(POSITION_COLUMN, new arrow.Int64(), false),
     ...(keyed ? [new arrow.Field(TOMBSTONE_COLUMN, new arrow.Bool(), false)] : []),
-  ];
-  if (!table) return { target: new arrow.Schema([...columns, ...own]), added: [] };
-  const wire = new Map(columns.map((f) => [f.name, f]));
-  for (const f of own) {
+  ]);
+}
+
+/**
+ * How the rows' user columns fit the table: same names and types; a column the table lacks is
+ * added if nullable (docs/impl.md §12) and within `maxColumns` (or the operator's schema); a
+ * table column the rows lack is written as null if nullable (a dropped field). Anything else is
+ * `InvalidArgument`.
+ */
+function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules): SchemaPlan {
+  for (const f of ownColumns([], rules.primaryKey !== undefined).fields) {
     const t = table.fields.find((x) => x.name === f.name);
     if (!t || !arrow.util.compareTypes(t.type, f.type)) {
       throw new MemWalError(
@@ -505,6 +568,7 @@ function planSchema(columns: ArrowField[], table: ArrowSchema | undefined, keyed
       );
     }
   }
+  const wire = new Map(columns.map((f) => [f.name, f]));
   for (const t of table.fields) {
     if (RESERVED.has(t.name)) continue;
     const w = wire.get(t.name);
@@ -527,74 +591,43 @@ function planSchema(columns: ArrowField[], table: ArrowSchema | undefined, keyed
       `schema: column ${notNull.name} is new and not nullable; Lance can only add nullable columns to existing rows`,
     );
   }
+  if (added.length > 0 && !rules.schema) {
+    const count = (fields: ArrowField[]) => fields.reduce((n, f) => n + (RESERVED.has(f.name) ? 0 : countFields(f)), 0);
+    const after = count(table.fields) + count(added);
+    if (after > rules.maxColumns) {
+      throw new MemWalError(
+        'InvalidArgument',
+        `schema: adding ${added.map((f) => f.name).join(', ')} would give the table ${after} columns, more than the ${rules.maxColumns} this sink takes`,
+      );
+    }
+  }
   return { target: new arrow.Schema([...table.fields, ...added]), added };
 }
 
 /**
- * Positions must stay in [first, last] and never decrease. Returns a function giving the index of
- * the first row above an applied position.
+ * An operator's schema in LanceDB's Arrow (an apache-arrow Schema of either module instance),
+ * through IPC, so that its types are of the classes decoded bodies have (`compareTypes` checks
+ * constructors).
  */
-function checkPositions(t: ArrowTable, meta: DrainRequestMeta): (applied: number) => number {
-  const col = t.getChild(POSITION_COLUMN)!;
-  if (col.nullCount > 0) throw new MemWalError('InvalidArgument', `${POSITION_COLUMN}: null positions`);
-  const positions = new Float64Array(t.numRows);
-  let i = 0;
-  let prev = meta.firstPosition;
-  for (const v of col) {
-    const p = Number(v as bigint);
-    if (p < prev) throw new MemWalError('InvalidArgument', `positions go backwards: row ${i} has position ${p} after ${prev}`);
-    if (p > meta.lastPosition) {
-      throw new MemWalError('InvalidArgument', `row ${i} has position ${p}, beyond the request's last position ${meta.lastPosition}`);
-    }
-    positions[i++] = p;
-    prev = p;
+function toLanceSchema(schema: EsmSchema | ArrowSchema): ArrowSchema {
+  if (!(schema instanceof EsmSchema) || schema.fields.length === 0) {
+    throw new MemWalError('InvalidArgument', 'LanceSink: schema must be an apache-arrow Schema with at least one field');
   }
-  return (applied) => {
-    let k = 0;
-    while (k < positions.length && positions[k]! <= applied) k++;
-    return k;
-  };
+  // Schema's instanceof answers for either module instance; a type's tells them apart.
+  const bytes = schema.fields.every((f) => (f.type as unknown) instanceof arrow.DataType)
+    ? arrow.tableToIPC(new arrow.Table(schema as unknown as ArrowSchema), 'stream')
+    : esmTableToIPC(new EsmTable(schema), 'stream');
+  return arrow.tableFromIPC(bytes).schema;
 }
 
-/** Rows of `t` keeping only the last row of each key (the newest version in this run). */
-function newestPerKey(t: ArrowTable, key: readonly string[]): ArrowTable {
-  const cols = key.map((k) => t.getChild(k)!);
-  const seen = new Set<unknown>();
-  const keep: number[] = [];
-  for (let i = t.numRows - 1; i >= 0; i--) {
-    const k = cols.length === 1 ? keyPart(cols[0]!.get(i)) : cols.map((c) => keyPart(c.get(i))).join('\u0001');
-    if (seen.has(k)) continue;
-    seen.add(k);
-    keep.push(i);
-  }
-  if (keep.length === t.numRows) return t;
-  keep.reverse();
-  const vectors: Record<string, ArrowModule.Vector> = {};
-  for (const f of t.schema.fields) {
-    const col = t.getChild(f.name)!;
-    vectors[f.name] = arrow.vectorFromArray(
-      keep.map((i) => col.get(i)),
-      f.type,
-    );
-  }
-  return withSchema(new arrow.Table(vectors), t.schema);
-}
-
-function keyPart(v: unknown): unknown {
-  if (v instanceof Uint8Array) return `b:${Array.from(v, (b) => b.toString(16).padStart(2, '0')).join('')}`;
-  if (typeof v === 'object' && v !== null) return `o:${String(v)}`;
-  return typeof v === 'string' ? `s:${v}` : `${typeof v}:${String(v)}`;
-}
-
-function countTrue(t: ArrowTable, column: string): number {
-  let n = 0;
-  for (const v of t.getChild(column)!) if (v === true) n++;
-  return n;
+function hasTrue(t: ArrowTable, column: string): boolean {
+  for (const v of t.getChild(column)!) if (v === true) return true;
+  return false;
 }
 
 /**
  * The rows of `t` in the data table's schema: its columns by name, `_memwal_store` filled with
- * the store id, columns the wire lacks filled with nulls.
+ * the store id, columns the rows lack filled with nulls.
  */
 function toLance(t: ArrowTable, target: ArrowSchema, storeId: string): ArrowTable {
   const batches = t.batches.map((b) => {
@@ -640,4 +673,4 @@ function checkStoreId(storeId: string): void {
 }
 
 /** LanceDB's apache-arrow module instance (for tests and callers that build Arrow for LanceDB). */
-export const lanceArrow: typeof ArrowModule = arrow;
+export const lanceArrow = arrow;

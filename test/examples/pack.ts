@@ -77,23 +77,29 @@ export async function packMemwal(work: string): Promise<string> {
 
 /**
  * Copies `examples/{names}` to `{work}/{name}` (without node_modules, dist or data) and runs
- * `npm install --omit=dev` once in `work` for the union of their dependencies, `memwal` being
- * `tarball`: memwal and apache-arrow come from npm's cache or registry, as for a user (each copy
- * resolves them from `{work}/node_modules`). Resolves the copies' directories by name.
+ * `npm install --omit=dev` once in `work` for the union of their dependencies and npm
+ * overrides, `memwal` being `tarball`: memwal and apache-arrow come from npm's cache or
+ * registry, as for a user (each copy resolves them from `{work}/node_modules`). Resolves the
+ * copies' directories by name.
  */
 export async function installExamples(names: string[], tarball: string, work: string): Promise<Record<string, string>> {
   const dirs: Record<string, string> = {};
   const dependencies: Record<string, string> = {};
+  const overrides: Record<string, unknown> = {};
   for (const name of names) {
     dirs[name] = join(work, name);
     await cp(join(repo, 'examples', name), dirs[name], {
       recursive: true,
       filter: (source) => !/[/\\](node_modules|dist|do-disk|memwal-data)([/\\]|$)/.test(source),
     });
-    const manifest = JSON.parse(await readFile(join(dirs[name], 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const manifest = JSON.parse(await readFile(join(dirs[name], 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      overrides?: Record<string, unknown>;
+    };
     Object.assign(dependencies, manifest.dependencies, { memwal: `file:${tarball}` });
+    Object.assign(overrides, manifest.overrides);
   }
-  await writeFile(join(work, 'package.json'), JSON.stringify({ private: true, type: 'module', dependencies }, null, 2));
+  await writeFile(join(work, 'package.json'), JSON.stringify({ private: true, type: 'module', dependencies, overrides }, null, 2));
   await run('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: work });
   return dirs;
 }

@@ -1,0 +1,70 @@
+// createDrainRequestHandler's answers for what is not the client's fault: the server's own failure
+// is a 500 that says nothing of the server's insides (those go to the logger), a store with too
+// many requests waiting a 503 with retry-after. The sink is a stand-in that fails on purpose.
+
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { drainRequestHeaders } from '../drain/wire.js';
+import { MemWalError } from '../errors.js';
+import { crc32c } from '../wal/crc32c.js';
+import { createDrainRequestHandler, tokenAuthorizer } from './http.js';
+import type { LanceSink } from './sink.js';
+
+const port = Number(process.env.MEMWAL_TEST_PORT_BASE ?? 5290) + 11;
+const logged: unknown[][] = [];
+let failWith: MemWalError;
+let server: Server;
+
+beforeAll(async () => {
+  const sink = {
+    appliedPosition: async () => 0,
+    applyEncoded: async () => {
+      throw failWith;
+    },
+  } as unknown as LanceSink;
+  const handle = createDrainRequestHandler({
+    sink,
+    authorize: tokenAuthorizer({ t: 's' }),
+    logger: { warn: (...args: unknown[]) => void logged.push(args) },
+  });
+  server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+async function post(): Promise<Response> {
+  const body = new Uint8Array([1, 2, 3]);
+  return fetch(`http://127.0.0.1:${port}/drain/s`, {
+    method: 'POST',
+    headers: {
+      ...drainRequestHeaders({ firstPosition: 1, lastPosition: 1, epoch: 1, rows: 1, crc32c: crc32c(body) }),
+      authorization: 'Bearer t',
+    },
+    body,
+  });
+}
+
+it('a failure of the server’s own is answered 500 without its details, which go to the logger', async () => {
+  const secret =
+    'lance error: LanceError(IO): /srv/lance-data/events.lance/_versions, /usr/local/cargo/registry/src/lance-8.0.0/src/io/commit.rs:646:26';
+  failWith = new MemWalError('IOError', secret);
+  const res = await post();
+  expect(res.status).toBe(500);
+  const text = await res.text();
+  expect(text).not.toContain('/srv/lance-data');
+  expect(text).not.toContain('cargo');
+  expect(JSON.parse(text)).toMatchObject({ code: 'IOError', message: expect.stringMatching(/retry/) });
+  expect(String(logged.at(-1))).toContain(secret);
+});
+
+it('a store with too many requests waiting is answered 503 with retry-after, and a refusal 400 with its reason', async () => {
+  failWith = new MemWalError('Locked', '4 requests of s are already waiting; retry later');
+  const busy = await post();
+  expect(busy.status).toBe(503);
+  expect(busy.headers.get('retry-after')).toBe('1');
+  failWith = new MemWalError('InvalidArgument', 'schema: column "a.b": names may not hold "."');
+  const refused = await post();
+  expect(refused.status).toBe(400);
+  expect(await refused.json()).toMatchObject({ code: 'InvalidArgument', message: 'schema: column "a.b": names may not hold "."' });
+});

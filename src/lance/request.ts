@@ -1,0 +1,238 @@
+// A drain request as a LanceSink takes it (docs/scale-out.md "Limits"): everything that can be
+// checked without the table — checksum, stream structure, values, the sink's column rules and the
+// operator's schema, positions — is checked here, before the request waits for its turn, and the
+// rows are reduced to what will be written (keyed sinks: the newest row of each key). Node only.
+
+import { TOMBSTONE_COLUMN } from '../core/schema.js';
+import { POSITION_COLUMN, checkDrainBody } from '../drain/wire.js';
+import type { DrainRequestMeta } from '../drain/wire.js';
+import { MemWalError } from '../errors.js';
+import { checkField, decodeStream, quote, takeRows } from './arrow-check.js';
+import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
+
+/** Column of the data table that names the store a row came from (Utf8, non-null). */
+export const STORE_COLUMN = '_memwal_store';
+
+/** Columns the sink and the wire format own; no store column may take these names. */
+export const RESERVED = new Set([STORE_COLUMN, POSITION_COLUMN, TOMBSTONE_COLUMN]);
+
+const invalid = (message: string): MemWalError => new MemWalError('InvalidArgument', message);
+
+/** What a sink accepts, from its options. */
+export interface SinkRules {
+  /** Key columns of keyed sinks; undefined: append-only. */
+  primaryKey: readonly string[] | undefined;
+  /** The operator's schema (user columns, LanceDB's Arrow), when the operator fixed it. */
+  schema: ArrowSchema | undefined;
+  /** The only user columns a store may write, when the operator named them (keys always may). */
+  allowColumns: ReadonlySet<string> | undefined;
+  /** Most user fields (nested ones counted) the table may have. */
+  maxColumns: number;
+}
+
+/** A request that passed every check that does not need the table. */
+export interface CheckedRequest {
+  meta: DrainRequestMeta;
+  /** The body's user columns (its fields but the sink's own). */
+  columns: ArrowField[];
+  /** The rows to write, in position order (keyed sinks: only the newest row of each key). */
+  rows: ArrowTable;
+  /** The position of each row of `rows` (ascending). */
+  positions: Float64Array;
+  /** Rows in the body. */
+  bodyRows: number;
+}
+
+/** Fields of a field, itself and every nested one. */
+export function countFields(f: ArrowField): number {
+  return 1 + (f.type.children ?? []).reduce((n: number, c: ArrowField) => n + countFields(c), 0);
+}
+
+/**
+ * Checks a drain request against the sink's rules and reduces it to the rows to write. Throws
+ * `InvalidArgument` with a plain message for anything a client got wrong.
+ */
+export function checkRequest(meta: DrainRequestMeta, body: Uint8Array, rules: SinkRules): CheckedRequest {
+  checkDrainBody(meta, body);
+  const userFields = rules.schema ? rules.schema.fields.reduce((n, f) => n + countFields(f), 0) : rules.maxColumns;
+  const table = decodeStream(body, meta.rows, { maxFields: userFields + 2 }); // + _tombstone, _memwal_position
+  const columns = checkColumns(table.schema, rules);
+  const positions = checkPositions(table, meta);
+  if (!rules.primaryKey) return { meta, columns, rows: table, positions, bodyRows: table.numRows };
+  return { meta, columns, ...newestPerKey(table, positions, rules.primaryKey), bodyRows: table.numRows };
+}
+
+/** Key column types: those memwal accepts as keys. */
+const KEY_TYPES = new Set<number>([
+  arrow.Type.Int,
+  arrow.Type.Utf8,
+  arrow.Type.LargeUtf8,
+  arrow.Type.Binary,
+  arrow.Type.LargeBinary,
+  arrow.Type.FixedSizeBinary,
+  arrow.Type.Bool,
+  arrow.Type.Date,
+  arrow.Type.Timestamp,
+  arrow.Type.Time,
+  arrow.Type.Duration,
+]);
+
+/**
+ * Throws `InvalidArgument` unless an operator's schema can be a sink's: columns Lance can hold
+ * (see {@link checkField}), none of memwal's own names, the key columns among them, non-nullable
+ * and of a key type.
+ */
+export function checkOperatorSchema(schema: ArrowSchema, primaryKey: readonly string[] | undefined): void {
+  const names = new Set<string>();
+  for (const f of schema.fields) {
+    if (RESERVED.has(f.name)) throw invalid(`LanceSink: schema column ${f.name} is reserved for memwal`);
+    if (names.has(f.name)) throw invalid(`LanceSink: schema has two columns named ${quote(f.name)}`);
+    names.add(f.name);
+    checkField(f);
+  }
+  for (const k of primaryKey ?? []) {
+    const f = schema.fields.find((x) => x.name === k);
+    if (!f) throw invalid(`LanceSink: primaryKey column ${quote(k)} is not in schema`);
+    if (f.nullable || !KEY_TYPES.has(f.type.typeId)) {
+      throw invalid(`LanceSink: primaryKey column ${quote(k)} must be non-nullable and of a key type, got ${f.type}`);
+    }
+  }
+}
+
+/** The body schema's user columns; throws `InvalidArgument` if they do not fit the rules. */
+function checkColumns(schema: ArrowSchema, rules: SinkRules): ArrowField[] {
+  const byName = new Map<string, ArrowField>();
+  for (const f of schema.fields) {
+    if (byName.has(f.name)) throw invalid(`schema: two columns named ${quote(f.name)}`);
+    byName.set(f.name, f);
+  }
+  const position = byName.get(POSITION_COLUMN);
+  const type = position?.type as (ArrowType & { bitWidth?: number; isSigned?: boolean }) | undefined;
+  if (!position || !arrow.DataType.isInt(type) || type.bitWidth !== 64 || !type.isSigned || position.nullable) {
+    throw invalid(`schema: column ${POSITION_COLUMN} must be a non-nullable Int64`);
+  }
+  if (byName.has(STORE_COLUMN)) throw invalid(`schema: column ${STORE_COLUMN} is reserved`);
+  const tombstone = byName.get(TOMBSTONE_COLUMN);
+  if (rules.primaryKey) {
+    if (!tombstone || !arrow.DataType.isBool(tombstone.type) || tombstone.nullable) {
+      throw invalid(`schema: this sink takes keyed stores, and a non-nullable Bool column ${TOMBSTONE_COLUMN} is missing`);
+    }
+    for (const k of rules.primaryKey) {
+      const f = byName.get(k);
+      if (!f) throw invalid(`schema: key column ${quote(k)} is missing`);
+      if (f.nullable) throw invalid(`schema: key column ${quote(k)} is nullable`);
+      if (!KEY_TYPES.has(f.type.typeId)) throw invalid(`schema: key column ${quote(k)} has type ${String(f.type)}, which cannot be a key`);
+    }
+  } else if (tombstone) {
+    throw invalid(`schema: this sink takes append-only stores, and the body has ${TOMBSTONE_COLUMN} (a keyed store)`);
+  }
+  const columns = schema.fields.filter((f) => !RESERVED.has(f.name));
+  if (rules.schema) {
+    for (const f of columns) {
+      const own = rules.schema.fields.find((o) => o.name === f.name);
+      if (!own) throw invalid(`schema: column ${quote(f.name)} is not a column of this sink`);
+      if (!arrow.util.compareTypes(own.type, f.type)) {
+        throw invalid(`schema: column ${quote(f.name)} is ${f.type} in the body but ${own.type} in this sink's schema`);
+      }
+      if (f.nullable && !own.nullable)
+        throw invalid(`schema: column ${quote(f.name)} is nullable in the body but not in this sink's schema`);
+    }
+    const missing = rules.schema.fields.find((o) => !o.nullable && !byName.has(o.name));
+    if (missing) throw invalid(`schema: column ${quote(missing.name)} of this sink's schema is missing and not nullable`);
+  } else {
+    if (rules.allowColumns) {
+      const stray = columns.find((f) => !rules.allowColumns!.has(f.name) && !rules.primaryKey?.includes(f.name));
+      if (stray) throw invalid(`schema: column ${quote(stray.name)} is not a column of this sink`);
+    }
+    const fields = columns.reduce((n, f) => n + countFields(f), 0);
+    if (fields > rules.maxColumns) throw invalid(`schema: ${fields} columns, more than the ${rules.maxColumns} columns this sink takes`);
+  }
+  return columns;
+}
+
+/**
+ * Positions must stay in [first, last] and never decrease (they are Int64 without nulls and
+ * present for every row: the stream checks saw to that). Returns them as numbers, exact since
+ * `last` is a safe integer.
+ */
+function checkPositions(t: ArrowTable, meta: DrainRequestMeta): Float64Array {
+  const out = new Float64Array(t.numRows);
+  const last = BigInt(meta.lastPosition);
+  let prev = BigInt(meta.firstPosition);
+  let i = 0;
+  for (const batch of t.batches) {
+    const data = batch.getChild(POSITION_COLUMN)!.data[0]!;
+    const values = data.values as BigInt64Array;
+    for (let k = 0; k < data.length; k++, i++) {
+      const p = values[k]!;
+      if (p < prev) throw invalid(`positions go backwards: row ${i} has position ${p} after ${prev}`);
+      if (p > last) throw invalid(`row ${i} has position ${p}, beyond the request's last position ${last}`);
+      out[i] = Number(p);
+      prev = p;
+    }
+  }
+  return out;
+}
+
+/** The identity of row `i` of a key column's (decoded) data: its value's bytes. */
+function keyOf(data: ArrowData, i: number): string {
+  const offsets = data.valueOffsets as Int32Array | BigInt64Array | undefined;
+  const values = data.values as ArrayLike<number | bigint> & { buffer: ArrayBufferLike; byteOffset: number };
+  if (offsets) {
+    const start = Number(offsets[i]!);
+    return Buffer.from(values.buffer, values.byteOffset + start, Number(offsets[i + 1]!) - start).toString('latin1');
+  }
+  if (data.type.typeId === arrow.Type.Bool) return String(((values[i >> 3] as number) >> (i & 7)) & 1);
+  const stride = data.stride;
+  let s = String(values[i * stride]);
+  for (let k = 1; k < stride; k++) s += `,${values[i * stride + k]}`;
+  return s;
+}
+
+/**
+ * The newest row of each key (the last one in position order: later rows of a key are newer), in
+ * position order, with their positions. Re-applying such a run converges to the same rows
+ * whatever was applied before (docs/scale-out.md "Exactly once").
+ */
+function newestPerKey(t: ArrowTable, positions: Float64Array, key: readonly string[]): { rows: ArrowTable; positions: Float64Array } {
+  const seen = new Set<string>();
+  const keep = new Uint8Array(t.numRows);
+  let kept = 0;
+  const batches = t.batches;
+  let end = t.numRows;
+  for (let b = batches.length - 1; b >= 0; b--) {
+    const batch = batches[b]!;
+    const cols = key.map((k) => batch.getChild(k)!.data[0]!);
+    end -= batch.numRows;
+    for (let i = batch.numRows - 1; i >= 0; i--) {
+      const id = cols.length === 1 ? keyOf(cols[0]!, i) : cols.map((c) => keyOf(c, i)).join('\u0000');
+      if (seen.has(id)) continue;
+      seen.add(id);
+      keep[end + i] = 1;
+      kept += 1;
+    }
+  }
+  if (kept === t.numRows) return { rows: t, positions };
+  const out: ArrowModuleRecordBatch[] = [];
+  const keptPositions = new Float64Array(kept);
+  let at = 0;
+  let base = 0;
+  for (const batch of batches) {
+    const local: number[] = [];
+    for (let i = 0; i < batch.numRows; i++) {
+      if (keep[base + i]) {
+        local.push(i);
+        keptPositions[at++] = positions[base + i]!;
+      }
+    }
+    base += batch.numRows;
+    if (local.length === 0) continue;
+    const rows = Int32Array.from(local);
+    const children = batch.data.children.map((c) => takeRows(c, rows));
+    const data = arrow.makeData({ type: new arrow.Struct(t.schema.fields), length: rows.length, nullCount: 0, children });
+    out.push(new arrow.RecordBatch(t.schema, data));
+  }
+  return { rows: new arrow.Table(t.schema, out), positions: keptPositions };
+}
+
+type ArrowModuleRecordBatch = InstanceType<typeof arrow.RecordBatch>;
