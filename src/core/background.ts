@@ -24,6 +24,8 @@ export class BackgroundLoop {
   stalled = false;
   /** Serializes `compact()` calls with the compaction lane. */
   private manual: Promise<unknown> = Promise.resolve();
+  /** A `compact()` waits for the lane: the lane yields after a failed attempt instead of retrying. */
+  private manualWaiting = false;
   private readonly stop = new AbortController();
 
   constructor(
@@ -65,11 +67,18 @@ export class BackgroundLoop {
 
   /**
    * Compact until no level-0 file is left (all of them merged into level 1), waiting for a
-   * compaction in progress first. Rejects with the writer's error, `Closed`, or `Aborted`.
+   * compaction in progress first (a background one that fails yields to this call rather than
+   * retrying). Rejects with the writer's error, `Closed`, `Aborted`, or `IOError` when an attempt
+   * of its own fails.
    */
   compact(signal?: AbortSignal): Promise<CompactionResult> {
     const run = async (): Promise<CompactionResult> => {
-      while (this.compacting) await this.life.progress.wait(signal);
+      this.manualWaiting = true;
+      try {
+        while (this.compacting) await this.life.progress.wait(signal);
+      } finally {
+        this.manualWaiting = false;
+      }
       this.compacting = true;
       const before = this.log.manifest.tables.length;
       const c0 = this.compactor.snapshot(this.log.manifest, 0);
@@ -89,6 +98,7 @@ export class BackgroundLoop {
       } finally {
         this.compacting = false;
         this.life.progress.notify();
+        this.kickCompaction(); // the background lane goes on (it yielded to this call)
       }
       const c1 = this.compactor.snapshot(this.log.manifest, 0);
       return {
@@ -171,6 +181,8 @@ export class BackgroundLoop {
         if (outcome === 'fatal') return;
         if (outcome === 'failed') {
           this.compactionFailures++;
+          // A compact() waits: it makes its own attempt (and reports the failure) before the next retry.
+          if (this.manualWaiting) return;
           await sleep(backoffMs(this.compactionFailures, this.o.flushRetry.baseMs, this.o.flushRetry.maxMs), this.life.kick);
         } else this.compactionFailures = 0;
       }

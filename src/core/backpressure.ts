@@ -4,7 +4,7 @@
 import { MemWalError } from '../errors.js';
 import type { Logger } from '../options.js';
 import type { BackpressureStats } from './stats.js';
-import { nowMs } from '../util/schedule.js';
+import { clearTimer, nowMs, setTimer, type Timer } from '../util/schedule.js';
 
 /** What the ladder needs from the writer, read afresh on every step. */
 export interface AdmissionContext {
@@ -44,6 +44,18 @@ export class Backpressure {
     const wakers = this.wakers;
     this.wakers = new Set();
     for (const w of wakers) w();
+  }
+
+  /** The counters' invariants, checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    for (const [name, v] of Object.entries({
+      totalCount: this.totalCount,
+      totalWaitMs: this.totalWaitMs,
+      abortedCount: this.abortedCount,
+      abortedWaitMs: this.abortedWaitMs,
+    })) {
+      if (!(v >= 0) || !Number.isFinite(v)) throw new Error(`backpressure ${name} is ${v}`);
+    }
   }
 
   /**
@@ -124,15 +136,15 @@ export class Backpressure {
 
   private waitForWake(signal: AbortSignal | undefined, timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: Timer | undefined;
       const done = (): void => {
-        if (timer !== undefined) clearTimeout(timer);
+        if (timer !== undefined) clearTimer(timer);
         signal?.removeEventListener('abort', done);
         this.wakers.delete(done);
         resolve();
       };
       this.wakers.add(done);
-      if (Number.isFinite(timeoutMs)) timer = setTimeout(done, Math.max(0, timeoutMs));
+      if (Number.isFinite(timeoutMs)) timer = setTimer(done, Math.max(0, timeoutMs));
       signal?.addEventListener('abort', done, { once: true });
     });
   }

@@ -48,6 +48,22 @@ function failingCompactions(inner: StorageAdapter, failing: { on: boolean }): St
   };
 }
 
+/** A keyed store whose compaction outputs fail while `failing.on`, with fast flush retries. */
+function openFailingCompactions(
+  failing: { on: boolean },
+  extra: { maxMemtableRows: number; maxUnflushedMemtableBytes?: number },
+): Promise<MemWal> {
+  return MemWal.open({
+    name: storeName(),
+    schema,
+    primaryKey: ['id'],
+    storage: failingCompactions(new MemoryStorage(), failing),
+    flushRetry: { baseMs: 1, maxMs: 20 },
+    logger: quiet,
+    ...extra,
+  });
+}
+
 describe('point reads', () => {
   it('a get reads at most one block per table file its key range and Bloom filter admit', async () => {
     const w = await open(new MemoryStorage(), { maxMemtableRows: 2_000 });
@@ -199,16 +215,7 @@ describe('compaction', () => {
 
   it('a compaction that keeps failing is visible and never deadlocks: flushes stop at the level-0 bound, puts wait with cause "compaction", and go on once it recovers', async () => {
     const failing = { on: true };
-    const w = await MemWal.open({
-      name: storeName(),
-      schema,
-      primaryKey: ['id'],
-      storage: failingCompactions(new MemoryStorage(), failing),
-      maxMemtableRows: 100,
-      maxUnflushedMemtableBytes: 64 * 1024,
-      flushRetry: { baseMs: 1, maxMs: 20 },
-      logger: quiet,
-    });
+    const w = await openFailingCompactions(failing, { maxMemtableRows: 100, maxUnflushedMemtableBytes: 64 * 1024 });
     let stalledPut: Promise<unknown> | undefined;
     for (let i = 0; i < 40 && !stalledPut; i++) {
       const p = w.put(rows(0, 100, `v${i}-`)); // the same keys: every compaction must merge (rewrite)
@@ -232,6 +239,27 @@ describe('compaction', () => {
       'level 0 to drain',
     );
     expect((await w.backpressureStats()).cause).toBeNull();
+    await w.close();
+  });
+
+  it('compact() while a compaction keeps failing in the background rejects IOError instead of waiting for it', async () => {
+    // Found by the simulation (test/sim, seed 206): compact() waited for the background lane, which
+    // retries for as long as the failure lasts.
+    const failing = { on: true };
+    const w = await openFailingCompactions(failing, { maxMemtableRows: 10 });
+    for (let i = 0; i < 5; i++) {
+      await w.put(rows(0, 10, `v${i}-`));
+      await w.waitForFlushDrain();
+    }
+    await until(async () => (await w.compactionStats()).failureCount >= 2, 5000, 'background compactions failing');
+    const outcome = await Promise.race([
+      rejection(w.compact()).then((e) => e.code),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting after 3 s'), 3000)),
+    ]);
+    expect(outcome).toBe('IOError');
+    failing.on = false;
+    expect((await w.compact()).tablesAfter).toBeGreaterThan(0);
+    expect((await w.compactionStats()).levels.every((l) => l.level !== 0)).toBe(true);
     await w.close();
   });
 

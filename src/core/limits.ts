@@ -2,6 +2,7 @@
 // that no put, flush or close waits on storage for ever. Runs in every runtime.
 
 import { MemWalError } from '../errors.js';
+import { clearTimer, setTimer, type Timer } from '../util/schedule.js';
 
 const timeouts = new WeakSet<MemWalError>();
 
@@ -24,15 +25,15 @@ export function callLimitMs(walRetryTimeoutMs: number): number {
  */
 export function settleWithin<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   p.catch(() => undefined);
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: Timer | undefined;
   const stall = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    timer = setTimer(() => {
       const err = new MemWalError('IOError', `${what} did not finish within ${ms} ms (outcome unknown)`);
       timeouts.add(err);
       reject(err);
     }, ms);
   });
-  return Promise.race([p, stall]).finally(() => clearTimeout(timer));
+  return Promise.race([p, stall]).finally(() => timer !== undefined && clearTimer(timer));
 }
 
 /** True for the error of a call that {@link settleWithin} gave up on. */

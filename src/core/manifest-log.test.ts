@@ -11,7 +11,7 @@ import { ManifestLog } from './manifest-log.js';
 async function claimed(storage = new FaultInjectingStorage(new MemoryStorage())) {
   const h = await storage.openStore('m', { timeoutMs: 0 });
   const log = new ManifestLog(h, 'm', 1000);
-  await log.claim(undefined, testManifest(storage, 1, 1));
+  await log.claim(undefined, { ...testManifest(storage, 1, 1), nextGeneration: 10 });
   return { storage, h, log };
 }
 
@@ -81,7 +81,7 @@ describe('ManifestLog', () => {
     const storage = new FaultInjectingStorage(new MemoryStorage());
     const h = await storage.openStore('m', { timeoutMs: 0 });
     const log = new ManifestLog(h, 'm', 50);
-    await log.claim(undefined, testManifest(storage, 1, 1));
+    await log.claim(undefined, { ...testManifest(storage, 1, 1), nextGeneration: 10 });
     const release = storage.hold('manifestCommit');
     await expect(log.commit({ replayCursor: 1 }, 1)).rejects.toMatchObject({ code: 'IOError' });
     expect(log.unresolvable).toBe(true);
@@ -93,6 +93,7 @@ describe('applyEdit', () => {
   const base = (): Manifest => ({
     ...testManifest({ layout: 'memory' }, 1, 1),
     tables: [table('a', 1)],
+    nextGeneration: 2,
     replayCursor: 5,
     consumerCursor: 2,
   });
@@ -111,5 +112,21 @@ describe('applyEdit', () => {
     expect(() => applyEdit(base(), { replayCursor: 4 })).toThrow(/replayCursor/);
     expect(() => applyEdit(base(), { consumerCursor: 1 })).toThrow(/consumerCursor/);
     expect(() => applyEdit(base(), { nextGeneration: 0 })).toThrow(/nextGeneration/);
+  });
+
+  it('refuses an edit whose result holds a generation at or above nextGeneration', () => {
+    expect(() => applyEdit(base(), { addTables: [table('b', 2)] })).toThrow(/holds generation 2, not below nextGeneration 2/);
+    expect(() => applyEdit(base(), { addTables: [{ ...table('c', 1), maxGeneration: 5 }] })).toThrow(/holds generation 5/);
+    expect(applyEdit(base(), { addTables: [table('b', 2)], nextGeneration: 3 }).tables).toHaveLength(2);
+  });
+
+  it('refuses an edit whose result has overlapping level-1 files', () => {
+    const l1 = (name: string, minKey: string, maxKey: string) => ({ ...table(name, 1), level: 1, minKey, maxKey });
+    const cur = { ...base(), tables: [l1('x', '10', '20'), l1('y', '30', '40')] };
+    expect(() => applyEdit(cur, { addTables: [l1('z', '20', '25')] })).toThrow(/level-1 table files x and z overlap/);
+    expect(() => applyEdit(cur, { addTables: [l1('z', '00', '50')] })).toThrow(/overlap/);
+    expect(applyEdit(cur, { addTables: [l1('z', '21', '2f')] }).tables).toHaveLength(3);
+    // Level 0 may overlap anything.
+    expect(applyEdit(cur, { addTables: [{ ...l1('w', '00', '50'), level: 0 }] }).tables).toHaveLength(3);
   });
 });

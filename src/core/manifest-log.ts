@@ -58,6 +58,16 @@ export class ManifestLog {
     private readonly limitMs: number,
   ) {}
 
+  /** The log's invariants, checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    const m = this.manifest;
+    if (m.writerEpoch !== this.epoch) throw new Error(`manifest of epoch ${m.writerEpoch} held by the writer of epoch ${this.epoch}`);
+    if (m.replayCursor > m.positionHint) throw new Error(`replayCursor ${m.replayCursor} above positionHint ${m.positionHint}`);
+    if (this.unresolvable && !this.doubt) throw new Error('a commit that did not settle is not in doubt');
+    if (this.doubt && this.doubt.version !== m.version + 1)
+      throw new Error(`the commit in doubt (version ${this.doubt.version}) does not follow version ${m.version}`);
+  }
+
   /** True while a commit's outcome is unknown. */
   get inDoubt(): boolean {
     return this.doubt !== undefined;

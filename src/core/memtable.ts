@@ -5,6 +5,7 @@ import type { RecordBatch } from 'apache-arrow';
 import type { TableFileEntry } from '../manifest/manifest.js';
 import { KeyIndex } from './keyindex.js';
 import type { Key } from './keys.js';
+import type { Timer } from '../util/schedule.js';
 import { estimateBatchBytes } from './size.js';
 
 /**
@@ -94,7 +95,7 @@ export class MemTable {
    * it must not be deleted until the manifest says whether it landed.
    */
   pendingTable: TableFileEntry | undefined;
-  graceTimer: ReturnType<typeof setTimeout> | undefined;
+  graceTimer: Timer | undefined;
 
   constructor(generation: number, keyed: boolean) {
     this.generation = generation;

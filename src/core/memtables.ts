@@ -6,7 +6,7 @@
 import type { RecordBatch } from 'apache-arrow';
 import type { Manifest } from '../manifest/manifest.js';
 import type { ResolvedOptions } from '../options.js';
-import { nowMs } from '../util/schedule.js';
+import { clearTimer, nowMs, setTimer } from '../util/schedule.js';
 import type { Backpressure } from './backpressure.js';
 import type { Key } from './keys.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -37,7 +37,7 @@ export class MemtableTier implements Tier {
   ) {
     this.active = new MemTable(1, keyed);
     life.onTerminal(() => {
-      for (const f of this.frozen) if (f.graceTimer !== undefined) clearTimeout(f.graceTimer);
+      for (const f of this.frozen) if (f.graceTimer !== undefined) clearTimer(f.graceTimer);
     });
   }
 
@@ -117,7 +117,7 @@ export class MemtableTier implements Tier {
     if (this.o.frozenMemtableGraceMs === 0) {
       this.frozen = this.frozen.filter((f) => f !== m);
     } else {
-      m.graceTimer = setTimeout(() => {
+      m.graceTimer = setTimer(() => {
         m.graceTimer = undefined;
         this.frozen = this.frozen.filter((f) => f !== m);
         // Its file may be compacted now: a flush lane stopped at the level-0 trigger (and puts

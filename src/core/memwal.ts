@@ -81,6 +81,13 @@ export interface OpenHooks {
   compactionPolicy?: Partial<CompactionPolicy>;
 }
 
+/** A table-file read, under its time limit, failing with a MemWalError (storage's own errors mapped to codes). */
+function readTableFile(read: Promise<Uint8Array>, limitMs: number, name: string): Promise<Uint8Array> {
+  return settleWithin(read, limitMs, `read of table file ${name}`).catch((e: unknown) => {
+    throw toMemWalError(e, `read of table file ${name}`);
+  });
+}
+
 function zeroWriteStats(): WriteStats {
   return {
     putCount: 0,
@@ -293,8 +300,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
         this.schema.internal,
         this.keyEncoder,
         {
-          range: (name, offset, length) => settleWithin(handle.tableReadRange(name, offset, length), limit, `read of table file ${name}`),
-          whole: (name) => settleWithin(handle.tableRead(name), limit, `read of table file ${name}`),
+          range: (name, offset, length) => readTableFile(handle.tableReadRange(name, offset, length), limit, name),
+          whole: (name) => readTableFile(handle.tableRead(name), limit, name),
         },
         opts.blockCacheBytes,
         this.versions,
@@ -438,6 +445,29 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   checkInvariants(): void {
     this.wal.checkInvariants();
     this.memtables?.checkInvariants();
+    this.backpressure.checkInvariants();
+    this.tableCache?.checkInvariants();
+    if (!this.log?.manifest) return; // not claimed yet
+    this.log.checkInvariants();
+    // Across the parts: the WAL holds what the manifest says is flushed or durable, and memtables
+    // are of the generations the manifest has not flushed yet.
+    const m = this.log.manifest;
+    if (this.wal.durablePosition < m.replayCursor) {
+      throw new Error(`WAL durable position ${this.wal.durablePosition} below the replay cursor ${m.replayCursor}`);
+    }
+    const mt = this.memtables;
+    if (mt) {
+      if (m.nextGeneration > mt.active.generation) {
+        throw new Error(`nextGeneration ${m.nextGeneration} above the active memtable's generation ${mt.active.generation}`);
+      }
+      for (const f of mt.frozen) {
+        // A flush whose commit landed while in doubt is published at its next attempt.
+        const landed = f.pendingTable !== undefined && m.tables.some((t) => t.name === f.pendingTable!.name);
+        if (f.state === 'frozen' && f.generation < m.nextGeneration && !landed) {
+          throw new Error(`memtable ${f.generation} is not flushed, but the manifest's nextGeneration is ${m.nextGeneration}`);
+        }
+      }
+    }
   }
 
   /** The writer's current state. */

@@ -154,18 +154,34 @@ export function decodePayload(e: WalRecord, known: SchemaCheck, copy: boolean): 
 /** Every WAL segment of the store with its bytes; unchanged ones are taken from `cache`. */
 export async function readSegments(handle: StoreHandle, limitMs: number, cache: ReadSegment[] = []): Promise<ReadSegment[]> {
   const known = new Map(cache.map((c) => [c.name, c]));
-  const out: ReadSegment[] = [];
-  for (const info of await settleWithin(handle.walList(), limitMs, 'WAL list')) {
-    const parsed = parseSegmentName(info.name);
-    if (!parsed) continue;
-    const hit = known.get(info.name);
-    const bytes =
-      hit && hit.bytes.length === info.bytes
-        ? hit.bytes
-        : await settleWithin(handle.walRead(info.name, 0), limitMs, `read of ${info.name}`);
-    out.push({ name: info.name, epoch: parsed.epoch, firstPosition: parsed.firstPosition, bytes });
+  const list = () => settleWithin(handle.walList(), limitMs, 'WAL list');
+  for (let attempt = 1; ; attempt++) {
+    const out: ReadSegment[] = [];
+    let vanished = false;
+    for (const info of await list()) {
+      const parsed = parseSegmentName(info.name);
+      if (!parsed) continue;
+      const hit = known.get(info.name);
+      let bytes: Uint8Array;
+      try {
+        bytes =
+          hit && hit.bytes.length === info.bytes
+            ? hit.bytes
+            : await settleWithin(handle.walRead(info.name, 0), limitMs, `read of ${info.name}`);
+      } catch (e) {
+        // Removed since the listing (a predecessor still running, after a steal, ran retention,
+        // which removes oldest first): list and read again, so that no segment read before is
+        // older than one that is gone.
+        if (attempt >= 3 || (await list()).some((s) => s.name === info.name)) throw e;
+        vanished = true;
+        break;
+      }
+      const seg = { name: info.name, epoch: parsed.epoch, firstPosition: parsed.firstPosition, bytes };
+      known.set(info.name, seg);
+      out.push(seg);
+    }
+    if (!vanished) return out.sort((a, b) => a.firstPosition - b.firstPosition || a.epoch - b.epoch);
   }
-  return out.sort((a, b) => a.firstPosition - b.firstPosition || a.epoch - b.epoch);
 }
 
 /** What `recover` hands to the writer. */
@@ -199,7 +215,8 @@ const CLAIM_ATTEMPTS = 3;
 /**
  * Open's recovery steps, in order; nothing is changed before step 3:
  * 1. load the manifest and check it against the options;
- * 2. read every segment and validate all of it (frames, positions, payloads, schema);
+ * 2. read every segment and validate all of it (frames, positions, payloads, schema); a failure
+ *    while a predecessor committed meanwhile (the manifest changed) makes us start over from 1;
  * 3. claim epoch + 1 (a compare-and-set; a predecessor that committed meanwhile makes us start
  *    over from 1, a few times at most);
  * 4. sweep table files the manifest does not name;
@@ -216,8 +233,25 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
     ctx.check(stored);
     before = await readSegments(ctx.handle, ctx.limitMs, before);
     const expect = stored ? ctx.expectations(stored) : { mustKeepAfter: 0, durableUpTo: 0 };
-    checked = analyzeWal(before, expect);
-    validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schemasOf(stored));
+    try {
+      checked = analyzeWal(before, expect);
+      validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schemasOf(stored));
+    } catch (e) {
+      // A predecessor still running (a steal) may have committed a flush and removed the segments
+      // it covers between our manifest load and our listing: judge the WAL by the newer manifest.
+      const now = await settleWithin(ctx.handle.manifestLoad(), ctx.limitMs, 'manifest load');
+      if (now?.version === stored?.version) throw e;
+      if (attempt >= CLAIM_ATTEMPTS) {
+        // Not Corruption: the store is whole, a writer still running keeps changing it.
+        throw new MemWalError(
+          'IOError',
+          `open: the previous writer committed while the WAL was read, ${CLAIM_ATTEMPTS} times (manifest commit conflict); try again`,
+          { cause: e },
+        );
+      }
+      ctx.logger.warn('memwal: the previous writer committed while the WAL was read; reading the store again');
+      continue;
+    }
     try {
       await ctx.log.claim(stored, ctx.claimOf(stored));
       break;

@@ -6,6 +6,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { MemWalError, quotaExceededError } from '../errors.js';
 import type { Manifest } from '../manifest/manifest.js';
 import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
 import { FileStorage, type FileSystemShim } from '../storage/fs.js';
@@ -15,7 +16,7 @@ import { FaultInjectingStorage } from '../testing/fault.js';
 import { Signal, sleep } from '../util/schedule.js';
 import { encodeFrame, scanSegment } from '../wal/codec.js';
 import { MemWal } from './memwal.js';
-import { idsOf, open, rejection, rows, schema, storeName, until } from './testkit.test-util.js';
+import { idsOf, open, rejection, rows, schema, storeName, tick, until } from './testkit.test-util.js';
 
 const quiet = { warn: () => undefined };
 
@@ -130,6 +131,215 @@ describe('stale writers', () => {
     const c = await open(new FileStorage(nodeFileSystem, root), {}, name);
     expect(idsOf(await c.scan())).toEqual([1, 2]);
     await c.close();
+  });
+});
+
+describe('errors of reads', () => {
+  it('a read whose storage call fails with a platform error rejects a MemWalError with its code', async () => {
+    // Found by the simulation (test/sim, seeds 1464, 1876): the adapter's error reached the caller as it was.
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const w = await open(storage, { flushRetry: { baseMs: 1, maxMs: 5 } });
+    await w.put(rows(1, 3));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    storage.failNext('tableRead', 1, quotaExceededError());
+    const e = await rejection(w.get({ id: 2 }));
+    expect(e).toBeInstanceOf(MemWalError);
+    expect(e.code).toBe('QuotaExceeded');
+    expect((await w.get({ id: 2 }))?.id).toBe(2n);
+    await w.close();
+  });
+});
+
+/**
+ * A writer that left entry 1 in segment 1-1 and died, and its successor `w2` (returned), which
+ * replayed it and appended entry 2 to its own segment, and will not learn of a steal.
+ */
+async function predecessorOverTwoSegments(storage: FaultInjectingStorage, name: string): Promise<MemWal> {
+  const w1 = await open(storage, {}, name);
+  await w1.put(rows(1, 3));
+  await w1.abort();
+  const w2 = await open(storage, {}, name);
+  await w2.put(rows(4, 1));
+  storage.silenceLockLoss();
+  return w2;
+}
+
+describe('a steal racing the old writer', () => {
+  it('a steal whose predecessor flushes and removes a WAL segment between its manifest load and its WAL listing opens instead of failing Corruption', async () => {
+    // Found by the simulation (test/sim, seed 39): the successor validated the WAL against the
+    // manifest it had loaded before the predecessor's commit, and reported the removed entries as
+    // Corruption.
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const w2 = await predecessorOverTwoSegments(storage, name);
+    const release = storage.hold('walList');
+    const successor = open(storage, { steal: true }, name);
+    successor.catch(() => undefined);
+    await tick(20); // the successor has loaded the manifest and waits to list the WAL
+    await w2.forceSealActive();
+    await w2.waitForFlushDrain(); // commits replayCursor 2 and removes segment 1-1
+    await until(async () => (await w2.walStats()).oldestPosition > 1, 5000, 'removal of segment 1-1');
+    release();
+    const w3 = await successor;
+    expect(idsOf(await w3.scan())).toEqual([1, 2, 3, 4]);
+    storage.silenceLockLoss(false);
+    await w3.close();
+    await w2.abort();
+  });
+
+  it('a steal whose predecessor removes a listed WAL segment before the successor reads it opens instead of failing', async () => {
+    // Found by the simulation (test/sim, seed 118): the successor failed open with IOError
+    // 'WAL segment 1-1 does not exist' for a segment the manifest it had loaded no longer needed.
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const w2 = await predecessorOverTwoSegments(storage, name);
+    const releaseRemove = storage.hold('walRemove');
+    await w2.forceSealActive();
+    await w2.waitForFlushDrain(); // commits replayCursor 2; the removal of segment 1-1 waits
+    const releaseRead = storage.hold('walRead');
+    const successor = open(storage, { steal: true }, name);
+    successor.catch(() => undefined);
+    await tick(20); // the successor loaded the manifest, listed segment 1-1 and waits to read it
+    releaseRemove();
+    await until(async () => (await w2.walStats()).oldestPosition > 1, 5000, 'removal of segment 1-1');
+    releaseRead();
+    const w3 = await successor;
+    expect(idsOf(await w3.scan())).toEqual([1, 2, 3, 4]);
+    storage.silenceLockLoss(false);
+    await w3.close();
+    await w2.abort();
+  });
+});
+
+describe('a steal racing the old writer (continued)', () => {
+  it('a steal that read an older WAL segment before the predecessor removed it and the next one opens instead of failing Corruption', async () => {
+    // Found by the simulation (test/sim, seed 914): segment 1-1 read, then 1-1 and 2-2 removed before
+    // 2-2 was read; leaving 2-2 out made a gap between the stale copy of 1-1 and 3-3.
+    const faults = new FaultInjectingStorage(new MemoryStorage());
+    let open2: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open2 = resolve));
+    const storage: StorageAdapter = {
+      layout: faults.layout,
+      destroyStore: (n) => faults.destroyStore(n),
+      async openStore(n, o) {
+        const h = await faults.openStore(n, o);
+        if (!o.steal) return h;
+        return new Proxy(h, {
+          get(t, p) {
+            const v = Reflect.get(t, p) as (...args: unknown[]) => Promise<unknown>;
+            if (p === 'walRead') {
+              return async (name: string, offset?: number) => {
+                if (name === '2-2') await gate;
+                return v.call(t, name, offset);
+              };
+            }
+            return typeof v === 'function' ? v.bind(t) : v;
+          },
+        });
+      },
+    };
+    const name = storeName();
+    const w1 = await open(storage, {}, name);
+    await w1.put(rows(1, 1)); // entry 1, segment 1-1
+    await w1.abort();
+    const w2 = await open(storage, {}, name);
+    await w2.put(rows(2, 1)); // entry 2, segment 2-2
+    await w2.abort();
+    // No compaction (its commits would make the successor read the store again anyway).
+    const noCompaction = { compactionPolicy: { level0Trigger: 100, spaceAmpTrigger: Number.POSITIVE_INFINITY } };
+    const w3 = await MemWal.open({ name, schema, primaryKey: ['id'], storage, logger: quiet }, noCompaction);
+    await w3.put(rows(3, 1)); // entry 3, segment 3-3
+    faults.silenceLockLoss(); // w3 does not learn of the steal and goes on
+    const releaseRemove = faults.hold('walRemove');
+    await w3.forceSealActive();
+    await w3.waitForFlushDrain(); // replayCursor 3: segments 1-1 and 2-2 may go
+    const successor = open(storage, { steal: true }, name);
+    successor.catch(() => undefined);
+    await tick(20); // the successor read 1-1 and waits to read 2-2
+    releaseRemove();
+    await until(async () => (await w3.walStats()).oldestPosition > 2, 5000, 'removal of segments 1-1 and 2-2');
+    open2();
+    const w4 = await successor;
+    expect(idsOf(await w4.scan())).toEqual([1, 2, 3]);
+    faults.silenceLockLoss(false);
+    await w4.close();
+    await w3.abort();
+  });
+});
+
+describe('tail racing retention', () => {
+  it('a tail whose segment retention removes while it reads rejects Truncated, not IOError', async () => {
+    // Found by the simulation (test/sim, seed 62).
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const walOnly = { primaryKey: [], enableMemtable: false };
+    const w1 = await open(storage, walOnly, name);
+    await w1.put(rows(1, 1));
+    await w1.put(rows(2, 1)); // entries 1 and 2 in segment 1-1
+    await w1.close();
+    const w2 = await open(storage, walOnly, name);
+    await w2.put(rows(3, 1)); // entry 3 in segment 2-3
+    const release = storage.hold('walRead');
+    const reading = rejection(
+      (async () => {
+        for await (const _ of w2.tail(1)) {
+          // read everything
+        }
+      })(),
+    );
+    await tick(10); // the tail found segment 1-1 retained and waits to read it
+    await w2.markConsumed(2); // retention removes segment 1-1
+    await until(async () => (await w2.walStats()).oldestPosition === 3, 5000, 'removal of segment 1-1');
+    release();
+    expect((await reading).code).toBe('Truncated');
+    await w2.close();
+  });
+
+  it('a tail of a consumed segment whose removal landed but was reported failed rejects Truncated', async () => {
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const walOnly = { primaryKey: [], enableMemtable: false, logger: quiet };
+    const w1 = await open(storage, walOnly, name);
+    await w1.put(rows(1, 1));
+    await w1.close();
+    const w2 = await open(storage, walOnly, name);
+    await w2.put(rows(2, 1));
+    storage.failAfter('walRemove'); // segment 1-1 goes; the writer hears it failed and still lists it
+    await w2.markConsumed(1);
+    const e = await rejection(
+      (async () => {
+        for await (const _ of w2.tail(1)) {
+          // read everything
+        }
+      })(),
+    );
+    expect(e.code).toBe('Truncated');
+    await w2.close();
+  });
+
+  it('a tail of a segment whose removal has landed but not answered yet rejects Truncated', async () => {
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName();
+    const walOnly = { primaryKey: [], enableMemtable: false, walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 } };
+    const w1 = await open(storage, walOnly, name);
+    await w1.put(rows(1, 1));
+    await w1.close();
+    const w2 = await open(storage, walOnly, name);
+    await w2.put(rows(2, 1));
+    storage.hangAfter('walRemove'); // segment 1-1 goes; the answer does not come
+    const consumed = w2.markConsumed(1); // resolves once the removal gives up (its time limit)
+    await tick(10);
+    const e = await rejection(
+      (async () => {
+        for await (const _ of w2.tail(1)) {
+          // read everything
+        }
+      })(),
+    );
+    expect(e.code).toBe('Truncated');
+    await w2.abort();
+    await consumed.catch(() => undefined);
   });
 });
 

@@ -61,9 +61,11 @@ export class Retention {
     for (const s of this.wal.removable(cursor)) {
       if (this.life.dead) return;
       try {
+        s.removing = true;
         await settleWithin(this.handle.walRemove(s.name), callLimitMs(this.o.walRetry.timeoutMs), `removal of WAL segment ${s.name}`);
         this.wal.forget(s);
       } catch (e) {
+        s.removing = false;
         if (!this.life.dead) this.o.logger.warn(`memwal: could not remove WAL segment ${s.name} (retried after the next flush)`, e);
         return;
       }
@@ -121,6 +123,12 @@ export class Retention {
         try {
           bytes = await settleWithin(this.handle.walRead(seg.name, offset), this.o.flushRetry.stallMs, `tail read of ${seg.name}`);
         } catch (e) {
+          // Retention removed the segment while we read it (or a removal reported failed had landed):
+          // its entries are gone, not unreadable.
+          const removable = seg.lastPosition <= this.tier.retentionCursor(this.log.manifest);
+          if (seg.removing || removable || !this.wal.segments.includes(seg)) {
+            throw new MemWalError('Truncated', `tail: entry ${pos} was removed by retention while it was read`);
+          }
           throw toMemWalError(e, `tail read of ${seg.name}`);
         }
         let progressed = false;

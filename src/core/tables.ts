@@ -109,6 +109,16 @@ export class TableCache {
     }
   }
 
+  /** The cache's invariants (docs/impl.md §4), checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    let bytes = 0;
+    for (const { bytes: b } of this.blocks.values()) bytes += b;
+    if (bytes !== this.stats.blockCacheBytes)
+      throw new Error(`block cache holds ${bytes} bytes, its stats say ${this.stats.blockCacheBytes}`);
+    if (bytes > this.cacheBytes) throw new Error(`block cache holds ${bytes} bytes, above its bound ${this.cacheBytes}`);
+    for (const [name, n] of this.pins) if (!(n > 0)) throw new Error(`table file ${name} pinned ${n} times`);
+  }
+
   /** A reader uses these files until `unpin`: they are not deleted meanwhile. */
   pin(names: readonly string[]): void {
     for (const n of names) this.pins.set(n, (this.pins.get(n) ?? 0) + 1);

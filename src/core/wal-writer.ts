@@ -8,7 +8,7 @@ import { type RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import { segmentName, type StoreHandle } from '../storage/adapter.js';
-import { backoffMs, nowMs, sleep, yieldToEventLoop } from '../util/schedule.js';
+import { backoffMs, clearTimer, nowMs, setTimer, sleep, type Timer, yieldToEventLoop } from '../util/schedule.js';
 import { encodeFrame } from '../wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../wal/format.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -44,6 +44,8 @@ export interface Segment {
   bytes: number;
   /** Last position it holds that replay honours (firstPosition - 1 when none). */
   lastPosition: number;
+  /** Set while retention removes it (a `tail` reading it then finds it gone). */
+  removing?: boolean;
 }
 
 /** What the WAL writer tells its owner. */
@@ -69,7 +71,7 @@ export class WalWriter {
   bytesWritten = 0;
   entriesWritten = 0;
   tornTailBytes = 0;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: Timer | undefined;
   private handle!: StoreHandle;
   private epoch = 0;
 
@@ -206,7 +208,7 @@ export class WalWriter {
   }
 
   stopTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) clearTimer(this.timer);
     this.timer = undefined;
   }
 
@@ -239,7 +241,7 @@ export class WalWriter {
 
   private armTimer(): void {
     if (this.timer !== undefined || this.life.dead) return;
-    this.timer = setTimeout(() => {
+    this.timer = setTimer(() => {
       this.timer = undefined;
       this.closeOpen();
       this.kick();

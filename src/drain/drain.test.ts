@@ -70,6 +70,38 @@ class MemorySink implements DrainSink {
 }
 
 describe('drain()', () => {
+  it('a drain retrying a failing sink leaves no abort listener behind per retry', async () => {
+    // Found by the simulation (test/sim): each backoff added a listener to the drain's stop signal.
+    const store = await storeWith(1);
+    const sink = new MemorySink();
+    sink.failNext = 30;
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    const d = drain(store, { sink, storeId: 'd', retry: { baseMs: 1, maxMs: 1 }, logger: quiet });
+    await d.waitForApplied(1);
+    await d.stop();
+    await store.close();
+    await new Promise((resolve) => setTimeout(resolve, 10)); // warnings are emitted on a later tick
+    process.off('warning', onWarning);
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+
+  it('waitForApplied of a position the sink already holds resolves once the drain has started', async () => {
+    // Found by the simulation (test/sim): the start learnt the sink's position without waking waiters.
+    const store = await storeWith(5);
+    const sink = new MemorySink();
+    sink.applied = 5; // a sink that applied everything before this drain (a restarted writer)
+    const d = drain(store, { sink, storeId: 'd', logger: quiet });
+    const outcome = await Promise.race([
+      d.waitForApplied(5).then(() => 'applied'),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting after 2 s'), 2000)),
+    ]);
+    expect(outcome).toBe('applied');
+    await d.stop();
+    await store.close();
+  });
+
   it('ships every entry in runs of about batchBytes and consumes only what the sink reported durable', async () => {
     const store = await storeWith(30);
     const { api, consumed } = recording(store);

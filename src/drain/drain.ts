@@ -13,7 +13,7 @@
 
 import { estimateBatchBytes } from '../core/size.js';
 import type { MemWalApi, WalEntry } from '../core/stats.js';
-import { Signal, backoffMs, sleep } from '../util/schedule.js';
+import { Signal, backoffMs, clearTimer, nowMs, random, setTimer, type Timer } from '../util/schedule.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
 import type { Logger } from '../options.js';
@@ -299,6 +299,7 @@ class Drainer {
     this.succeeded();
     this.stats.appliedPosition = applied;
     this.stats.shippedPosition = applied;
+    this.changed.notify(); // a waitForApplied of a position the sink already holds is done
     this.headPosition = await this.readHead();
     if (applied > this.headPosition) {
       throw new MemWalError(
@@ -434,8 +435,9 @@ class Drainer {
         if (isTerminal(err)) throw err; // recorded and logged where the drain ends
         this.failing(err);
         this.state = 'backoff';
-        const jitter = 0.5 + Math.random() / 2;
-        await Promise.race([sleep(backoffMs(attempt, this.retry.baseMs, this.retry.maxMs) * jitter), this.stoppedPromise()]);
+        const jitter = 0.5 + random() / 2;
+        // Ends early on stop, and removes its listener from the stop signal either way.
+        await new Signal().wait(this.stopper.signal, backoffMs(attempt, this.retry.baseMs, this.retry.maxMs) * jitter);
         this.state = 'running';
       }
     }
@@ -465,7 +467,7 @@ class Drainer {
   private unlogged = 0;
   /** One line, at most one per LOG_INTERVAL_MS unless `always` (the drain's end); skipped lines are counted in the next. */
   private log(line: string, always = false): void {
-    const now = Date.now();
+    const now = nowMs();
     if (!always && now - this.lastLogMs < LOG_INTERVAL_MS) {
       this.unlogged += 1;
       return;
@@ -474,13 +476,6 @@ class Drainer {
     this.lastLogMs = now;
     this.unlogged = 0;
     this.logger.warn(`memwal: drain of ${this.storeId} ${line}${skipped}`);
-  }
-
-  private stoppedPromise(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.stopped) resolve();
-      else this.stopper.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
   }
 
   // ------------------------------------------------------------------ observers
@@ -545,10 +540,10 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
     const stop = init.signal;
     const request = new AbortController();
     const onStop = (): void => request.abort();
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: Timer | undefined;
     const late = new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`);
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      timer = setTimer(() => {
         reject(late);
         request.abort();
       }, timeoutMs);
@@ -566,7 +561,7 @@ function endpointTransport(o: DrainOptions, endpoint: string): Transport {
       const text = await Promise.race([res.text().catch(() => ''), deadline]).catch(fail);
       return { res, text };
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) clearTimer(timer);
       stop?.removeEventListener('abort', onStop);
     }
   };

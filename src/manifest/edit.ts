@@ -5,7 +5,10 @@
 import { MemWalError } from '../errors.js';
 import { cloneManifest, type Manifest, type TableFileEntry } from './manifest.js';
 
-/** One change to a store's committed state. Every field is optional; absent fields keep their value. */
+/**
+ * One change to a store's committed state. Every field is optional; absent fields keep their
+ * value. Whatever the edit, the result keeps the table invariants of {@link applyEdit}.
+ */
 export interface ManifestEdit {
   /** Table files to add. REQUIRES: no live table file has the name. */
   addTables?: TableFileEntry[];
@@ -26,7 +29,8 @@ function broken(why: string): never {
 /**
  * The manifest that `edit` makes of `cur` (a new object; `cur` is untouched), with `version`,
  * `writerEpoch`, `commitId` and `positionHint` left for the committer to set. Throws
- * `InvalidArgument` when the edit breaks one of its REQUIRES (a bug, never retried).
+ * `InvalidArgument` when the edit breaks one of its REQUIRES or the result breaks a table
+ * invariant (generations below `nextGeneration`, level 1 without overlap): a bug, never retried.
  */
 export function applyEdit(cur: Manifest, edit: ManifestEdit): Manifest {
   const next = cloneManifest(cur);
@@ -56,5 +60,26 @@ export function applyEdit(cur: Manifest, edit: ManifestEdit): Manifest {
     }
     next.consumerCursor = edit.consumerCursor;
   }
+  checkTables(next);
   return next;
+}
+
+/**
+ * The invariants of a manifest's table files, which no edit may break: every file holds
+ * generations below `nextGeneration` (they were flushed from memtables the writer froze), and the
+ * level-1 files of a keyed store never overlap in keys (level 1 is one sorted run).
+ */
+function checkTables(m: Manifest): void {
+  for (const t of m.tables) {
+    const g = Math.max(t.generation, t.maxGeneration ?? t.generation);
+    if (g >= m.nextGeneration) broken(`table file ${t.name} holds generation ${g}, not below nextGeneration ${m.nextGeneration}`);
+  }
+  const level1 = m.tables
+    .filter((t) => (t.level ?? 0) >= 1 && t.minKey !== undefined && t.maxKey !== undefined)
+    .sort((a, b) => (a.minKey! < b.minKey! ? -1 : a.minKey! > b.minKey! ? 1 : 0));
+  for (let i = 1; i < level1.length; i++) {
+    const [a, b] = [level1[i - 1]!, level1[i]!];
+    // Hex of the key bytes orders like the bytes.
+    if (b.minKey! <= a.maxKey!) broken(`level-1 table files ${a.name} and ${b.name} overlap in keys`);
+  }
 }

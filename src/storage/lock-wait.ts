@@ -1,6 +1,7 @@
 // The warning every adapter logs while an open waits for a store's writer lock, so a stuck open
 // is never silent. Runs in every runtime; imports nothing runtime-specific.
 
+import { nowMs, setRepeating } from '../util/schedule.js';
 import type { LockOptions } from './adapter.js';
 
 /** How long an open waits before the first warning, and then between warnings, in ms. */
@@ -15,9 +16,9 @@ export const LOCK_WAIT_WARN_MS = 5_000;
 export function warnWhileWaiting(name: string, options: LockOptions, detail?: () => string): () => void {
   const logger = options.logger;
   if (!logger) return () => undefined;
-  const started = Date.now();
-  const timer = setInterval(() => {
-    const waited = Math.round((Date.now() - started) / 1000);
+  const started = nowMs();
+  return setRepeating(() => {
+    const waited = Math.round((nowMs() - started) / 1000);
     const more = detail?.();
     try {
       logger.warn(
@@ -27,6 +28,4 @@ export function warnWhileWaiting(name: string, options: LockOptions, detail?: ()
       // A throwing logger must not break the open.
     }
   }, LOCK_WAIT_WARN_MS);
-  (timer as { unref?: () => void }).unref?.();
-  return () => clearInterval(timer);
 }

@@ -7,6 +7,7 @@ import type { Manifest } from '../manifest/manifest.js';
 import { checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import { warnWhileWaiting } from './lock-wait.js';
+import { clearTimer, setTimer, type Timer } from '../util/schedule.js';
 
 /** A WAL segment (or a table file being assembled): bytes that grow by doubling. */
 class Segment {
@@ -98,7 +99,7 @@ export class MemoryStorage implements StorageAdapter {
       return Promise.reject(toMemWalError(e, 'onWaiting callback'));
     }
     return new Promise<StoreHandle>((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: Timer | undefined;
       const stopWarning = warnWhileWaiting(name, options);
       const onAbort = (): void => {
         waiter.cancel();
@@ -112,7 +113,7 @@ export class MemoryStorage implements StorageAdapter {
         },
         cancel: () => {
           stopWarning();
-          if (timer !== undefined) clearTimeout(timer);
+          if (timer !== undefined) clearTimer(timer);
           signal?.removeEventListener('abort', onAbort);
           const i = store.waiters.indexOf(waiter);
           if (i >= 0) store.waiters.splice(i, 1);
@@ -121,7 +122,7 @@ export class MemoryStorage implements StorageAdapter {
       store.waiters.push(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
+        timer = setTimer(() => {
           waiter.cancel();
           reject(new MemWalError('Locked', `store "${name}" is still locked after ${timeoutMs} ms`));
         }, timeoutMs);

@@ -123,6 +123,84 @@ describe('hold', () => {
   });
 });
 
+describe('hangNext, hangAfter, tearNext', () => {
+  it('hangNext: the call never settles and changes nothing; a crash ends it, and later calls go through', async () => {
+    const fault = new FaultInjectingStorage();
+    const h = await claimed(fault);
+    fault.hangNext('walAppend');
+    let settled = false;
+    const hung = outcome(h.walAppend('1-1', 0, bytes(4, 1))).finally(() => (settled = true));
+    await sleep(20);
+    expect(settled).toBe(false);
+    expect(await h.walList()).toEqual([]);
+    fault.crash();
+    const r = await hung;
+    expect(!r.ok && isCrashed(r.error)).toBe(true);
+    const again = await fault.openStore(STORE, { timeoutMs: 0 });
+    const length = (await again.walList())[0]?.bytes ?? 0; // the crash decided it, as for a held call
+    expect([0, 4]).toContain(length);
+    await again.walAppend('1-1', length, bytes(4, 2));
+    await again.release();
+  });
+
+  it('hangAfter: the call reaches storage and never answers', async () => {
+    const fault = new FaultInjectingStorage();
+    const h = await claimed(fault);
+    fault.hangAfter('manifestCommit');
+    let settled = false;
+    void h.manifestCommit(1, manifest(1, 2)).finally(() => (settled = true));
+    await sleep(20);
+    expect(settled).toBe(false);
+    expect((await h.manifestLoad())?.version).toBe(2);
+  });
+
+  it('tearNext: a seeded prefix of the bytes lands, then the call rejects; every length is possible', async () => {
+    const lengths = new Set<number>();
+    for (let seed = 1; seed <= 30; seed++) {
+      const fault = new FaultInjectingStorage(new MemoryStorage(), { seed });
+      const h = await claimed(fault);
+      fault.tearNext('walAppend');
+      const e = await h.walAppend('1-1', 0, bytes(4, 1)).catch((err: unknown) => err);
+      expect(e).toMatchObject({ code: 'IOError', message: expect.stringContaining('torn') });
+      const [seg] = await h.walList();
+      const got = seg ? await h.walRead('1-1') : new Uint8Array(0);
+      expect(got).toEqual(bytes(4, 1).subarray(0, got.length));
+      lengths.add(got.length);
+      fault.tearNext('tableWrite');
+      await expect(h.tableWrite('t', [bytes(6, 2)])).rejects.toMatchObject({ code: 'IOError' });
+      if ((await h.tableList()).includes('t'))
+        expect(bytes(6, 2).subarray(0, (await h.tableRead('t')).length)).toEqual(await h.tableRead('t'));
+    }
+    expect([...lengths].sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it("'estimate' can fail and hang; estimate is not counted", async () => {
+    const fault = new FaultInjectingStorage();
+    fault.failNext('estimate');
+    await expect(fault.estimate(STORE)).rejects.toMatchObject({ code: 'IOError' });
+    fault.hangNext('estimate');
+    let settled = false;
+    void fault.estimate(STORE).finally(() => (settled = true));
+    await sleep(20);
+    expect(settled).toBe(false);
+    expect(await fault.estimate(STORE)).toEqual({ usageBytes: 0 });
+    expect(fault.opCount).toBe(0);
+  });
+
+  it('clearFaults drops queued hangs and tears and a pending crashAt', async () => {
+    const fault = new FaultInjectingStorage();
+    const h = await claimed(fault);
+    fault.hangNext('walAppend');
+    fault.tearNext('tableWrite');
+    fault.crashAt(2);
+    fault.clearFaults();
+    await h.walAppend('1-1', 0, bytes(4, 1));
+    await h.tableWrite('t', [bytes(4, 2)]);
+    await h.walList();
+    expect(fault.crashed).toBe(0);
+  });
+});
+
 describe('crash', () => {
   /** One seeded crash with a WAL append, a table write and a manifest commit in flight. */
   async function crashWithWritesInFlight(seed: number) {

@@ -12,8 +12,12 @@ import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegm
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
 import { concatBytes } from '../util/bytes.js';
+import { setTimer } from '../util/schedule.js';
 
-/** The store-handle operations that `failNext` and `hold` target. */
+/**
+ * The operations that `failNext`, `failAfter`, `hangNext`, `hangAfter` and `hold` target: the
+ * store-handle operations, and `estimate` of the adapter.
+ */
 export type FaultOp =
   | 'walAppend'
   | 'tableWrite'
@@ -25,13 +29,20 @@ export type FaultOp =
   | 'tableRemove'
   | 'walTruncate'
   | 'walList'
-  | 'tableList';
+  | 'tableList'
+  | 'estimate';
+
+/** The operations `tearNext` can tear: those that write bytes. */
+export type TearableOp = 'walAppend' | 'tableWrite';
+
+/** What an injected fault does to one operation. */
+type Fault = { kind: 'fail'; error: unknown } | { kind: 'hang' } | { kind: 'tear'; error: unknown };
 
 /** The seed used when none is given, so runs are reproducible by default. */
 const DEFAULT_SEED = 1;
 
 const crashedError = (): MemWalError => new MemWalError('IOError', 'storage crashed');
-const nextMacrotask = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+const nextMacrotask = (): Promise<void> => new Promise((resolve) => setTimer(resolve, 0));
 
 /** A mutation issued but not yet resolved to its caller. */
 interface InFlight {
@@ -44,12 +55,15 @@ interface InFlight {
   crashOutcome(random: () => number): (() => Promise<unknown>) | undefined;
 }
 
-/** An operation waiting for `hold(op)` to be released. */
+/** An operation waiting for `hold(op)` to be released (`op` undefined: hung until its session dies). */
 interface HeldWaiter {
-  op: FaultOp;
-  session: FaultSession;
+  op: FaultOp | undefined;
+  session: { dead: boolean };
   wake(): void;
 }
+
+/** The session of calls made outside any store handle (`estimate`): it never dies. */
+const ADAPTER_SESSION = { dead: false };
 
 /** The failures, holds, op counter and sessions shared by one FaultInjectingStorage. */
 class FaultController {
@@ -62,9 +76,9 @@ class FaultController {
   crashTarget: number | undefined;
   /** Inner work started by crashes (applying in-flight ops, releasing locks). */
   settling: Promise<void> = Promise.resolve();
-  private readonly faults = new Map<FaultOp, { remaining: number; error: unknown }[]>();
-  /** Failures applied after the operation: it reaches storage, then its caller gets the error. */
-  private readonly faultsAfter = new Map<FaultOp, { remaining: number; error: unknown }[]>();
+  private readonly faults = new Map<FaultOp, { remaining: number; fault: Fault }[]>();
+  /** Faults applied after the operation: it reaches storage, then its caller gets the error (or no answer). */
+  private readonly faultsAfter = new Map<FaultOp, { remaining: number; fault: Fault }[]>();
   private readonly holds = new Map<FaultOp, number>();
   private heldWaiters: HeldWaiter[] = [];
 
@@ -81,31 +95,47 @@ class FaultController {
     }
   }
 
-  failNext(op: FaultOp, count: number, error: unknown, after = false): void {
+  /** Queues `fault` for the next `count` operations `op` (`after`: once they are applied). `what` names the caller. */
+  inject(what: string, op: FaultOp, count: number, fault: Fault, after = false): void {
     if (!(count === Number.POSITIVE_INFINITY || (Number.isSafeInteger(count) && count > 0))) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `${after ? 'failAfter' : 'failNext'} count must be a positive integer or Infinity, got ${count}`,
-      );
+      throw new MemWalError('InvalidArgument', `${what} count must be a positive integer or Infinity, got ${count}`);
     }
     const table = after ? this.faultsAfter : this.faults;
     const queue = table.get(op) ?? [];
-    queue.push({ remaining: count, error });
+    queue.push({ remaining: count, fault });
     table.set(op, queue);
   }
 
   clearFaults(): void {
     this.faults.clear();
     this.faultsAfter.clear();
+    this.crashTarget = undefined;
   }
 
-  /** Throws the next injected failure for `op`, if any (`after`: one queued by `failAfter`). */
-  takeFault(op: FaultOp, after = false): void {
+  /** The next injected fault for `op`, if any (`after`: one queued to apply after the operation). */
+  takeFault(op: FaultOp, after = false): Fault | undefined {
     const queue = (after ? this.faultsAfter : this.faults).get(op);
     const next = queue?.[0];
-    if (!queue || !next) return;
+    if (!queue || !next) return undefined;
     if (--next.remaining <= 0) queue.shift();
-    throw next.error ?? new MemWalError('IOError', `injected fault: ${op}${after ? ' (after it was applied: the reply was lost)' : ''}`);
+    return next.fault;
+  }
+
+  /**
+   * Applies the next fault for `op` that needs no bytes: throws a failure, or waits for ever (until
+   * `session` dies, then throws 'storage crashed'). A tear is returned for the caller to apply.
+   */
+  async apply(op: FaultOp, session: { dead: boolean }, after = false): Promise<Fault | undefined> {
+    const fault = this.takeFault(op, after);
+    if (!fault) return undefined;
+    if (fault.kind === 'fail') {
+      throw fault.error ?? new MemWalError('IOError', `injected fault: ${op}${after ? ' (after it was applied: the reply was lost)' : ''}`);
+    }
+    if (fault.kind === 'hang') {
+      await new Promise<void>((wake) => this.heldWaiters.push({ op: undefined, session, wake }));
+      throw crashedError();
+    }
+    return fault;
   }
 
   hold(op: FaultOp): () => void {
@@ -124,7 +154,7 @@ class FaultController {
   }
 
   /** Resolves once no hold of `op` remains, or at once when `session` dies. */
-  async whileHeld(op: FaultOp, session: FaultSession): Promise<void> {
+  async whileHeld(op: FaultOp, session: { dead: boolean }): Promise<void> {
     while (this.holds.has(op) && !session.dead) {
       await new Promise<void>((wake) => this.heldWaiters.push({ op, session, wake }));
     }
@@ -159,6 +189,22 @@ class FaultController {
     this.heldWaiters = this.heldWaiters.filter((w) => !which(w));
     for (const w of woken) w.wake();
   }
+}
+
+/** How a mutation reaches the inner adapter: in full, torn (`tear`), or as a crash decides. */
+type MutationSpec = Pick<InFlight, 'crashOutcome'> & {
+  forward: () => Promise<void>;
+  /** The inner call that applies a seeded prefix of the bytes (operations that write bytes). */
+  tear?: (random: () => number) => () => Promise<void>;
+  prepare?: () => Promise<void>;
+};
+
+/** The error of a torn operation: the one given to `tearNext`, or an IOError saying what happened. */
+function tearError(op: FaultOp, tear: Fault): unknown {
+  return (
+    (tear.kind === 'tear' ? tear.error : undefined) ??
+    new MemWalError('IOError', `injected fault: ${op} (torn: a prefix of its bytes was written)`)
+  );
 }
 
 /** A StoreHandle whose operations go through the controller's faults, holds and crashes. */
@@ -203,13 +249,14 @@ class FaultSession implements StoreHandle {
 
   walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void> {
     const copy = bytes.slice();
+    const torn = (random: () => number) => () => this.inner.walAppend(name, offset, copy.subarray(0, int(random, copy.length)));
     return this.mutate('walAppend', {
       forward: () => this.inner.walAppend(name, offset, copy),
+      tear: torn,
       crashOutcome: (random) => {
         const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
         if (outcome === 0) return undefined;
-        const data = outcome === 1 ? copy : copy.subarray(0, int(random, copy.length));
-        return () => this.inner.walAppend(name, offset, data);
+        return outcome === 1 ? () => this.inner.walAppend(name, offset, copy) : torn(random);
       },
     });
   }
@@ -219,18 +266,21 @@ class FaultSession implements StoreHandle {
     const copy = payload.slice();
     const frameLength = FRAME_HEADER_BYTES + copy.length;
     const inner = this.inner;
+    const torn = (random: () => number) => {
+      const frame = encodeFrame(epoch, position, copy);
+      return () => inner.walAppend(name, offset, frame.subarray(0, int(random, frame.length)));
+    };
     await this.mutate('walAppend', {
       forward: async () => {
         if (inner.walAppendEntry)
           await inner.walAppendEntry(name, offset, epoch, position, copy.slice()); // it may take it over
         else await inner.walAppend(name, offset, encodeFrame(epoch, position, copy));
       },
+      tear: torn,
       crashOutcome: (random) => {
         const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
         if (outcome === 0) return undefined;
-        const frame = encodeFrame(epoch, position, copy);
-        const data = outcome === 1 ? frame : frame.subarray(0, int(random, frame.length));
-        return () => inner.walAppend(name, offset, data);
+        return outcome === 1 ? () => inner.walAppend(name, offset, encodeFrame(epoch, position, copy)) : torn(random);
       },
     });
     return frameLength;
@@ -255,6 +305,11 @@ class FaultSession implements StoreHandle {
     // async chunks arrive while the write is in flight, and a crash tears what has arrived.
     const parts: Uint8Array[] = [];
     let complete = Symbol.iterator in chunks;
+    const torn = (random: () => number) => {
+      const whole = concatBytes(parts);
+      const prefix = whole.subarray(0, int(random, whole.length));
+      return () => this.inner.tableWrite(name, [prefix]);
+    };
     if (Symbol.iterator in chunks) for (const chunk of chunks) parts.push(chunk.slice());
     return this.mutate('tableWrite', {
       prepare: async () => {
@@ -263,13 +318,12 @@ class FaultSession implements StoreHandle {
         complete = true;
       },
       forward: () => this.inner.tableWrite(name, parts),
+      tear: (random) => torn(random),
       crashOutcome: (random) => {
         const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
         if (outcome === 0) return undefined;
         if (outcome === 1 && complete) return () => this.inner.tableWrite(name, parts);
-        const whole = concatBytes(parts);
-        const torn = whole.subarray(0, int(random, whole.length));
-        return () => this.inner.tableWrite(name, [torn]);
+        return torn(random);
       },
     });
   }
@@ -301,7 +355,7 @@ class FaultSession implements StoreHandle {
     return this.inner.release();
   }
 
-  private allOrNothing(call: () => Promise<void>): Pick<InFlight, 'crashOutcome'> & { forward: () => Promise<void> } {
+  private allOrNothing(call: () => Promise<void>): MutationSpec {
     return { forward: call, crashOutcome: (random) => (int(random, 2) ? call : undefined) };
   }
 
@@ -312,12 +366,12 @@ class FaultSession implements StoreHandle {
     if (this.dead) throw crashedError();
     await this.faults.whileHeld(op, this);
     if (this.dead) throw crashedError();
-    this.faults.takeFault(op);
+    await this.faults.apply(op, this);
     const result = await call().catch((e: unknown) => {
       throw this.dead ? crashedError() : e;
     });
     if (this.dead) throw crashedError();
-    this.faults.takeFault(op, true);
+    await this.faults.apply(op, this, true);
     return result;
   }
 
@@ -325,10 +379,7 @@ class FaultSession implements StoreHandle {
    * A mutation: in flight from its call until it resolves. It is counted, gathers its input,
    * is held, failed on demand, then waits one macrotask before reaching the inner adapter, so a crash can catch it in flight.
    */
-  private async mutate(
-    op: FaultOp,
-    spec: Pick<InFlight, 'crashOutcome'> & { forward: () => Promise<void>; prepare?: () => Promise<void> },
-  ): Promise<void> {
+  private async mutate(op: FaultOp, spec: MutationSpec): Promise<void> {
     if (this.dead) throw crashedError();
     const entry: InFlight = { crashOutcome: spec.crashOutcome };
     this.inflight.add(entry);
@@ -338,15 +389,16 @@ class FaultSession implements StoreHandle {
       await spec.prepare?.();
       await this.faults.whileHeld(op, this);
       if (this.dead) throw crashedError();
-      this.faults.takeFault(op);
+      const tear = await this.faults.apply(op, this);
       await nextMacrotask();
       if (this.dead) throw crashedError();
-      entry.forwarded = spec.forward();
+      entry.forwarded = tear && spec.tear ? spec.tear(this.faults.random)() : spec.forward();
       await entry.forwarded.catch((e: unknown) => {
         throw this.dead ? crashedError() : e;
       });
       if (this.dead) throw crashedError();
-      this.faults.takeFault(op, true);
+      if (tear) throw tearError(op, tear);
+      await this.faults.apply(op, this, true);
     } finally {
       this.inflight.delete(entry);
     }
@@ -391,7 +443,7 @@ export class FaultInjectingStorage implements StorageAdapter {
    * Throws `InvalidArgument` for a bad `count`.
    */
   failNext(op: FaultOp, count = 1, error?: unknown): void {
-    this.faults.failNext(op, count, error);
+    this.faults.inject('failNext', op, count, { kind: 'fail', error });
   }
 
   /**
@@ -401,7 +453,36 @@ export class FaultInjectingStorage implements StorageAdapter {
    * Throws `InvalidArgument` for a bad `count`.
    */
   failAfter(op: FaultOp, count = 1, error?: unknown): void {
-    this.faults.failNext(op, count, error, true);
+    this.faults.inject('failAfter', op, count, { kind: 'fail', error }, true);
+  }
+
+  /**
+   * Make the next `count` operations of kind `op` never settle and never reach storage (a call
+   * lost on its way). Each is in flight until a crash, which decides its outcome as for a held
+   * operation and rejects it 'storage crashed'; nothing else ends it. Queues with `failNext`.
+   * Throws `InvalidArgument` for a bad `count`.
+   */
+  hangNext(op: FaultOp, count = 1): void {
+    this.faults.inject('hangNext', op, count, { kind: 'hang' });
+  }
+
+  /**
+   * Let the next `count` operations of kind `op` reach storage and succeed there, then never
+   * answer (a reply lost for good): the caller cannot learn the outcome from the call. A crash
+   * rejects them 'storage crashed'. Queues with `failAfter`. Throws `InvalidArgument` for a bad `count`.
+   */
+  hangAfter(op: FaultOp, count = 1): void {
+    this.faults.inject('hangAfter', op, count, { kind: 'hang' }, true);
+  }
+
+  /**
+   * Tear the next `count` operations of kind `op`: a seeded prefix of their bytes (possibly none
+   * or all of them) reaches storage, then each rejects with `error` (default `IOError`), as a
+   * write cut short by a full disk or a failing device. Queues with `failNext`. Throws
+   * `InvalidArgument` for a bad `count`.
+   */
+  tearNext(op: TearableOp, count = 1, error?: unknown): void {
+    this.faults.inject('tearNext', op, count, { kind: 'tear', error });
   }
 
   /**
@@ -413,7 +494,10 @@ export class FaultInjectingStorage implements StorageAdapter {
     this.faults.silentLockLoss = on;
   }
 
-  /** Drop every pending `failNext` and `failAfter` failure. Holds stay held. */
+  /**
+   * Drop every pending `failNext`, `failAfter`, `hangNext`, `hangAfter` and `tearNext` fault and
+   * a pending `crashAt`. Holds stay held; operations already hanging keep hanging.
+   */
   clearFaults(): void {
     this.faults.clearFaults();
   }
@@ -495,9 +579,13 @@ export class FaultInjectingStorage implements StorageAdapter {
     return handle instanceof FaultSession ? this.inner.backgroundJobs?.(handle.inner, schema, versions, currentVersion) : undefined;
   }
 
-  /** The inner adapter's estimate, or `{}` when it has none. */
+  /** The inner adapter's estimate, or `{}` when it has none; held, failed and hung as `'estimate'` (not counted). */
   async estimate(name: string): Promise<StorageEstimate> {
     await this.faults.settling;
-    return this.inner.estimate ? this.inner.estimate(name) : {};
+    await this.faults.whileHeld('estimate', ADAPTER_SESSION);
+    await this.faults.apply('estimate', ADAPTER_SESSION);
+    const result = this.inner.estimate ? await this.inner.estimate(name) : {};
+    await this.faults.apply('estimate', ADAPTER_SESSION, true);
+    return result;
   }
 }

@@ -1,10 +1,85 @@
-// Scheduling helpers shared by the engine, the adapters and the tests: a monotonic clock, a
-// notification signal, interruptible sleeps, backoff and a yield to the event loop. A leaf
-// module: it imports nothing of memwal. Runs in every runtime.
+// Scheduling helpers shared by the engine, the adapters and the tests: the clock (time, timers,
+// yields and randomness, replaceable as a whole), a notification signal, interruptible sleeps and
+// backoff. A leaf module: it imports nothing of memwal. Runs in every runtime.
+
+/** A timer handle, as the host's `setTimeout` returns it. */
+export type Timer = ReturnType<typeof setTimeout>;
+
+/**
+ * Where the engine takes time, timers, yields and randomness from (LevelDB's `Env`, for time). By
+ * default the host's own ({@link hostClock}); a deterministic simulation installs a virtual one
+ * with {@link setClock}, so that a run depends on its seed alone. Engine code never calls
+ * `setTimeout`, `Date.now`, `performance.now` or `Math.random` itself: it calls {@link nowMs},
+ * {@link setTimer}, {@link clearTimer}, {@link setRepeating}, {@link yieldToEventLoop} and
+ * {@link random}.
+ */
+export interface Clock {
+  /** Monotonic milliseconds. */
+  now(): number;
+  /** Run `fn` once, `ms` from now (never before). */
+  setTimeout(fn: () => void, ms: number): Timer;
+  clearTimeout(timer: Timer): void;
+  /** Run `fn` every `ms`, until cleared. */
+  setInterval(fn: () => void, ms: number): Timer;
+  clearInterval(timer: Timer): void;
+  /** Resolves on a later turn of the event loop (a macrotask). */
+  yield(): Promise<void>;
+  /** A float in [0, 1). */
+  random(): number;
+}
+
+/**
+ * The host's clock: `performance.now` (else `Date.now`), the global timer functions (looked up at
+ * each call, so test doubles of them apply), a MessageChannel yield and `Math.random`.
+ */
+export const hostClock: Clock = {
+  now: () => (typeof performance !== 'undefined' && typeof performance.now === 'function' ? performance.now() : Date.now()),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (timer) => clearTimeout(timer),
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (timer) => clearInterval(timer),
+  yield: () => hostYield(),
+  random: () => Math.random(),
+};
+
+let clock: Clock = hostClock;
+
+/**
+ * Install `next` as the clock of everything that schedules through this module (undefined: the
+ * host's again). Returns the clock it replaced. For simulations and tests; an app never needs it.
+ */
+export function setClock(next: Clock | undefined): Clock {
+  const previous = clock;
+  clock = next ?? hostClock;
+  return previous;
+}
 
 /** Monotonic milliseconds (performance.now where the runtime has it). */
 export function nowMs(): number {
-  return typeof performance !== 'undefined' && typeof performance.now === 'function' ? performance.now() : Date.now();
+  return clock.now();
+}
+
+/** `setTimeout` through the clock. */
+export function setTimer(fn: () => void, ms: number): Timer {
+  return clock.setTimeout(fn, ms);
+}
+
+/** `clearTimeout` through the clock. */
+export function clearTimer(timer: Timer): void {
+  clock.clearTimeout(timer);
+}
+
+/** `setInterval` through the clock; returns the function that stops it. */
+export function setRepeating(fn: () => void, ms: number): () => void {
+  const c = clock;
+  const timer = c.setInterval(fn, ms);
+  (timer as { unref?: () => void }).unref?.(); // a warning timer never keeps a Node process alive
+  return () => c.clearInterval(timer);
+}
+
+/** A float in [0, 1) from the clock (jitter; not for cryptography). */
+export function random(): number {
+  return clock.random();
 }
 
 /**
@@ -19,15 +94,15 @@ export class Signal {
   /** Resolves at the next `notify()`, or when `abort` aborts, or after `ms` (if given). Never rejects. */
   wait(abort?: AbortSignal, ms?: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: Timer | undefined;
       const done = (): void => {
         this.waiters.delete(done);
-        if (timer !== undefined) clearTimeout(timer);
+        if (timer !== undefined) clearTimer(timer);
         abort?.removeEventListener('abort', done);
         resolve();
       };
       this.waiters.add(done);
-      if (ms !== undefined && Number.isFinite(ms)) timer = setTimeout(done, Math.max(0, ms));
+      if (ms !== undefined && Number.isFinite(ms)) timer = setTimer(done, Math.max(0, ms));
       if (abort?.aborted) done();
       else abort?.addEventListener('abort', done, { once: true });
     });
@@ -48,7 +123,7 @@ export class Signal {
 /** Sleep `ms`, ending early when `interrupt` notifies. Never rejects. */
 export function sleep(ms: number, interrupt?: Signal): Promise<void> {
   if (interrupt) return interrupt.wait(undefined, ms);
-  return new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+  return new Promise<void>((resolve) => setTimer(resolve, Math.max(0, ms)));
 }
 
 /** `baseMs * 2^(attempt-1)`, capped at `maxMs` (attempt counts from 1). */
@@ -67,12 +142,16 @@ const yieldWaiters: (() => void)[] = [];
 /** Node's MessagePort can keep the process alive (`ref`) or not (`unref`); browsers have neither. */
 type Refable = { ref?: () => void; unref?: () => void };
 
-/**
- * Give the event loop a turn (so stats and messages are served between chunks of long work).
- * Uses a MessageChannel where available (no 4 ms timer clamping), else setTimeout(0). In Node the
- * channel keeps the process alive only while a yield is pending.
- */
+/** Give the event loop a turn (so stats and messages are served between chunks of long work). */
 export function yieldToEventLoop(): Promise<void> {
+  return clock.yield();
+}
+
+/**
+ * The host's yield: a MessageChannel where available (no 4 ms timer clamping), else
+ * setTimeout(0). In Node the channel keeps the process alive only while a yield is pending.
+ */
+function hostYield(): Promise<void> {
   if (typeof MessageChannel !== 'function') return new Promise<void>((resolve) => setTimeout(resolve, 0));
   if (!yieldChannel) {
     yieldChannel = new MessageChannel();

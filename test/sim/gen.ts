@@ -1,0 +1,210 @@
+// What a seed runs: its configuration (swarm testing: every seed draws its own store options,
+// compaction policy, key type, columns, storage latency and which features it uses) and its list
+// of steps (operations over the public API, each with the faults injected while it runs). Both are
+// drawn from the seed alone, before anything runs, so a step list can be shrunk and replayed.
+
+import type { FaultOp, TearableOp } from '../../src/testing/fault.js';
+import { int, rng } from '../../src/testing/rng.js';
+import { type ColType, type ColumnSpec, drawKeyPool, type KeyType, type KeyValue } from './values.js';
+
+export type Mode = 'keyed' | 'append' | 'wal-only';
+
+export interface SimConfig {
+  mode: Mode;
+  keyType: KeyType | undefined;
+  keyPool: KeyValue[];
+  /** The value columns of the first open. */
+  columns: ColumnSpec[];
+  durableWrite: boolean;
+  frozenMemtableGraceMs: number;
+  maxMemtableRows: number;
+  maxMemtableBytes: number;
+  maxMemtableBatches: number;
+  maxUnflushedMemtableBytes: number;
+  maxWalBufferBytes: number;
+  maxWalFlushIntervalMs: number;
+  maxPutBytes: number;
+  blockCacheBytes: number;
+  maxPendingCompactionBytes: number;
+  backpressureTimeoutMs: number | undefined;
+  walRetry: { baseMs: number; maxMs: number; timeoutMs: number };
+  flushRetry: { baseMs: number; maxMs: number; stallMs: number };
+  policy: { level0Trigger: number; level0Stop: number; spaceAmpTrigger: number; keyedOutputBytes: number; appendOnlyOutputBytes: number };
+  /** Storage calls take up to this many virtual ms (each draws its own delay). */
+  latencyMs: number;
+  /** Before a timer runs, the host is busy this many ms (at most), with this chance: timers fire late, in order. */
+  stall: { chance: number; maxMs: number };
+  /** A drain into the model sink follows every writer. */
+  drain: boolean;
+}
+
+/** Faults injected at the start of a step; cleared when the step's window ends. */
+export type FaultSpec =
+  | { f: 'failNext' | 'failAfter'; op: FaultOp; count: number; quota: boolean; reread: boolean }
+  | { f: 'hangNext' | 'hangAfter'; op: FaultOp }
+  | { f: 'tearNext'; op: TearableOp }
+  | { f: 'hold'; op: FaultOp; ms: number }
+  | { f: 'crashAt'; n: number };
+
+export type Evolve =
+  | { e: 'add'; type: ColType }
+  | { e: 'drop'; pick: number }
+  | { e: 'readd'; pick: number; type: ColType | 'same' }
+  | { e: 'retype'; pick: number }
+  | { e: 'addNonNull'; type: ColType }
+  | { e: 'reset'; type: ColType };
+
+export type Action =
+  | { a: 'put'; rows: { key: number; seed: number }[]; wait: boolean }
+  | { a: 'delete'; keys: number[]; wait: boolean }
+  | { a: 'get'; key: number; alt: boolean }
+  | { a: 'scan' }
+  | { a: 'scanBatches'; after: number | null; limit: number; someColumns: boolean }
+  | { a: 'sync' }
+  | { a: 'seal' }
+  | { a: 'compact' }
+  | { a: 'flushDrain' }
+  | { a: 'stats' }
+  | { a: 'tail'; consume: number }
+  | { a: 'advance'; ms: number }
+  | { a: 'close' }
+  | { a: 'abort' }
+  | { a: 'crash' }
+  | { a: 'reopen'; evolve: Evolve | undefined }
+  | { a: 'stale'; writes: number }
+  | { a: 'catchUp' }
+  | { a: 'damage'; frac: number; pick: number };
+
+export interface Step {
+  faults: FaultSpec[];
+  action: Action;
+  /** Virtual ms the step runs for after its operation started (or settled, when it waits). */
+  window: number;
+}
+
+const pick = <T>(r: () => number, xs: readonly T[]): T => xs[int(r, xs.length)]!;
+const COL_TYPES: ColType[] = ['int32', 'int64', 'uint64', 'float64', 'utf8', 'bool', 'binary'];
+const READS: FaultOp[] = ['walRead', 'tableRead', 'manifestLoad', 'walList', 'tableList'];
+const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemove', 'tableRemove', 'walTruncate'];
+
+/** The configuration of seed `seed` (its own stream: the steps do not shift it). */
+export function drawConfig(seed: number): SimConfig {
+  const r = rng(seed * 2 + 1);
+  const mode: Mode = pick(r, ['keyed', 'keyed', 'keyed', 'append', 'wal-only'] as const);
+  const keyType = mode === 'keyed' ? pick(r, ['int64', 'int64', 'int32', 'uint64', 'utf8', 'composite'] as const) : undefined;
+  const columns: ColumnSpec[] = [];
+  const ncols = int(r, 4);
+  for (let i = 0; i < ncols; i++) columns.push({ name: `c${i}`, type: pick(r, COL_TYPES), nullable: r() < 0.7, inc: i + 1 });
+  const small = r() < 0.8;
+  const walTimeout = pick(r, [200, 1000, 3000]);
+  const level0Trigger = pick(r, [2, 4, 4]);
+  return {
+    mode,
+    keyType,
+    keyPool: keyType ? drawKeyPool(r, keyType, 6 + int(r, 40)) : [],
+    columns,
+    durableWrite: r() < 0.7,
+    frozenMemtableGraceMs: r() < 0.5 ? 0 : pick(r, [1, 50, 500, 3000]),
+    maxMemtableRows: small ? 2 + int(r, 40) : 500_000,
+    maxMemtableBytes: r() < 0.3 ? 1024 + int(r, 16 * 1024) : 16 * 1024 * 1024,
+    maxMemtableBatches: r() < 0.2 ? 1 + int(r, 6) : 4096,
+    maxUnflushedMemtableBytes: r() < 0.3 ? 2048 + int(r, 64 * 1024) : 64 * 1024 * 1024,
+    maxWalBufferBytes: r() < 0.3 ? 256 + int(r, 4096) : 2 * 1024 * 1024,
+    maxWalFlushIntervalMs: pick(r, [1, 10, 100]),
+    maxPutBytes: 32 * 1024 * 1024,
+    blockCacheBytes: pick(r, [0, 4096, 8 * 1024 * 1024]),
+    maxPendingCompactionBytes: r() < 0.2 ? 1 + int(r, 64 * 1024) : 1024 * 1024 * 1024,
+    backpressureTimeoutMs: r() < 0.2 ? pick(r, [50, 2000]) : undefined,
+    walRetry: { baseMs: pick(r, [1, 20]), maxMs: pick(r, [20, 200]), timeoutMs: walTimeout },
+    flushRetry: { baseMs: pick(r, [1, 50]), maxMs: pick(r, [50, 500]), stallMs: pick(r, [300, 2000, 5000]) },
+    policy: {
+      // The stop trigger stays above the compaction trigger (flushes wait only for a compaction that is due).
+      level0Trigger,
+      level0Stop: level0Trigger + pick(r, [1, 2, 8, 8]),
+      spaceAmpTrigger: pick(r, [0.3, 0.3, 1, 100]),
+      keyedOutputBytes: pick(r, [512, 4096, 8 * 1024 * 1024]),
+      appendOnlyOutputBytes: pick(r, [1024, 8192, 64 * 1024 * 1024]),
+    },
+    latencyMs: pick(r, [0, 0, 1, 3, 20]),
+    stall: r() < 0.5 ? { chance: 0, maxMs: 0 } : { chance: 0.2, maxMs: pick(r, [1, 5, 50]) },
+    drain: mode !== 'keyed' || r() < 0.3 ? r() < 0.5 : false,
+  };
+}
+
+/** The steps of seed `seed` for `config`. */
+export function drawSteps(seed: number, config: SimConfig): Step[] {
+  const r = rng(seed * 2 + 2);
+  const n = 20 + int(r, 50);
+  const steps: Step[] = [];
+  const keyed = config.mode === 'keyed';
+  const memtable = config.mode !== 'wal-only';
+  const keys = Math.max(1, config.keyPool.length);
+  const drawRows = () =>
+    Array.from({ length: r() < 0.1 ? 10 + int(r, 50) : 1 + int(r, 6) }, () => ({ key: int(r, keys), seed: int(r, 2 ** 31) }));
+  for (let i = 0; i < n; i++) {
+    const x = r();
+    let action: Action;
+    if (x < 0.34) action = { a: 'put', rows: drawRows(), wait: r() < 0.6 };
+    else if (x < 0.42 && keyed) action = { a: 'delete', keys: Array.from({ length: 1 + int(r, 4) }, () => int(r, keys)), wait: r() < 0.6 };
+    else if (x < 0.47 && keyed) action = { a: 'get', key: int(r, keys), alt: r() < 0.3 };
+    else if (x < 0.5 && memtable) action = { a: 'scan' };
+    else if (x < 0.53 && memtable)
+      action = { a: 'scanBatches', after: keyed && r() < 0.7 ? int(r, keys) : null, limit: 1 + int(r, 20), someColumns: r() < 0.3 };
+    else if (x < 0.56) action = { a: 'sync' };
+    else if (x < 0.61 && memtable) action = { a: 'seal' };
+    else if (x < 0.64 && memtable) action = { a: 'compact' };
+    else if (x < 0.66 && memtable) action = { a: 'flushDrain' };
+    else if (x < 0.68) action = { a: 'stats' };
+    else if (x < 0.71) action = { a: 'tail', consume: r() < 0.5 ? r() : -1 };
+    else if (x < 0.76) action = { a: 'advance', ms: pick(r, [1, 10, 100, 1000, 5000]) };
+    else if (x < 0.78) action = { a: 'close' };
+    else if (x < 0.8) action = { a: 'abort' };
+    else if (x < 0.84) action = { a: 'crash' };
+    else if (x < 0.89) action = { a: 'reopen', evolve: r() < 0.5 ? drawEvolve(r) : undefined };
+    else if (x < 0.92) action = { a: 'stale', writes: 1 + int(r, 4) };
+    else if (x < 0.94 && config.drain) action = { a: 'catchUp' };
+    else if (x < 0.945) action = { a: 'damage', frac: r(), pick: int(r, 1000) };
+    else action = { a: 'put', rows: drawRows(), wait: false };
+    const faults: FaultSpec[] = [];
+    if (r() < 0.35) {
+      const k = 1 + (r() < 0.3 ? 1 : 0);
+      for (let j = 0; j < k; j++) faults.push(drawFault(r, action));
+    }
+    const window = pick(r, [0, 0, 1, 5, 20, 100, 1000, 4000]);
+    if (action.a === 'stale') {
+      // The old writer, never told, goes on writing while its successor opens: often with an append
+      // whose reply is lost, so that its retry (truncate, append again) meets the successor's claim.
+      steps.push({ faults, action, window: 0 });
+      for (let j = 0; j < action.writes; j++) {
+        const lost: FaultSpec[] = r() < 0.5 ? [{ f: 'failAfter', op: 'walAppend', count: 1, quota: false, reread: false }] : [];
+        steps.push({ faults: lost, action: { a: 'put', rows: drawRows(), wait: r() < 0.3 }, window: pick(r, [0, 1, 5, 20, 100]) });
+      }
+      i += action.writes;
+      continue;
+    }
+    steps.push({ faults, action, window });
+  }
+  return steps;
+}
+
+function drawEvolve(r: () => number): Evolve {
+  const x = r();
+  if (x < 0.35) return { e: 'add', type: pick(r, COL_TYPES) };
+  if (x < 0.6) return { e: 'drop', pick: int(r, 100) };
+  if (x < 0.85) return { e: 'readd', pick: int(r, 100), type: r() < 0.5 ? 'same' : pick(r, COL_TYPES) };
+  if (x < 0.92) return { e: 'retype', pick: int(r, 100) };
+  if (x < 0.97) return { e: 'addNonNull', type: pick(r, COL_TYPES) };
+  return { e: 'reset', type: pick(r, COL_TYPES) };
+}
+
+function drawFault(r: () => number, action: Action): FaultSpec {
+  const x = r();
+  const op = (): FaultOp => (r() < 0.25 ? pick(r, READS) : r() < 0.05 ? 'estimate' : pick(r, WRITES));
+  if (x < 0.3) return { f: 'failNext', op: op(), count: r() < 0.15 ? 1000 : 1 + int(r, 3), quota: r() < 0.1, reread: false };
+  if (x < 0.55) return { f: 'failAfter', op: pick(r, WRITES), count: 1 + int(r, 2), quota: false, reread: r() < 0.5 };
+  if (x < 0.65) return { f: r() < 0.5 ? 'hangNext' : 'hangAfter', op: op() };
+  if (x < 0.75) return { f: 'tearNext', op: r() < 0.6 ? 'walAppend' : 'tableWrite' };
+  if (x < 0.85) return { f: 'hold', op: op(), ms: pick(r, [1, 50, 500, 10_000]) };
+  // A crash during a reopen is a crash during recovery.
+  return { f: 'crashAt', n: 1 + int(r, action.a === 'reopen' ? 12 : 40) };
+}
