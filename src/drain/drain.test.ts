@@ -249,6 +249,41 @@ describe('drain()', () => {
     await empty.close();
   });
 
+  // HOLE: a drain pins the WAL only after the sink first answers, so while the sink is unreachable at its start (an offline browser) flushes remove WAL segments and the drain ends Truncated
+  it.fails('a drain started while the sink is unreachable pins the WAL at once: entries written and flushed meanwhile are all shipped when the sink comes back', async () => {
+    const store = await MemWal.open({
+      name: 'off',
+      schema,
+      primaryKey: ['id'],
+      storage: new MemoryStorage(),
+      maxMemtableRows: 1000,
+      logger: quiet,
+    });
+    const sink = new MemorySink();
+    let offline = true;
+    const offlineSink: DrainSink = {
+      appliedPosition: async () => {
+        if (offline) throw new MemWalError('IOError', 'offline');
+        return sink.appliedPosition();
+      },
+      apply: (id, entries) => sink.apply(id, entries),
+    };
+    const d = drain(store, { sink: offlineSink, storeId: 'off', retry: fast, logger: quiet });
+    const name = 'x'.repeat(200);
+    let id = 0;
+    // Past one WAL segment (8 MiB), every row flushed: retention may remove the first segment.
+    while ((await store.walStats()).oldestPosition === 1 && id < 200_000) {
+      await store.put(Array.from({ length: 2000 }, () => ({ id: id++, name })));
+      await store.waitForFlushDrain();
+    }
+    const { position } = await store.sync();
+    offline = false;
+    await d.waitForApplied(position);
+    expect(sink.rows).toBe(id);
+    await d.stop();
+    await store.close();
+  });
+
   it('rejects bad options at once with InvalidArgument', async () => {
     const store = await storeWith(0);
     const sink = new MemorySink();
