@@ -190,6 +190,19 @@ function keyOf(data: ArrowData, i: number): string {
 }
 
 /**
+ * The identity of row `i` of composite key columns: each part prefixed with its length, so that
+ * parts holding any character (a "\u0000" included) never run into each other.
+ */
+function compositeKeyOf(cols: ArrowData[], i: number): string {
+  let id = '';
+  for (const c of cols) {
+    const part = keyOf(c, i);
+    id += `${part.length}:${part}`;
+  }
+  return id;
+}
+
+/**
  * The newest row of each key (the last one in position order: later rows of a key are newer), in
  * position order, with their positions. Re-applying such a run converges to the same rows
  * whatever was applied before (docs/scale-out.md "Exactly once").
@@ -205,7 +218,7 @@ function newestPerKey(t: ArrowTable, positions: Float64Array, key: readonly stri
     const cols = key.map((k) => batch.getChild(k)!.data[0]!);
     end -= batch.numRows;
     for (let i = batch.numRows - 1; i >= 0; i--) {
-      const id = cols.length === 1 ? keyOf(cols[0]!, i) : cols.map((c) => keyOf(c, i)).join('\u0000');
+      const id = cols.length === 1 ? keyOf(cols[0]!, i) : compositeKeyOf(cols, i);
       if (seen.has(id)) continue;
       seen.add(id);
       keep[end + i] = 1;
