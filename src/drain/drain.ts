@@ -292,8 +292,11 @@ class Drainer {
     }
   }
 
-  /** The sink's applied position, retried until it answers; undefined when stopped meanwhile. */
+  /** Pins the WAL, then the sink's applied position, retried until it answers; undefined when stopped meanwhile. */
   private async start(): Promise<number | undefined> {
+    // Pin the WAL before the sink answers, which may take long (an offline page): from here on
+    // the store keeps every entry until one is consumed. A consumer cursor already set stays.
+    if ((await this.withRetry(() => this.store.markConsumed(0).then(() => true))) === undefined) return undefined;
     const applied = await this.withRetry(() => this.transport.applied(this.stopper.signal));
     if (applied === undefined) return undefined;
     this.succeeded();
@@ -307,9 +310,8 @@ class Drainer {
       );
     }
     this.readPosition = applied;
-    // Pin the WAL at the sink's position (also 0: the store then keeps every entry until it is
-    // consumed), and finish a previous drain that died between apply and markConsumed.
-    if ((await this.withRetry(() => this.store.markConsumed(applied).then(() => true))) === undefined) return undefined;
+    // Consume what the sink has: finishes a previous drain that died between apply and markConsumed.
+    if (applied > 0 && (await this.withRetry(() => this.store.markConsumed(applied).then(() => true))) === undefined) return undefined;
     this.stats.consumedPosition = applied;
     const oldest = (await this.store.walStats()).oldestPosition;
     if (oldest > applied + 1) {
