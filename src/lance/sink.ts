@@ -36,6 +36,7 @@ import type { WalEntry } from '../core/stats.js';
 import { TOMBSTONE_COLUMN } from '../core/schema.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { Logger } from '../options.js';
+import { checkValues } from './arrow-check.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, arrow, lancedb } from './lancedb.js';
 import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest, countFields } from './request.js';
 import { Lanes, Turns } from './turns.js';
@@ -591,6 +592,13 @@ function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules)
       `schema: column ${notNull.name} is new and not nullable; Lance can only add nullable columns to existing rows`,
     );
   }
+  const nested = added.find((f) => !allNullable(f));
+  if (nested) {
+    throw new MemWalError(
+      'InvalidArgument',
+      `schema: column ${nested.name} is new and has nested fields that are not nullable; Lance can only add columns whose fields are all nullable to existing rows (an operator's schema can hold it from the start)`,
+    );
+  }
   if (added.length > 0 && !rules.schema) {
     const count = (fields: ArrowField[]) => fields.reduce((n, f) => n + (RESERVED.has(f.name) ? 0 : countFields(f)), 0);
     const after = count(table.fields) + count(added);
@@ -602,6 +610,11 @@ function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules)
     }
   }
   return { target: new arrow.Schema([...table.fields, ...added]), added };
+}
+
+/** Whether `f` and every field nested in it are nullable. */
+function allNullable(f: ArrowField): boolean {
+  return f.nullable && (f.type.children ?? []).every((c: ArrowField) => allNullable(c));
 }
 
 /**
@@ -635,7 +648,8 @@ function toLance(t: ArrowTable, target: ArrowSchema, storeId: string): ArrowTabl
       if (f.name === STORE_COLUMN) return constantUtf8(storeId, b.numRows);
       const child = b.getChild(f.name);
       if (child) return child.data[0]!;
-      return arrow.vectorFromArray(new Array(b.numRows).fill(null), f.type).data[0]!;
+      // A column the rows lack: null, its non-nullable nested fields without nulls (Lance refuses those).
+      return checkValues(f, arrow.vectorFromArray(new Array(b.numRows).fill(null), f.type).data[0]!, f.name);
     });
     const data = arrow.makeData({ type: new arrow.Struct(target.fields), length: b.numRows, nullCount: 0, children });
     return new arrow.RecordBatch(target, data);
