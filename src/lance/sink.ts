@@ -37,8 +37,17 @@ import { TOMBSTONE_COLUMN } from '../core/schema.js';
 import { MemWalError, toMemWalError } from '../errors.js';
 import type { Logger } from '../options.js';
 import { checkValues } from './arrow-check.js';
-import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, arrow, lancedb } from './lancedb.js';
-import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest, countFields } from './request.js';
+import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow, lancedb } from './lancedb.js';
+import {
+  type CheckedRequest,
+  RESERVED,
+  STORE_COLUMN,
+  type SinkRules,
+  checkOperatorSchema,
+  checkRequest,
+  countFields,
+  fitsType,
+} from './request.js';
 import { Lanes, Turns } from './turns.js';
 
 export { STORE_COLUMN };
@@ -577,7 +586,7 @@ function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules)
       if (!t.nullable) throw new MemWalError('InvalidArgument', `schema: column ${t.name} of the Lance table is missing and not nullable`);
       continue;
     }
-    if (!arrow.util.compareTypes(w.type, t.type)) {
+    if (!fitsType(w.type, t.type)) {
       throw new MemWalError('InvalidArgument', `schema: column ${t.name} is ${w.type} in the body but ${t.type} in the Lance table`);
     }
     if (w.nullable && !t.nullable) {
@@ -647,7 +656,7 @@ function toLance(t: ArrowTable, target: ArrowSchema, storeId: string): ArrowTabl
     const children = target.fields.map((f): ArrowData => {
       if (f.name === STORE_COLUMN) return constantUtf8(storeId, b.numRows);
       const child = b.getChild(f.name);
-      if (child) return child.data[0]!;
+      if (child) return withType(child.data[0]!, f.type); // the table's nested nullability (fitsType)
       // A column the rows lack: null, its non-nullable nested fields without nulls (Lance refuses those).
       return checkValues(f, arrow.vectorFromArray(new Array(b.numRows).fill(null), f.type).data[0]!, f.name);
     });
@@ -655,6 +664,12 @@ function toLance(t: ArrowTable, target: ArrowSchema, storeId: string): ArrowTabl
     return new arrow.RecordBatch(target, data);
   });
   return new arrow.Table(target, batches);
+}
+
+/** `data` as of type `type`, which it fits ({@link fitsType}): the same buffers, the column's nested fields. */
+function withType(data: ArrowData, type: ArrowType): ArrowData {
+  const children = (type.children ?? []).map((c: ArrowField, i: number) => withType(data.children[i]!, c.type));
+  return data.clone(type, data.offset, data.length, data.nullCount, data.buffers, children);
 }
 
 /** `t`'s data under `schema` (same column order and types; nullability and metadata from `schema`). */
