@@ -3,7 +3,7 @@
 // the metrics pass promtool. Stores are in-memory; the Lance side is tested in src/lance/.
 
 import { spawnSync } from 'node:child_process';
-import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
+import { Bool, Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../core/memwal.js';
 import { estimateBatchBytes } from '../core/size.js';
@@ -312,6 +312,27 @@ describe('drain() to an endpoint', () => {
     };
     return { fetch, requests };
   }
+
+  // HOLE: a run is sized by its entries' Arrow bytes without the 8 bytes a row the wire adds for _memwal_position, so a default 1 MiB run of narrow rows (a Bool column) is a body of 10+ MiB, which a server with the default 8 MiB limit answers 413, and the drain stops for good
+  it.fails('runs of narrow rows fit the default 8 MiB body limit: a store of Bool rows drains with the default batchBytes', async () => {
+    const flags = new Schema([new Field('on', new Bool(), false)]);
+    const store = await MemWal.open({ name: 'flags', schema: flags, storage: new MemoryStorage(), logger: quiet });
+    let position = 0;
+    for (let i = 0; i < 10; i++) ({ position } = await store.put(Array.from({ length: 150_000 }, (_, k) => ({ on: k % 2 === 0 }))));
+    const sink = new MemorySink();
+    const limit = 8 * 1024 * 1024; // the example server's default body limit
+    // The first shipment is answered 503 once, so that the reader queues the other entries meanwhile.
+    const { fetch } = endpoint(sink, (n) => (n === 1 ? Response.json({ code: 'Locked' }, { status: 503 }) : undefined));
+    const limited = async (url: string, init: RequestInit): Promise<Response> => {
+      const size = (init.body as Uint8Array | undefined)?.byteLength ?? 0;
+      if (size > limit) return Response.json({ code: 'PayloadTooLarge', message: `body above ${limit} bytes` }, { status: 413 });
+      return fetch(url, init);
+    };
+    const d = drain(store, { endpoint: 'https://lance.example/drain/flags', fetch: limited, retry: fast, logger: quiet });
+    await d.waitForApplied(position);
+    await d.stop();
+    await store.close();
+  });
 
   it('sends the bearer token and the wire headers; the store id defaults to the last path segment', async () => {
     const store = await storeWith(3);
