@@ -53,8 +53,9 @@ export interface DrainOptions {
   /** An in-process sink instead of an endpoint. */
   sink?: DrainSink;
   /**
-   * Target size of one shipment (estimated Arrow bytes of its entries). A shipment holds at least
-   * one entry and stops at the first entry that would reach this size. Default 1 MiB.
+   * Target size of one shipment (estimated Arrow bytes of its body: its entries', and 8 bytes a
+   * row for the wire's position column). A shipment holds at least one entry and stops at the
+   * first entry that would pass this size. Default 1 MiB.
    */
   batchBytes?: number;
   /** Stops the drain; `done` then resolves. */
@@ -162,7 +163,10 @@ export interface DrainHandle {
 
 interface Queued {
   entry: WalEntry;
+  /** Estimated Arrow bytes of the entry. */
   bytes: number;
+  /** What it adds to a shipment's body: its bytes and the wire's position column (8 bytes a row). */
+  wireBytes: number;
 }
 
 /** How a drain talks to its sink: ask the applied position, ship a run. */
@@ -331,7 +335,7 @@ class Drainer {
       for await (const entry of this.store.tail(from, { follow: true, signal: this.stopper.signal })) {
         if (this.stopped) break;
         const bytes = entryBytes(entry);
-        this.queue.push({ entry, bytes });
+        this.queue.push({ entry, bytes, wireBytes: bytes + 8 * entry.data.numRows });
         this.queuedBytes += bytes;
         this.readPosition = entry.position;
         this.readEntries += 1;
@@ -366,14 +370,14 @@ class Drainer {
     }
   }
 
-  /** The queue's first entries up to batchBytes (at least one), all with the first one's schema. */
+  /** The queue's first entries up to batchBytes of body (at least one), all with the first one's schema. */
   private takeRun(): WalEntry[] {
     const run: WalEntry[] = [];
     let bytes = 0;
     for (const q of this.queue) {
-      if (run.length > 0 && (bytes + q.bytes > this.batchBytes || !sameSchema(q.entry, run[0]!))) break;
+      if (run.length > 0 && (bytes + q.wireBytes > this.batchBytes || !sameSchema(q.entry, run[0]!))) break;
       run.push(q.entry);
-      bytes += q.bytes;
+      bytes += q.wireBytes;
     }
     return run;
   }
