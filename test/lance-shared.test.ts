@@ -7,7 +7,8 @@ import { request } from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Bool, Field, Int64, RecordBatch, Schema, Struct, Table, makeData, tableToIPC } from 'apache-arrow';
+import { Bool, Field, Int64, RecordBatch, Schema, Struct, Table, Time, TimeUnit, makeData, tableToIPC } from 'apache-arrow';
+import type { Data } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { POSITION_COLUMN, drainRequestHeaders, parseDrainHeaders } from '../src/drain/wire.js';
 import { DEFAULT_MAX_PENDING_PER_STORE, LanceSink } from '../src/lance.js';
@@ -94,16 +95,21 @@ describe('one store’s parallel uploads', () => {
   }, 60_000);
 });
 
-/** A keyed drain request of `rows` rows (ids from `firstId`) at `position`, as headers' meta and body. */
-function keyedRequest(rows: number, position: number, firstId = 0) {
+/**
+ * A keyed drain request of `rows` rows (ids from `firstId`) at `position`, as headers' meta and
+ * body; `extra` columns go between the key and `_tombstone`.
+ */
+function keyedRequest(rows: number, position: number, firstId = 0, extra: { field: Field; data: Data }[] = []) {
   const fields = [
     new Field('id', new Int64(), false),
+    ...extra.map((c) => c.field),
     new Field('_tombstone', new Bool(), false),
     new Field(POSITION_COLUMN, new Int64(), false),
   ];
   const schema = new Schema(fields);
   const children = [
     makeData({ type: new Int64(), length: rows, nullCount: 0, data: BigInt64Array.from({ length: rows }, (_, i) => BigInt(firstId + i)) }),
+    ...extra.map((c) => c.data),
     makeData({ type: new Bool(), length: rows, nullCount: 0, data: new Uint8Array(Math.ceil(rows / 8)) }),
     makeData({ type: new Int64(), length: rows, nullCount: 0, data: new BigInt64Array(rows).fill(BigInt(position)) }),
   ];
@@ -137,4 +143,25 @@ describe('checking a large request', () => {
     expect(order).toEqual(['small', 'large']);
     await sink.close();
   }, 60_000);
+});
+
+describe('types Lance cannot take', () => {
+  // HOLE: a Time32 column in microseconds (or Time64 in seconds) passes the sink's checks and makes LanceDB panic: answered 500, so the store's drain retries it for ever
+  it.fails('a time column whose unit does not fit its width is refused with InvalidArgument, not a Lance panic', async () => {
+    const uri = mkdtempSync(join(tmpdir(), 'memwal-lance-shared-'));
+    dirs.push(uri);
+    const sink = new LanceSink({ uri, table: 'events', primaryKey: ['id'], logger: { warn: () => undefined } });
+    for (const [unit, bitWidth] of [
+      [TimeUnit.MICROSECOND, 32],
+      [TimeUnit.SECOND, 64],
+    ] as const) {
+      const type = new Time(unit, bitWidth);
+      const values = bitWidth === 32 ? Int32Array.of(1) : BigInt64Array.of(1n);
+      const req = keyedRequest(1, 1, 0, [
+        { field: new Field('at', type, true), data: makeData({ type, length: 1, nullCount: 0, data: values } as never) },
+      ]);
+      await expect(sink.applyEncoded('odd', req.meta, req.body)).rejects.toMatchObject({ code: 'InvalidArgument', message: /at/ });
+    }
+    await sink.close();
+  });
 });
