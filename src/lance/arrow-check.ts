@@ -54,10 +54,16 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
     case Type.Binary:
     case Type.LargeBinary:
     case Type.Date:
-    case Type.Time:
     case Type.Timestamp:
     case Type.Duration:
       return 1;
+    case Type.Time: {
+      // Arrow's pairs: 32 bits hold seconds or milliseconds, 64 bits micro- or nanoseconds.
+      const wide = t.unit === arrow.TimeUnit.MICROSECOND || t.unit === arrow.TimeUnit.NANOSECOND;
+      if (t.bitWidth !== (wide ? 64 : 32))
+        throw invalid(`schema: column ${here}: a ${t.bitWidth}-bit time cannot hold ${arrow.TimeUnit[t.unit!]}`);
+      return 1;
+    }
     case Type.Decimal:
       if (t.bitWidth !== 128 && t.bitWidth !== 256) throw invalid(`schema: column ${here}: ${t.bitWidth}-bit decimals are not supported`);
       return 1;
