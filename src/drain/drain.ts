@@ -150,7 +150,10 @@ export interface DrainHandle {
   metrics(): Promise<string>;
   /** Resolves once the sink has applied `position` or beyond; rejects if the drain ends first. */
   waitForApplied(position: number, opts?: { signal?: AbortSignal }): Promise<void>;
-  /** Stop (as the signal does) and wait for the loops to end. Never rejects. */
+  /**
+   * Stop (as the signal does) and wait for the loops to end; an answer in flight (of a sink or an
+   * endpoint) is not waited for. Never rejects.
+   */
   stop(): Promise<void>;
   /**
    * Settles when the drain ends: resolves when stopped (signal, `stop()`) or when the store
@@ -532,12 +535,25 @@ class Drainer {
 
 function sinkTransport(sink: DrainSink, storeId: string): Transport {
   return {
-    applied: () => sink.appliedPosition(storeId),
-    ship: async (entries) => {
-      const { appliedPosition } = await sink.apply(storeId, entries);
+    applied: (signal) => untilStopped(sink.appliedPosition(storeId), signal),
+    ship: async (entries, signal) => {
+      const { appliedPosition } = await untilStopped(sink.apply(storeId, entries), signal);
       return { appliedPosition, bytes: entries.reduce((n, e) => n + entryBytes(e), 0) };
     },
   };
+}
+
+/**
+ * `call`, or `Aborted` once the drain stops: a stop does not wait for a sink that does not answer
+ * (what the sink then does is safe either way: nothing is consumed, and a retry is skipped).
+ */
+function untilStopped<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const stopped = (): void => reject(new MemWalError('Aborted', 'drain: stopped'));
+    if (signal.aborted) stopped();
+    signal.addEventListener('abort', stopped, { once: true });
+    call.then(resolve, reject).finally(() => signal.removeEventListener('abort', stopped));
+  });
 }
 
 function endpointTransport(o: DrainOptions, endpoint: string): Transport {
