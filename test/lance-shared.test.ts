@@ -2,7 +2,7 @@
 // shared sink"): what a store has in flight is bounded before its bodies are read, so one token
 // cannot make the server buffer and check without limit. Linux for the memory figure.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { POSITION_COLUMN, drainRequestHeaders, parseDrainHeaders } from '../src/drain/wire.js';
 import { DEFAULT_MAX_PENDING_PER_STORE, LanceSink } from '../src/lance.js';
 import { crc32c } from '../src/wal/crc32c.js';
-import { type LanceServer, startLanceServer, testPort } from './lance-server-process.js';
+import { type LanceServer, peakRss, startLanceServer, testPort } from './lance-server-process.js';
 
 const dirs: string[] = [];
 const servers: LanceServer[] = [];
@@ -21,16 +21,6 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => s.kill()));
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-/** The server process's peak resident memory in bytes (Linux: VmHWM), or undefined elsewhere. */
-function peakRss(server: LanceServer): number | undefined {
-  try {
-    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))?.[1];
-    return kb === undefined ? undefined : Number(kb) * 1024;
-  } catch {
-    return undefined;
-  }
-}
 
 const HEADERS = {
   'memwal-drain-version': '1',
