@@ -73,7 +73,9 @@ export type Action =
   | { a: 'reopen'; evolve: Evolve | undefined }
   | { a: 'stale'; writes: number }
   | { a: 'catchUp' }
-  | { a: 'damage'; frac: number; pick: number };
+  | { a: 'damage'; frac: number; pick: number }
+  /** `MemWal.destroy` (`keep` < 0), or one cut short: the manifest gone, each other file left with chance `keep`. */
+  | { a: 'destroy'; keep: number };
 
 export interface Step {
   faults: FaultSpec[];
@@ -164,6 +166,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     else if (x < 0.92) action = { a: 'stale', writes: 1 + int(r, 4) };
     else if (x < 0.94 && config.drain) action = { a: 'catchUp' };
     else if (x < 0.945) action = { a: 'damage', frac: r(), pick: int(r, 1000) };
+    else if (x < 0.955) action = { a: 'destroy', keep: r() < 0.3 ? -1 : r() };
     else action = { a: 'put', rows: drawRows(), wait: false };
     const faults: FaultSpec[] = [];
     if (r() < 0.35) {

@@ -354,7 +354,7 @@ class Sim {
   }
 
   private needsWriter(a: Action): boolean {
-    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage'].includes(a.a);
+    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
   }
 
   private options(columns: ColumnSpec[], steal: boolean, reset: boolean) {
@@ -431,7 +431,8 @@ class Sim {
   }
 
   private startOpen(e: Evolve | undefined, steal: boolean): Opening {
-    const { columns, expect } = this.evolve(e);
+    // A store that does not exist (destroyed) is created with the current columns: nothing to evolve.
+    const { columns, expect } = this.evolve(this.memStore()?.manifest ? e : undefined);
     if (expect === 'invalid') this.nextInc++; // an invalid column's incarnation is never used
     const session = ++this.session;
     const call = this.track(
@@ -661,6 +662,8 @@ class Sim {
         return;
       case 'damage':
         return this.damage(a.frac, a.pick);
+      case 'destroy':
+        return this.destroy(a.keep);
     }
   }
 
@@ -1177,6 +1180,33 @@ class Sim {
     this.finished = true;
   }
 
+  /**
+   * The store is destroyed: by `MemWal.destroy` (`keep` < 0), or by one cut short (a process that
+   * died while removing files; Node removes a directory's entries in any order): the manifest is
+   * gone and each WAL segment and table file is left with chance `keep`. Either way the next open
+   * creates an empty store, whose acknowledged writes must survive like any other's.
+   */
+  private async destroy(keep: number): Promise<void> {
+    if (this.route) await this.finishSteal();
+    for (const l of [...this.stale.splice(0), ...(this.current ? [this.current] : [])]) await this.end(l, 'abort');
+    await this.runUntil(this.track('storage settled', this.storage.settled()));
+    if (keep < 0) {
+      const call = this.track('destroy', MemWal.destroy(STORE, { storage: this.storage }));
+      await this.runUntil(call);
+      if (!call.result!.ok) this.fail('error', `destroy of a store no writer holds failed: ${(call.result!.error as Error).message}`);
+      this.log('  destroyed');
+    } else {
+      const store = this.memStore();
+      if (!store) return;
+      delete store.manifest;
+      for (const name of [...store.wal.keys()].sort()) if (this.r() >= keep) store.wal.delete(name);
+      for (const name of [...store.tables.keys()].sort()) if (this.r() >= keep) store.tables.delete(name);
+      this.log(`  destroy cut short: no manifest; left WAL ${[...store.wal.keys()].join(' ') || '-'}, tables ${store.tables.size}`);
+    }
+    this.count('destroy');
+    this.resetModel();
+  }
+
   // ------------------------------------------------------------------ checks after every step
 
   async check(where: string, full = false): Promise<void> {
@@ -1292,6 +1322,8 @@ export function describeAction(a: Action): string {
       return `steal: a successor opens while the old writer takes ${a.writes} more writes`;
     case 'damage':
       return 'damage a durable WAL entry';
+    case 'destroy':
+      return a.keep < 0 ? 'destroy' : `destroy cut short (each file left with chance ${a.keep.toFixed(2)})`;
     default:
       return a.a;
   }
