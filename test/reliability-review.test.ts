@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../src/core/memwal.js';
+import type { WalEntry } from '../src/core/stats.js';
+import { type DrainSink, drain } from '../src/drain/drain.js';
+import { MemoryStorage } from '../src/storage/memory.js';
 import { idsOf, open, rows } from '../src/core/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';
 import { FileStorage, type FileSystemShim } from '../src/storage/fs.js';
@@ -116,5 +119,49 @@ describe('a destroy cut short at any file', () => {
     expect(outcomes).toContain('all');
     expect(outcomes).toContain('none');
     await rm(template, { recursive: true, force: true }).catch(() => undefined);
+  });
+});
+
+describe('a drain across a destroy', () => {
+  /** A sink that applies each (store id, position) once, as LanceSink does; it keeps the rows' ids. */
+  class Sink implements DrainSink {
+    applied = 0;
+    readonly ids: number[] = [];
+    async appliedPosition(): Promise<number> {
+      return this.applied;
+    }
+    async apply(_store: string, entries: readonly WalEntry[]): Promise<{ appliedPosition: number }> {
+      for (const e of entries) {
+        if (e.position <= this.applied) continue;
+        for (const id of e.data.getChild('id')!.toArray()) this.ids.push(Number(id));
+        this.applied = e.position;
+      }
+      return { appliedPosition: this.applied };
+    }
+  }
+
+  // HOLE: positions (and writer epochs) start again at 1 in a store created after MemWal.destroy
+  // or onSchemaMismatch 'reset', but a sink dedupes by (store id, position): a drain that goes on
+  // under the same store id starts past the sink's applied position and never ships the new
+  // store's first entries (here ids 10-14 never reach the sink, silently). Closing it needs an
+  // identity of the store's incarnation that the drain and the sink check (or positions that
+  // never restart), not a local change; the simulation gives a reset store a new sink.
+  it.fails('a store created after a destroy loses no entry in a drain that goes on under the same store id', async () => {
+    const storage = new MemoryStorage();
+    const sink = new Sink();
+    let w = await open(storage, { logger: quiet }, 'd');
+    let d = drain(w, { sink, storeId: 'd', logger: quiet });
+    for (let i = 0; i < 5; i++) await w.put(rows(i, 1, 'old'));
+    await d.waitForApplied(5);
+    await d.stop();
+    await w.close();
+    await MemWal.destroy('d', { storage });
+    w = await open(storage, { logger: quiet }, 'd');
+    for (let i = 10; i < 17; i++) await w.put(rows(i, 1, 'new'));
+    d = drain(w, { sink, storeId: 'd', logger: quiet });
+    await d.waitForApplied(7);
+    await d.stop();
+    await w.close();
+    expect(sink.ids.filter((id) => id >= 10)).toEqual([10, 11, 12, 13, 14, 15, 16]);
   });
 });
