@@ -42,9 +42,9 @@ export const SCENARIOS: Readonly<Record<ScenarioName, Scenario>> = {
     watch:
       'A steady 20,000 rows/s: unflushed bytes saw-tooth under the budget, each flush adds a level-0 file and compaction debt, ' +
       'each compaction clears it. The debt bound is low (2 MiB), so while a compaction runs the flushes wait for it ' +
-      '(level-0 stalls); the budget leaves a quarter of a memtable of headroom, so puts wait briefly for each flush that ' +
-      'waits: compaction paces the writer.',
-    settings: { ...small, rowsPerSec: 20_000, batchRows: 1000, inflight: 8, debtBytes: 2 * MiB, budgetBytes: 1.25 * MiB },
+      '(level-0 stalls). The budget is one memtable, so the puts that arrive while a frozen memtable flushes wait for it: ' +
+      'briefly at every flush, longer when the flush waits for a compaction.',
+    settings: { ...small, rowsPerSec: 20_000, batchRows: 1000, inflight: 8, debtBytes: 2 * MiB, budgetBytes: 1 * MiB },
   },
   burst: {
     label: 'Burst past the budget',

@@ -7,6 +7,10 @@
 // the baseline's. It prints the table: mutant, seeds until found, the seed. A mutant not found
 // within --seeds is a gap in the simulation; the script then exits 1. --baseline reuses the
 // baseline file a previous run wrote (same code, same seeds).
+//
+// A patch whose first line is `# test: <command>` puts back a hole outside the simulation's reach
+// (the Lance sink, the drain's HTTP transport): its test command must pass on the unpatched code
+// and fail on the patched copy; the table shows it as found "by its test".
 
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -75,12 +79,52 @@ const patches = readdirSync(join(repo, 'test', 'mutants'))
   .filter((f) => f.endsWith('.patch') && (!only || f.includes(only)))
   .sort();
 const rows = [];
+
+/** The `# test: <command>` of a patch's first line, or undefined (the simulation finds it). */
+function testCommand(patch) {
+  const first = readFileSync(join(repo, 'test', 'mutants', patch), 'utf8').split('\n', 1)[0];
+  const m = /^# test: (.+)$/.exec(first);
+  return m ? m[1].trim() : undefined;
+}
+
+/** Run a shell command in `cwd`; resolves its exit code and output. */
+function shell(cwd, command) {
+  return new Promise((resolve) => {
+    const child = spawn('sh', ['-c', command], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('close', (code) => resolve({ code, out }));
+  });
+}
+
 async function runMutant(patch) {
   const t0 = Date.now();
+  const command = testCommand(patch);
+  if (command) {
+    const clean = await shell(repo, command);
+    if (clean.code !== 0) {
+      rows.push({ mutant: patch, seeds: 'its test fails unpatched', seed: '-', secs: 0, detail: command });
+      console.log(`${patch}: its test fails on the unpatched code`);
+      return;
+    }
+  }
   const dir = scratchCopy();
   const applied = spawnSync('git', ['apply', '--whitespace=nowarn', join(repo, 'test', 'mutants', patch)], { cwd: dir, encoding: 'utf8' });
   if (applied.status !== 0) {
     rows.push({ mutant: patch, seeds: 'patch does not apply', seed: '-', secs: 0, detail: applied.stderr.trim() });
+    rmSync(dir, { recursive: true, force: true });
+    return;
+  }
+  if (command) {
+    const r = await shell(dir, command);
+    const secs = (Date.now() - t0) / 1000;
+    rows.push(
+      r.code !== 0
+        ? { mutant: patch, seeds: 'by its test', seed: '-', secs, detail: command }
+        : { mutant: patch, seeds: 'its test passes', seed: '-', secs, detail: command },
+    );
+    console.log(`${patch}: ${r.code !== 0 ? 'found by its test' : 'NOT FOUND: its test passes'} (${secs.toFixed(0)} s)`);
     rmSync(dir, { recursive: true, force: true });
     return;
   }
@@ -112,4 +156,4 @@ writeFileSync(join(work, 'table.json'), JSON.stringify(rows, null, 2));
 console.log(
   `\n${rows.length} mutants, ${((Date.now() - started) / 1000).toFixed(0)} s; table: ${join(work, 'table.json')}; baseline: ${baselineFile}`,
 );
-process.exitCode = rows.every((r) => typeof r.seeds === 'number') ? 0 : 1;
+process.exitCode = rows.every((r) => typeof r.seeds === 'number' || r.seeds === 'by its test') ? 0 : 1;

@@ -3,7 +3,7 @@
 // fresh table, client mistakes that must be answered 400 in plain words, one store's large requests
 // against another's small ones, and the admin surface. Every refusal changes nothing.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -27,7 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POSITION_COLUMN, drainRequestHeaders } from '../src/drain/wire.js';
 import { lanceSnapshot } from '../src/lance/testkit.test-util.js';
 import { crc32c } from '../src/util/crc32c.js';
-import { type LanceServer, startLanceServer, testPort } from './lance-server-process.js';
+import { type LanceServer, peakRss, startLanceServer, testPort } from './lance-server-process.js';
 
 const dirs: string[] = [];
 const servers: LanceServer[] = [];
@@ -125,16 +125,6 @@ async function post(server: LanceServer, store: string, token: string, req: { bo
     body: req.body as Uint8Array<ArrayBuffer>,
   });
   return { status: res.status, body: (await res.json()) as { code?: string; message?: string; appliedPosition?: number } };
-}
-
-/** The server process's peak resident memory in bytes (Linux: VmHWM), or undefined elsewhere. */
-function peakRss(server: LanceServer): number | undefined {
-  try {
-    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))?.[1];
-    return kb === undefined ? undefined : Number(kb) * 1024;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Nothing of the server's insides: no Rust source paths, no Lance error dumps, no dataset paths. */

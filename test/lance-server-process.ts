@@ -3,6 +3,7 @@
 // (vitest, Playwright) and the drain benches, and kills it with SIGKILL. Node only.
 
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -119,4 +120,14 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
     throw e;
   });
   return { url: `http://127.0.0.1:${o.port}`, child, exited, log: () => output, kill };
+}
+
+/** The server process's peak resident memory in bytes (Linux: VmHWM), or undefined elsewhere. */
+export function peakRss(server: LanceServer): number | undefined {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  } catch {
+    return undefined;
+  }
 }

@@ -3,7 +3,7 @@
 // the metrics pass promtool. Stores are in-memory; the Lance side is tested in src/lance/.
 
 import { spawnSync } from 'node:child_process';
-import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
+import { Bool, Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
 import { estimateBatchBytes } from '../data/size.js';
@@ -281,6 +281,53 @@ describe('drain()', () => {
     await empty.close();
   });
 
+  it('a drain started while the sink is unreachable pins the WAL at once: entries written and flushed meanwhile are all shipped when the sink comes back', async () => {
+    const store = await MemWal.open({
+      name: 'off',
+      schema,
+      primaryKey: ['id'],
+      storage: new MemoryStorage(),
+      maxMemtableRows: 1000,
+      logger: quiet,
+    });
+    const sink = new MemorySink();
+    let offline = true;
+    const offlineSink: DrainSink = {
+      appliedPosition: async () => {
+        if (offline) throw new MemWalError('IOError', 'offline');
+        return sink.appliedPosition();
+      },
+      apply: (id, entries) => sink.apply(id, entries),
+    };
+    const d = drain(store, { sink: offlineSink, storeId: 'off', retry: fast, logger: quiet });
+    const name = 'x'.repeat(200);
+    let id = 0;
+    // Past one WAL segment (8 MiB), every row flushed: retention may remove the first segment.
+    while ((await store.walStats()).oldestPosition === 1 && id < 200_000) {
+      await store.put(Array.from({ length: 2000 }, () => ({ id: id++, name })));
+      await store.waitForFlushDrain();
+    }
+    const { position } = await store.sync();
+    offline = false;
+    await d.waitForApplied(position);
+    expect(sink.rows).toBe(id);
+    await d.stop();
+    await store.close();
+  });
+
+  it('stop() settles while an in-process sink’s apply or appliedPosition never answers', async () => {
+    const store = await storeWith(3);
+    const never = new Promise<never>(() => undefined);
+    const within = (p: Promise<unknown>) => Promise.race([p.then(() => 'settled'), new Promise((r) => setTimeout(() => r('hung'), 2000))]);
+    const sink: DrainSink = { appliedPosition: async () => 0, apply: () => never };
+    const shipping = drain(store, { sink, storeId: 'd', logger: quiet });
+    await until(async () => (await shipping.drainStats()).shippedPosition > 0);
+    expect(await within(shipping.stop())).toBe('settled');
+    const asking = drain(store, { sink: { appliedPosition: () => never, apply: () => never }, storeId: 'd', logger: quiet });
+    expect(await within(asking.stop())).toBe('settled');
+    await store.close();
+  });
+
   it('rejects bad options at once with InvalidArgument', async () => {
     const store = await storeWith(0);
     const sink = new MemorySink();
@@ -310,6 +357,26 @@ describe('drain() to an endpoint', () => {
     };
     return { fetch, requests };
   }
+
+  it('runs of narrow rows fit the default 8 MiB body limit: a store of Bool rows drains with the default batchBytes', async () => {
+    const flags = new Schema([new Field('on', new Bool(), false)]);
+    const store = await MemWal.open({ name: 'flags', schema: flags, storage: new MemoryStorage(), logger: quiet });
+    let position = 0;
+    for (let i = 0; i < 10; i++) ({ position } = await store.put(Array.from({ length: 150_000 }, (_, k) => ({ on: k % 2 === 0 }))));
+    const sink = new MemorySink();
+    const limit = 8 * 1024 * 1024; // the example server's default body limit
+    // The first shipment is answered 503 once, so that the reader queues the other entries meanwhile.
+    const { fetch } = endpoint(sink, (n) => (n === 1 ? Response.json({ code: 'Locked' }, { status: 503 }) : undefined));
+    const limited = async (url: string, init: RequestInit): Promise<Response> => {
+      const size = (init.body as Uint8Array | undefined)?.byteLength ?? 0;
+      if (size > limit) return Response.json({ code: 'PayloadTooLarge', message: `body above ${limit} bytes` }, { status: 413 });
+      return fetch(url, init);
+    };
+    const d = drain(store, { endpoint: 'https://lance.example/drain/flags', fetch: limited, retry: fast, logger: quiet });
+    await d.waitForApplied(position);
+    await d.stop();
+    await store.close();
+  });
 
   it('sends the bearer token and the wire headers; the store id defaults to the last path segment', async () => {
     const store = await storeWith(3);

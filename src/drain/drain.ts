@@ -54,8 +54,9 @@ export interface DrainOptions {
   /** An in-process sink instead of an endpoint. */
   sink?: DrainSink;
   /**
-   * Target size of one shipment (estimated Arrow bytes of its entries). A shipment holds at least
-   * one entry and stops at the first entry that would reach this size. Default 1 MiB.
+   * Target size of one shipment (estimated Arrow bytes of its body: its entries', and 8 bytes a
+   * row for the wire's position column). A shipment holds at least one entry and stops at the
+   * first entry that would pass this size. Default 1 MiB.
    */
   batchBytes?: number;
   /** Stops the drain; `done` then resolves. */
@@ -150,7 +151,10 @@ export interface DrainHandle {
   metrics(): Promise<string>;
   /** Resolves once the sink has applied `position` or beyond; rejects if the drain ends first. */
   waitForApplied(position: number, opts?: { signal?: AbortSignal }): Promise<void>;
-  /** Stop (as the signal does) and wait for the loops to end. Never rejects. */
+  /**
+   * Stop (as the signal does) and wait for the loops to end; an answer in flight (of a sink or an
+   * endpoint) is not waited for. Never rejects.
+   */
   stop(): Promise<void>;
   /**
    * Settles when the drain ends: resolves when stopped (signal, `stop()`) or when the store
@@ -163,7 +167,10 @@ export interface DrainHandle {
 
 interface Queued {
   entry: WalEntry;
+  /** Estimated Arrow bytes of the entry. */
   bytes: number;
+  /** What it adds to a shipment's body: its bytes and the wire's position column (8 bytes a row). */
+  wireBytes: number;
 }
 
 /**
@@ -289,8 +296,11 @@ class Drainer {
     }
   }
 
-  /** The sink's applied position, retried until it answers; undefined when stopped meanwhile. */
+  /** Pins the WAL, then the sink's applied position, retried until it answers; undefined when stopped meanwhile. */
   private async start(): Promise<number | undefined> {
+    // Pin the WAL before the sink answers, which may take long (an offline page): from here on
+    // the store keeps every entry until one is consumed. A consumer cursor already set stays.
+    if ((await this.withRetry(() => this.store.markConsumed(0).then(() => true))) === undefined) return undefined;
     const applied = await this.withRetry(() => this.transport.applied(this.stopper.signal));
     if (applied === undefined) return undefined;
     this.succeeded();
@@ -305,9 +315,8 @@ class Drainer {
       );
     }
     this.readPosition = applied;
-    // Pin the WAL at the sink's position (also 0: the store then keeps every entry until it is
-    // consumed), and finish a previous drain that died between apply and markConsumed.
-    if ((await this.withRetry(() => this.store.markConsumed(applied).then(() => true))) === undefined) return undefined;
+    // Consume what the sink has: finishes a previous drain that died between apply and markConsumed.
+    if (applied > 0 && (await this.withRetry(() => this.store.markConsumed(applied).then(() => true))) === undefined) return undefined;
     this.stats.consumedPosition = applied;
     const oldest = (await this.store.walStats()).oldestPosition;
     if (oldest > applied + 1) {
@@ -327,7 +336,7 @@ class Drainer {
       for await (const entry of this.store.tail(from, { follow: true, signal: this.stopper.signal })) {
         if (this.stopped) break;
         const bytes = entryBytes(entry);
-        this.queue.push({ entry, bytes });
+        this.queue.push({ entry, bytes, wireBytes: bytes + 8 * entry.data.numRows });
         this.queuedBytes += bytes;
         this.readPosition = entry.position;
         this.readEntries += 1;
@@ -362,14 +371,14 @@ class Drainer {
     }
   }
 
-  /** The queue's first entries up to batchBytes (at least one), all with the first one's schema. */
+  /** The queue's first entries up to batchBytes of body (at least one), all with the first one's schema. */
   private takeRun(): WalEntry[] {
     const run: WalEntry[] = [];
     let bytes = 0;
     for (const q of this.queue) {
-      if (run.length > 0 && (bytes + q.bytes > this.batchBytes || !sameSchema(q.entry, run[0]!))) break;
+      if (run.length > 0 && (bytes + q.wireBytes > this.batchBytes || !sameSchema(q.entry, run[0]!))) break;
       run.push(q.entry);
-      bytes += q.bytes;
+      bytes += q.wireBytes;
     }
     return run;
   }
@@ -519,12 +528,25 @@ class Drainer {
 /** The transport to an in-process sink: its own calls. */
 function sinkTransport(sink: DrainSink, storeId: string): Transport {
   return {
-    applied: () => sink.appliedPosition(storeId),
-    ship: async (entries) => {
-      const { appliedPosition } = await sink.apply(storeId, entries);
+    applied: (signal) => untilStopped(sink.appliedPosition(storeId), signal),
+    ship: async (entries, signal) => {
+      const { appliedPosition } = await untilStopped(sink.apply(storeId, entries), signal);
       return { appliedPosition, bytes: entries.reduce((n, e) => n + entryBytes(e), 0) };
     },
   };
+}
+
+/**
+ * `call`, or `Aborted` once the drain stops: a stop does not wait for a sink that does not answer
+ * (what the sink then does is safe either way: nothing is consumed, and a retry is skipped).
+ */
+function untilStopped<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const stopped = (): void => reject(new MemWalError('Aborted', 'drain: stopped'));
+    if (signal.aborted) stopped();
+    signal.addEventListener('abort', stopped, { once: true });
+    call.then(resolve, reject).finally(() => signal.removeEventListener('abort', stopped));
+  });
 }
 
 /** Refusals and store states that retrying cannot fix. */

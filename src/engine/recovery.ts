@@ -183,12 +183,27 @@ export interface RecoveryContext {
   logger: { warn(message: string, ...details: unknown[]): void };
 }
 
+/**
+ * A store without a manifest has no WAL of its own (its first claim comes before its first
+ * append): segments found are what a destroy cut short left of an earlier store. They are
+ * removed, never replayed (their rows were destroyed, and their epochs would supersede the new
+ * store's entries). Removals are fenced: once another opener has claimed, they fail `Fenced`.
+ */
+async function removeLeftoverWal(ctx: RecoveryContext): Promise<void> {
+  for (const info of await settleWithin(ctx.handle.walList(), ctx.limitMs, 'WAL list')) {
+    if (!parseSegmentName(info.name)) continue;
+    ctx.logger.warn(`memwal: WAL segment ${info.name} belongs to no manifest (left by a destroy cut short); removing it`);
+    await settleWithin(ctx.handle.walRemove(info.name), ctx.limitMs, `removal of leftover ${info.name}`);
+  }
+}
+
 /** How often a claim that lost a race with a still-running predecessor is retried. */
 const CLAIM_ATTEMPTS = 3;
 
 /**
- * Open's recovery steps, in order; nothing is changed before step 3:
- * 1. load the manifest and check it against the options;
+ * Open's recovery steps, in order; nothing of a store is changed before step 3:
+ * 1. load the manifest and check it against the options (no manifest: no store; WAL segments
+ *    left by a destroy cut short are removed, {@link removeLeftoverWal});
  * 2. read every segment and validate all of it (frames, positions, payloads, schema); a failure
  *    while a predecessor committed meanwhile (the manifest changed) makes us start over from 1;
  * 3. claim epoch + 1 (a compare-and-set; a predecessor that committed meanwhile makes us start
@@ -205,6 +220,7 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
   for (let attempt = 1; ; attempt++) {
     stored = await settleWithin(ctx.handle.manifestLoad(), ctx.limitMs, 'manifest load');
     ctx.check(stored);
+    if (!stored) await removeLeftoverWal(ctx);
     before = await readSegments(ctx.handle, ctx.limitMs, before);
     const expect = stored ? ctx.expectations(stored) : { mustKeepAfter: 0, durableUpTo: 0 };
     try {

@@ -3,7 +3,7 @@
 // body, every buffer inside its message, every buffer long enough for the rows its field node
 // declares, the row count equal to the header's — so decoding allocates no more than a small
 // multiple of the body; then the decoded values are checked for what Lance refuses (nulls in
-// non-nullable fields, offsets out of order, invalid UTF-8). Also the column rules Lance imposes
+// non-nullable fields but under a null parent, offsets out of order, invalid UTF-8). Also the column rules Lance imposes
 // on names, types and nesting, and `takeRows`, the one copy the sink makes. Node only.
 
 import { MemWalError } from '../util/errors.js';
@@ -54,10 +54,16 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
     case Type.Binary:
     case Type.LargeBinary:
     case Type.Date:
-    case Type.Time:
     case Type.Timestamp:
     case Type.Duration:
       return 1;
+    case Type.Time: {
+      // Arrow's pairs: 32 bits hold seconds or milliseconds, 64 bits micro- or nanoseconds.
+      const wide = t.unit === arrow.TimeUnit.MICROSECOND || t.unit === arrow.TimeUnit.NANOSECOND;
+      if (t.bitWidth !== (wide ? 64 : 32))
+        throw invalid(`schema: column ${here}: a ${t.bitWidth}-bit time cannot hold ${arrow.TimeUnit[t.unit!]}`);
+      return 1;
+    }
     case Type.Decimal:
       if (t.bitWidth !== 128 && t.bitWidth !== 256) throw invalid(`schema: column ${here}: ${t.bitWidth}-bit decimals are not supported`);
       return 1;
@@ -141,12 +147,15 @@ export function decodeStream(body: Uint8Array, rows: number, limits: StreamLimit
   if (!schema) throw invalid('body: not an Arrow IPC stream (no schema)');
   if (total !== rows) throw invalid(`body: ${total} rows, header memwal-rows says ${rows}`);
   const table = step(() => arrow.tableFromIPC(body));
-  for (const batch of table.batches) {
-    schema.fields.forEach((f, i) => {
-      checkValues(f, batch.data.children[i]!, quote(f.name));
-    });
-  }
-  return table;
+  let changed = false;
+  const batches = table.batches.map((batch) => {
+    const children = schema!.fields.map((f, i) => checkValues(f, batch.data.children[i]!, quote(f.name)));
+    if (children.every((c, i) => c === batch.data.children[i])) return batch;
+    changed = true;
+    const d = batch.data;
+    return new arrow.RecordBatch(table.schema, d.clone(d.type, d.offset, d.length, d.nullCount, d.buffers, children));
+  });
+  return changed ? new arrow.Table(table.schema, batches) : table;
 }
 
 /** `read()`, with whatever the Arrow reader throws on bytes that are not a stream turned into a refusal. */
@@ -272,11 +281,21 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Throws `InvalidArgument` for what Lance would refuse in decoded, structurally sound data: a null
- * in a non-nullable field (at any depth: Lance refuses those even under a null parent), offsets
- * that run backwards, strings that are not UTF-8 or cut a character.
+ * in a non-nullable field, offsets that run backwards, strings that are not UTF-8 or cut a
+ * character. A null in a non-nullable field is allowed where an enclosing field is null (`hidden`:
+ * 1 for such slots) — memwal writes the fields of a null struct or list as nulls too — and such a
+ * field is returned without its validity (its values there are never read), since Lance refuses
+ * nulls in a non-nullable field even under a null parent. Returns `data`, or its copy so changed.
  */
-function checkValues(field: ArrowField, data: ArrowData, column: string): void {
-  if (!field.nullable && data.nullCount > 0) throw invalid(`column ${column} is not nullable but holds ${data.nullCount} null(s)`);
+export function checkValues(field: ArrowField, data: ArrowData, column: string, hidden?: Uint8Array): ArrowData {
+  let out = data;
+  if (!field.nullable && data.nullCount > 0) {
+    for (let i = 0; i < data.length; i++) {
+      if (!data.getValid(i) && !hidden?.[i]) throw invalid(`column ${column} is not nullable but holds ${data.nullCount} null(s)`);
+    }
+    const b = data.buffers;
+    out = data.clone(data.type, data.offset, data.length, 0, [b[0], b[1], undefined, b[3]] as never);
+  }
   const t = field.type;
   const offsets = data.valueOffsets as Int32Array | BigInt64Array | undefined;
   if (offsets && data.length > 0) {
@@ -298,9 +317,35 @@ function checkValues(field: ArrowField, data: ArrowData, column: string): void {
       if (at < last && (values[at]! & 0xc0) === 0x80) throw invalid(`body: column ${column}: a string boundary cuts a character`);
     }
   }
-  t.children?.forEach((child: ArrowField, i: number) => {
-    checkValues(child, data.children[i]!, `${column}.${quote(child.name)}`);
-  });
+  const children: ArrowField[] = t.children ?? [];
+  if (children.length === 0) return out;
+  const under = childrenHidden(data, hidden);
+  const checked = children.map((child, i) => checkValues(child, data.children[i]!, `${column}.${quote(child.name)}`, under));
+  if (checked.every((c, i) => c === data.children[i])) return out;
+  return out.clone(out.type, out.offset, out.length, out.nullCount, out.buffers, checked);
+}
+
+/**
+ * Which child slots of nested `data` lie under a null — the slot of `data` that holds them null,
+ * or hidden itself; undefined when none does.
+ */
+function childrenHidden(data: ArrowData, hidden: Uint8Array | undefined): Uint8Array | undefined {
+  if (data.nullCount === 0 && !hidden) return undefined;
+  const child = data.children[0]!;
+  const out = new Uint8Array(child.length);
+  /** Slot `i` of `data` holds child slots [from, to). */
+  const mark = (i: number, from: number, to: number): void => {
+    if (hidden?.[i] || !data.getValid(i)) out.fill(1, Math.max(0, from), Math.min(child.length, to));
+  };
+  const offsets = data.valueOffsets as Int32Array | BigInt64Array | undefined;
+  for (let i = 0; i < data.length; i++) {
+    if (data.type.typeId === Type.Struct) mark(i, i, i + 1);
+    else if (data.type.typeId === Type.FixedSizeList) {
+      const size = (data.type as ArrowType & { listSize: number }).listSize;
+      mark(i, i * size, (i + 1) * size);
+    } else if (offsets) mark(i, Number(offsets[i]!), Number(offsets[i + 1]!));
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------ taking rows

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STORE_ID_PATTERN, parseDrainHeaders } from '../drain/wire.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import type { LanceSink } from './sink.js';
+import { DEFAULT_MAX_PENDING_PER_STORE, type LanceSink } from './sink.js';
 
 /** What an authorizer decides: go on, 401 (no or unknown credential), 403 (not for this store). */
 export type DrainAuthorization = 'allow' | 'unauthenticated' | 'forbidden';
@@ -35,6 +35,12 @@ export interface DrainRequestHandlerOptions {
   prefix?: string;
   /** Where the details of 5xx answers go (the answer itself says only what happened); default `console`. */
   logger?: Logger;
+  /**
+   * POSTs of one store received or applied at once; more are answered 503 (`Locked`, retry)
+   * before their bodies are read, so one store cannot make the server buffer and check bodies
+   * without limit. Default {@link DEFAULT_MAX_PENDING_PER_STORE}, the sink's default queue.
+   */
+  maxRequestsPerStore?: number;
 }
 
 /** Default {@link DrainRequestHandlerOptions.maxBodyBytes}. */
@@ -75,7 +81,7 @@ export function tokenAuthorizer(tokens: Record<string, string | readonly string[
  * `{ storeId, appliedPosition }`, `POST {prefix}:store` applies a drain request and answers
  * `{ storeId, appliedPosition, epoch, rows, duplicate }`. Errors answer `{ code, message }` with
  * 401/403 (credential), 404, 405, 413 (body limit), 400 (`InvalidArgument`: nothing changed;
- * the message says what was wrong), 503 (`Locked`: the store has too many requests waiting;
+ * the message says what was wrong), 503 (`Locked`: the store has too many requests in flight;
  * retry) or 500 (the server's own failure, e.g. Lance's: retry; the answer says no more, the
  * details go to `logger`). Resolves `false` for a URL outside `prefix`, so the caller can serve
  * other routes.
@@ -85,6 +91,12 @@ export function createDrainRequestHandler(
 ): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
   const prefix = options.prefix ?? '/drain/';
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_DRAIN_BODY_BYTES;
+  const maxRequestsPerStore = options.maxRequestsPerStore ?? DEFAULT_MAX_PENDING_PER_STORE;
+  if (!Number.isSafeInteger(maxRequestsPerStore) || maxRequestsPerStore < 1) {
+    throw new MemWalError('InvalidArgument', `maxRequestsPerStore must be an integer >= 1, got ${maxRequestsPerStore}`);
+  }
+  /** POSTs per store being received or applied. */
+  const inFlight = new Map<string, number>();
   const cors: Record<string, string> = options.allowOrigin
     ? {
         'access-control-allow-origin': options.allowOrigin,
@@ -129,11 +141,18 @@ export function createDrainRequestHandler(
       else fail(res, 401, 'Unauthorized', 'a bearer token for this store is required');
       return true;
     }
+    let counted = false;
     try {
       if (req.method === 'GET') {
         reply(res, 200, { storeId, appliedPosition: await options.sink.appliedPosition(storeId) });
         return true;
       }
+      const pending = inFlight.get(storeId) ?? 0;
+      if (pending >= maxRequestsPerStore) {
+        throw new MemWalError('Locked', `${maxRequestsPerStore} requests of ${storeId} are already in flight; retry later`);
+      }
+      inFlight.set(storeId, pending + 1);
+      counted = true;
       const meta = parseDrainHeaders((name) => single(req.headers[name]));
       const body = await readBody(req, maxBodyBytes);
       if (body === undefined) {
@@ -149,6 +168,12 @@ export function createDrainRequestHandler(
       else {
         (options.logger ?? console).warn(`memwal: ${req.method} ${prefix}${storeId} failed (answered 500)`, err);
         fail(res, 500, err.code, 'the sink could not apply this request (its log says why); retrying is safe');
+      }
+    } finally {
+      if (counted) {
+        const left = inFlight.get(storeId)! - 1;
+        if (left === 0) inFlight.delete(storeId);
+        else inFlight.set(storeId, left);
       }
     }
     return true;

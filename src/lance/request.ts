@@ -43,6 +43,19 @@ export interface CheckedRequest {
   bodyRows: number;
 }
 
+/**
+ * Whether values of type `body` fit a column of type `column`: the same type, but that a nested
+ * field the body has as not nullable may be nullable in the column (Lance stores a fixed-size
+ * list's items as nullable, whatever the list it was created from said).
+ */
+export function fitsType(body: ArrowType, column: ArrowType): boolean {
+  const b: ArrowField[] = body.children ?? [];
+  const c: ArrowField[] = column.children ?? [];
+  if (b.length === 0 || body.typeId !== column.typeId || b.length !== c.length) return arrow.util.compareTypes(body, column);
+  if ((body as { listSize?: number }).listSize !== (column as { listSize?: number }).listSize) return false;
+  return b.every((f, i) => f.name === c[i]!.name && (!f.nullable || c[i]!.nullable) && fitsType(f.type, c[i]!.type));
+}
+
 /** Fields of a field, itself and every nested one. */
 export function countFields(f: ArrowField): number {
   return 1 + (f.type.children ?? []).reduce((n: number, c: ArrowField) => n + countFields(c), 0);
@@ -131,7 +144,7 @@ function checkColumns(schema: ArrowSchema, rules: SinkRules): ArrowField[] {
     for (const f of columns) {
       const own = rules.schema.fields.find((o) => o.name === f.name);
       if (!own) throw invalid(`schema: column ${quote(f.name)} is not a column of this sink`);
-      if (!arrow.util.compareTypes(own.type, f.type)) {
+      if (!fitsType(f.type, own.type)) {
         throw invalid(`schema: column ${quote(f.name)} is ${f.type} in the body but ${own.type} in this sink's schema`);
       }
       if (f.nullable && !own.nullable)
@@ -190,6 +203,19 @@ function keyOf(data: ArrowData, i: number): string {
 }
 
 /**
+ * The identity of row `i` of composite key columns: each part prefixed with its length, so that
+ * parts holding any character (a "\u0000" included) never run into each other.
+ */
+function compositeKeyOf(cols: ArrowData[], i: number): string {
+  let id = '';
+  for (const c of cols) {
+    const part = keyOf(c, i);
+    id += `${part.length}:${part}`;
+  }
+  return id;
+}
+
+/**
  * The newest row of each key (the last one in position order: later rows of a key are newer), in
  * position order, with their positions. Re-applying such a run converges to the same rows
  * whatever was applied before (docs/scale-out.md "Exactly once").
@@ -205,7 +231,7 @@ function newestPerKey(t: ArrowTable, positions: Float64Array, key: readonly stri
     const cols = key.map((k) => batch.getChild(k)!.data[0]!);
     end -= batch.numRows;
     for (let i = batch.numRows - 1; i >= 0; i--) {
-      const id = cols.length === 1 ? keyOf(cols[0]!, i) : cols.map((c) => keyOf(c, i)).join('\u0000');
+      const id = cols.length === 1 ? keyOf(cols[0]!, i) : compositeKeyOf(cols, i);
       if (seen.has(id)) continue;
       seen.add(id);
       keep[end + i] = 1;

@@ -32,12 +32,22 @@ import type { Connection, Table as LanceTable } from '@lancedb/lancedb';
 import type { DrainSink } from '../drain/drain.js';
 import { POSITION_COLUMN, STORE_ID_PATTERN, encodeDrainBatch } from '../drain/wire.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
-import type { WalEntry } from '../engine/api.js';
 import { TOMBSTONE_COLUMN } from '../data/schema.js';
+import type { WalEntry } from '../engine/api.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, arrow, lancedb } from './lancedb.js';
-import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest, countFields } from './request.js';
+import { checkValues } from './arrow-check.js';
+import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow, lancedb } from './lancedb.js';
+import {
+  type CheckedRequest,
+  RESERVED,
+  STORE_COLUMN,
+  type SinkRules,
+  checkOperatorSchema,
+  checkRequest,
+  countFields,
+  fitsType,
+} from './request.js';
 import { Lanes, Turns } from './turns.js';
 
 export { STORE_COLUMN };
@@ -576,7 +586,7 @@ function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules)
       if (!t.nullable) throw new MemWalError('InvalidArgument', `schema: column ${t.name} of the Lance table is missing and not nullable`);
       continue;
     }
-    if (!arrow.util.compareTypes(w.type, t.type)) {
+    if (!fitsType(w.type, t.type)) {
       throw new MemWalError('InvalidArgument', `schema: column ${t.name} is ${w.type} in the body but ${t.type} in the Lance table`);
     }
     if (w.nullable && !t.nullable) {
@@ -591,6 +601,13 @@ function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules)
       `schema: column ${notNull.name} is new and not nullable; Lance can only add nullable columns to existing rows`,
     );
   }
+  const nested = added.find((f) => !allNullable(f));
+  if (nested) {
+    throw new MemWalError(
+      'InvalidArgument',
+      `schema: column ${nested.name} is new and has nested fields that are not nullable; Lance can only add columns whose fields are all nullable to existing rows (an operator's schema can hold it from the start)`,
+    );
+  }
   if (added.length > 0 && !rules.schema) {
     const count = (fields: ArrowField[]) => fields.reduce((n, f) => n + (RESERVED.has(f.name) ? 0 : countFields(f)), 0);
     const after = count(table.fields) + count(added);
@@ -602,6 +619,11 @@ function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules)
     }
   }
   return { target: new arrow.Schema([...table.fields, ...added]), added };
+}
+
+/** Whether `f` and every field nested in it are nullable. */
+function allNullable(f: ArrowField): boolean {
+  return f.nullable && (f.type.children ?? []).every((c: ArrowField) => allNullable(c));
 }
 
 /**
@@ -634,13 +656,20 @@ function toLance(t: ArrowTable, target: ArrowSchema, storeId: string): ArrowTabl
     const children = target.fields.map((f): ArrowData => {
       if (f.name === STORE_COLUMN) return constantUtf8(storeId, b.numRows);
       const child = b.getChild(f.name);
-      if (child) return child.data[0]!;
-      return arrow.vectorFromArray(new Array(b.numRows).fill(null), f.type).data[0]!;
+      if (child) return withType(child.data[0]!, f.type); // the table's nested nullability (fitsType)
+      // A column the rows lack: null, its non-nullable nested fields without nulls (Lance refuses those).
+      return checkValues(f, arrow.vectorFromArray(new Array(b.numRows).fill(null), f.type).data[0]!, f.name);
     });
     const data = arrow.makeData({ type: new arrow.Struct(target.fields), length: b.numRows, nullCount: 0, children });
     return new arrow.RecordBatch(target, data);
   });
   return new arrow.Table(target, batches);
+}
+
+/** `data` as of type `type`, which it fits ({@link fitsType}): the same buffers, the column's nested fields. */
+function withType(data: ArrowData, type: ArrowType): ArrowData {
+  const children = (type.children ?? []).map((c: ArrowField, i: number) => withType(data.children[i]!, c.type));
+  return data.clone(type, data.offset, data.length, data.nullCount, data.buffers, children);
 }
 
 /** `t`'s data under `schema` (same column order and types; nullability and metadata from `schema`). */

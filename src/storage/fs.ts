@@ -161,6 +161,13 @@ export class FileStorage implements StorageAdapter {
     }
     const held = await new LockFile(this.fs, dir, this.lockLeaseMs).acquire(name, { timeoutMs: 0 }, this.lockPollMs);
     try {
+      // The manifest first, its newest version last: a destroy cut short leaves the whole store
+      // or no manifest, and an open removes what a store without a manifest holds (docs/impl.md §7).
+      const versions = (await listDir(this.fs, `${dir}/manifest`))
+        .filter((entry) => /^\d+\.json$/.test(entry))
+        .sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10));
+      for (const entry of versions) await unlinkIfPresent(this.fs, `${dir}/manifest/${entry}`);
+      if (versions.length > 0) await this.fs.syncDir(`${dir}/manifest`);
       await this.fs.rm(dir);
       await this.fs.syncDir(this.root);
     } catch (e) {

@@ -55,7 +55,13 @@ export type Evolve =
   | { e: 'reset'; type: ColType };
 
 export type Action =
-  | { a: 'put'; rows: { key: number; seed: number }[]; wait: boolean }
+  | {
+      a: 'put';
+      rows: { key: number; seed: number }[];
+      wait: boolean;
+      /** The put carries an AbortSignal that aborts this many virtual ms after it is issued. */
+      abortMs?: number;
+    }
   | { a: 'delete'; keys: number[]; wait: boolean }
   | { a: 'get'; key: number; alt: boolean }
   | { a: 'scan' }
@@ -73,7 +79,11 @@ export type Action =
   | { a: 'reopen'; evolve: Evolve | undefined }
   | { a: 'stale'; writes: number }
   | { a: 'catchUp' }
-  | { a: 'damage'; frac: number; pick: number };
+  | { a: 'damage'; frac: number; pick: number }
+  /** Puts issued in flight one after another, `gapMs` apart (within one step: its faults last through them all). */
+  | { a: 'burst'; puts: Extract<Action, { a: 'put' }>[]; gapMs: number }
+  /** `MemWal.destroy` (`keep` < 0), or one cut short: the manifest gone, each other file left with chance `keep`. */
+  | { a: 'destroy'; keep: number };
 
 export interface Step {
   faults: FaultSpec[];
@@ -89,6 +99,10 @@ const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemo
 
 /** The configuration of seed `seed` (its own stream: the steps do not shift it). */
 export function drawConfig(seed: number): SimConfig {
+  return squeeze(drawBaseConfig(seed), seed);
+}
+
+function drawBaseConfig(seed: number): SimConfig {
   const r = rng(seed * 2 + 1);
   const mode: Mode = pick(r, ['keyed', 'keyed', 'keyed', 'append', 'wal-only'] as const);
   const keyType = mode === 'keyed' ? pick(r, ['int64', 'int64', 'int32', 'uint64', 'utf8', 'composite'] as const) : undefined;
@@ -131,9 +145,26 @@ export function drawConfig(seed: number): SimConfig {
   };
 }
 
+/**
+ * Backpressure that ends without admission (a timeout, an abort) needs a budget that fills and
+ * flushes that stall: a small budget with a timeout for some seeds. Drawn from a stream of its own,
+ * after the rest of the configuration, so that every other choice of the seed stays as it was.
+ */
+function squeeze(config: SimConfig, seed: number): SimConfig {
+  const r = rng(seed * 13 + 5);
+  if (config.mode === 'wal-only' || r() >= 0.25) return config;
+  return {
+    ...config,
+    maxUnflushedMemtableBytes: 1024 + int(r, 8192),
+    backpressureTimeoutMs: r() < 0.7 ? pick(r, [20, 300, 2000]) : config.backpressureTimeoutMs,
+  };
+}
+
 /** The steps of seed `seed` for `config`. */
 export function drawSteps(seed: number, config: SimConfig): Step[] {
   const r = rng(seed * 2 + 2);
+  // Choices added later draw from their own stream, so the steps drawn before them stay the same.
+  const later = rng(seed * 13 + 6);
   const n = 20 + int(r, 50);
   const steps: Step[] = [];
   const keyed = config.mode === 'keyed';
@@ -164,6 +195,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     else if (x < 0.92) action = { a: 'stale', writes: 1 + int(r, 4) };
     else if (x < 0.94 && config.drain) action = { a: 'catchUp' };
     else if (x < 0.945) action = { a: 'damage', frac: r(), pick: int(r, 1000) };
+    else if (x < 0.955) action = { a: 'destroy', keep: r() < 0.3 ? -1 : r() };
     else action = { a: 'put', rows: drawRows(), wait: false };
     const faults: FaultSpec[] = [];
     if (r() < 0.35) {
@@ -183,6 +215,21 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
       continue;
     }
     steps.push({ faults, action, window });
+    if (memtable && later() < 0.05) {
+      // A burst while flushes stall: puts pile up against the budget, and some give up waiting
+      // (their signal aborts, or backpressureTimeoutMs passes) while others wait it out.
+      const hold: FaultSpec = { f: 'hold', op: pick(later, ['tableWrite', 'manifestCommit'] as const), ms: pick(later, [100, 1000, 5000]) };
+      const puts: Extract<Action, { a: 'put' }>[] = [];
+      for (let j = 3 + int(later, 10); j > 0; j--) {
+        const rows = Array.from({ length: 1 + int(later, 20) }, () => ({ key: int(later, keys), seed: int(later, 2 ** 31) }));
+        puts.push({ a: 'put', rows, wait: false, ...(later() < 0.4 ? { abortMs: pick(later, [0, 1, 20, 200, 2000]) } : {}) });
+      }
+      steps.push({
+        faults: [hold],
+        action: { a: 'burst', puts, gapMs: pick(later, [0, 1, 5]) },
+        window: pick(later, [0, 100, 1000, 4000]),
+      });
+    }
   }
   return steps;
 }

@@ -81,6 +81,8 @@ interface Live {
   ending: boolean;
   /** A call that never settles was injected while it ran (a later read may share that call and hit its time limit). */
   hung?: boolean;
+  /** Its puts rejected `BackpressureTimeout` or `Aborted` (a wait that ended without admission) so far. */
+  gaveUp?: number;
   drain?: DrainHandle;
   sink?: ModelSink;
 }
@@ -354,7 +356,7 @@ class Sim {
   }
 
   private needsWriter(a: Action): boolean {
-    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage'].includes(a.a);
+    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
   }
 
   private options(columns: ColumnSpec[], steal: boolean, reset: boolean) {
@@ -431,7 +433,8 @@ class Sim {
   }
 
   private startOpen(e: Evolve | undefined, steal: boolean): Opening {
-    const { columns, expect } = this.evolve(e);
+    // A store that does not exist (destroyed) is created with the current columns: nothing to evolve.
+    const { columns, expect } = this.evolve(this.memStore()?.manifest ? e : undefined);
     if (expect === 'invalid') this.nextInc++; // an invalid column's incarnation is never used
     const session = ++this.session;
     const call = this.track(
@@ -661,6 +664,14 @@ class Sim {
         return;
       case 'damage':
         return this.damage(a.frac, a.pick);
+      case 'destroy':
+        return this.destroy(a.keep);
+      case 'burst':
+        for (const put of a.puts) {
+          await this.write(put);
+          if (a.gapMs > 0) await this.clock.advance(a.gapMs);
+        }
+        return;
     }
   }
 
@@ -722,7 +733,16 @@ class Sim {
       if (busy()) this.fail('hang', `a write of keys ${[...seen].join(', ')} did not settle within ${this.bound} ms`);
     }
     const op = this.model.issue(live.session, a.a, rows);
-    const call = this.track(`${a.a} op ${op.id} (session ${live.session})`, a.a === 'put' ? live.w.put(input) : live.w.delete(input));
+    let signal: AbortSignal | undefined;
+    if (a.a === 'put' && a.abortMs !== undefined) {
+      const ac = new AbortController();
+      this.clock.setTimeout(() => ac.abort(), a.abortMs);
+      signal = ac.signal;
+    }
+    const call = this.track(
+      `${a.a} op ${op.id} (session ${live.session})`,
+      a.a === 'put' ? live.w.put(input, signal ? { signal } : undefined) : live.w.delete(input),
+    );
     void call.settled.then(() => this.settleWrite(live!, op, call.result!));
     if (a.wait) await this.runUntil(call);
   }
@@ -739,6 +759,7 @@ class Sim {
       return;
     }
     const code = this.codeOf(result.error, `${op.kind} op ${op.id}`);
+    if (code === 'BackpressureTimeout' || code === 'Aborted') live.gaveUp = (live.gaveUp ?? 0) + 1;
     const clean = CLEAN.has(code);
     this.model.settle(op, clean ? 'failed' : 'doubt');
     this.log(`  ↳ ${op.kind} op ${op.id} rejected ${code}${clean ? '' : ' (outcome unknown)'}`);
@@ -1177,6 +1198,33 @@ class Sim {
     this.finished = true;
   }
 
+  /**
+   * The store is destroyed: by `MemWal.destroy` (`keep` < 0), or by one cut short (a process that
+   * died while removing files; Node removes a directory's entries in any order): the manifest is
+   * gone and each WAL segment and table file is left with chance `keep`. Either way the next open
+   * creates an empty store, whose acknowledged writes must survive like any other's.
+   */
+  private async destroy(keep: number): Promise<void> {
+    if (this.route) await this.finishSteal();
+    for (const l of [...this.stale.splice(0), ...(this.current ? [this.current] : [])]) await this.end(l, 'abort');
+    await this.runUntil(this.track('storage settled', this.storage.settled()));
+    if (keep < 0) {
+      const call = this.track('destroy', MemWal.destroy(STORE, { storage: this.storage }));
+      await this.runUntil(call);
+      if (!call.result!.ok) this.fail('error', `destroy of a store no writer holds failed: ${(call.result!.error as Error).message}`);
+      this.log('  destroyed');
+    } else {
+      const store = this.memStore();
+      if (!store) return;
+      delete store.manifest;
+      for (const name of [...store.wal.keys()].sort()) if (this.r() >= keep) store.wal.delete(name);
+      for (const name of [...store.tables.keys()].sort()) if (this.r() >= keep) store.tables.delete(name);
+      this.log(`  destroy cut short: no manifest; left WAL ${[...store.wal.keys()].join(' ') || '-'}, tables ${store.tables.size}`);
+    }
+    this.count('destroy');
+    this.resetModel();
+  }
+
   // ------------------------------------------------------------------ checks after every step
 
   async check(where: string, full = false): Promise<void> {
@@ -1198,6 +1246,7 @@ class Sim {
     this.checkManifest(where);
     const live = this.current;
     if (!live || this.route || live.w.writerState !== 'open') return;
+    await this.checkWaiters(live);
     if (this.config.mode === 'wal-only') {
       await this.readTail(live, -1, true);
     } else {
@@ -1212,6 +1261,26 @@ class Sim {
       }
     }
     if (this.violation) throw this.violation;
+  }
+
+  /**
+   * BackpressureStats against the puts the simulation has in flight (docs/impl.md §6): no put of
+   * this writer pending means nobody waits (activeCount 0, activeWaitMs 0, cause null), and every
+   * put of it rejected `BackpressureTimeout` or `Aborted` was a wait that ended without admission.
+   */
+  private async checkWaiters(live: Live): Promise<void> {
+    const call = this.track(`backpressureStats (session ${live.session})`, live.w.backpressureStats());
+    await this.runUntil(call);
+    if (!call.result!.ok) return this.readFailed(live, 'backpressureStats', call.result!.error);
+    const bp = call.result!.value as { activeCount: number; activeWaitMs: number; abortedCount: number; cause: string | null };
+    const waiting = this.model.pendingOps().some((o) => o.session === live.session);
+    if (!waiting && (bp.activeCount !== 0 || bp.activeWaitMs !== 0 || bp.cause !== null)) {
+      this.fail('stats', `no put of session ${live.session} is pending, yet backpressureStats says ${JSON.stringify(bp)}`);
+    }
+    const gaveUp = live.gaveUp ?? 0;
+    if (bp.abortedCount < gaveUp) {
+      this.fail('stats', `${gaveUp} puts of session ${live.session} gave up waiting, yet abortedCount is ${bp.abortedCount}`);
+    }
   }
 
   /** Manifest invariants, read straight from MemoryStorage: level 1 never overlaps, generations below nextGeneration, every named file exists whole. */
@@ -1261,7 +1330,7 @@ function writerState(w: MemWal): string {
 }
 
 function isWrite(a: Action): boolean {
-  return a.a === 'put' || a.a === 'delete';
+  return a.a === 'put' || a.a === 'delete' || a.a === 'burst';
 }
 
 function showKey(k: KeyValue): string {
@@ -1275,7 +1344,7 @@ function describeCands(cands: Candidate[]): string {
 export function describeAction(a: Action): string {
   switch (a.a) {
     case 'put':
-      return `put ${a.rows.length} rows${a.wait ? '' : ' (in flight)'}`;
+      return `put ${a.rows.length} rows${a.wait ? '' : ' (in flight)'}${a.abortMs !== undefined ? `, aborted after ${a.abortMs} ms` : ''}`;
     case 'delete':
       return `delete ${a.keys.length} keys${a.wait ? '' : ' (in flight)'}`;
     case 'get':
@@ -1292,6 +1361,10 @@ export function describeAction(a: Action): string {
       return `steal: a successor opens while the old writer takes ${a.writes} more writes`;
     case 'damage':
       return 'damage a durable WAL entry';
+    case 'burst':
+      return `burst of ${a.puts.length} puts ${a.gapMs} ms apart (${a.puts.filter((p) => p.abortMs !== undefined).length} with a signal)`;
+    case 'destroy':
+      return a.keep < 0 ? 'destroy' : `destroy cut short (each file left with chance ${a.keep.toFixed(2)})`;
     default:
       return a.a;
   }
