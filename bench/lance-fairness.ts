@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { Bool, Field, Float64, Int64, RecordBatch, Schema, Struct, Table, Utf8, makeData, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { DRAIN_HEADERS, POSITION_COLUMN, drainRequestHeaders } from '../src/drain/wire.js';
 import { DEFAULT_MAX_DRAIN_BODY_BYTES, DEFAULT_MAX_PENDING_PER_STORE, DEFAULT_MAX_ROWS_PER_COMMIT } from '../src/lance.js';
-import { crc32c } from '../src/wal/crc32c.js';
+import { crc32c } from '../src/util/crc32c.js';
 import { startLanceServer } from '../test/lance-server-process.js';
 
 const SAMPLES = Number(process.env.FAIRNESS_SAMPLES ?? 300);

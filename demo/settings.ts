@@ -61,7 +61,7 @@ export const DEFAULTS: Readonly<Settings> = {
   memtableBytes: 4 * MiB,
   budgetBytes: 16 * MiB,
   graceMs: 1000,
-  // memwal's own default (src/options.ts): far above what the default load builds up.
+  // memwal's own default (src/engine/options.ts): far above what the default load builds up.
   debtBytes: 1024 * MiB,
   durable: true,
   storage: 'auto',

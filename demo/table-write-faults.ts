@@ -1,7 +1,7 @@
 // Faults for flushes only or compactions only. FaultInjectingStorage fails and holds operations
 // by kind, and a flush and a compaction both end in a `tableWrite`; what tells them apart is the
 // file name: compaction outputs are named `c<generation>-<epoch>-<seq>.arrow`
-// (src/core/compaction.ts), flushes `<generation>-<epoch>-<attempt>.arrow` (src/core/flusher.ts).
+// (src/engine/compaction.ts), flushes `<generation>-<epoch>-<attempt>.arrow` (src/engine/flusher.ts).
 // This wrapper, around the demo worker's FaultInjectingStorage, fails or delays table writes by
 // that name and passes everything else through.
 //
@@ -29,6 +29,7 @@ export class TableWriteFaults implements StorageAdapter {
   /** Delays in progress; turning the delay off and a handle's release end them early. */
   private readonly sleepers = new Set<() => void>();
 
+  /** `inner` also lets memwal find the wrapped adapter's I/O worker, where table files are built. */
   constructor(readonly inner: StorageAdapter) {
     this.layout = inner.layout;
   }
@@ -95,11 +96,6 @@ export class TableWriteFaults implements StorageAdapter {
   async estimate(name: string): Promise<StorageEstimate> {
     return (await this.inner.estimate?.(name)) ?? {};
   }
-
-  // Background jobs (building flushed and compacted files, in the I/O worker) belong to the inner
-  // adapter's handle: unwrap ours. What they build still comes back through `tableWrite` below.
-  backgroundJobs: StorageAdapter['backgroundJobs'] = (handle, ...rest) =>
-    this.inner.backgroundJobs?.(handle instanceof TableWriteFaultHandle ? handle.inner : handle, ...rest);
 }
 
 /** A store handle that asks TableWriteFaults before each table write and forwards everything. */

@@ -2,7 +2,7 @@
 // in a SQLite-backed Durable Object's storage (docs/format.md). Imports no
 // `cloudflare:*` module: the storage it needs is typed structurally.
 
-import type { MemWalOptions } from './options.js';
+import type { MemWalOptions } from './engine/options.js';
 
 export {
   DurableObjectStorageAdapter,

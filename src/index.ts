@@ -1,6 +1,7 @@
 // memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
+// The drain wire, which only an endpoint's author needs, is `memwal/drain` (src/drain.ts).
 
-export { MemWal, type OpenHooks, type SchemaReset } from './core/memwal.js';
+export { MemWal, type OpenHooks, type SchemaReset } from './engine/memwal.js';
 export { openMemWal, MemWalClient, type OpenMemWalOptions, type TypedOpenMemWalOptions, type WorkerLike } from './rpc/client.js';
 export { destroyMemWal, type DestroyMemWalOptions } from './rpc/destroy.js';
 export {
@@ -36,8 +37,8 @@ export {
   type RowsOf,
   type ColumnName,
   type SchemaColumn,
-} from './define-schema.js';
-export { MemWalError, isMemWalError, type MemWalErrorCode } from './errors.js';
+} from './data/define-schema.js';
+export { MemWalError, isMemWalError, type MemWalErrorCode } from './util/errors.js';
 export { MemoryStorage, sharedMemoryStorage } from './storage/memory.js';
 export type {
   StorageAdapter,
@@ -46,20 +47,11 @@ export type {
   WalSegmentInfo,
   StorageEstimate,
 } from './storage/adapter.js';
-export type { Manifest, TableFileEntry, StoreMode } from './manifest/manifest.js';
-export type {
-  MemWalApi,
-  MemTableStats,
-  BackpressureStats,
-  WalStats,
-  WriteStats,
-  StorageStats,
-  PutResult,
-  WalEntry,
-  WriterState,
-  Role,
-} from './core/stats.js';
-export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, Logger, StorageOption } from './options.js';
+export type { Manifest, TableFileEntry, StoreMode } from './format/manifest/manifest.js';
+export type { MemTableStats, BackpressureStats, WalStats, WriteStats, StorageStats, WriterState } from './metrics/stats.js';
+export type { MemWalApi, PutResult, WalEntry, Role } from './engine/api.js';
+export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, StorageOption } from './engine/options.js';
+export type { Logger } from './util/logger.js';
 export {
   DEFAULT_MAX_WAL_BUFFER_BYTES,
   DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS,
@@ -67,8 +59,8 @@ export {
   DEFAULT_MAX_MEMTABLE_ROWS,
   DEFAULT_MAX_MEMTABLE_BATCHES,
   DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
-} from './options.js';
-export { TOMBSTONE_COLUMN } from './core/schema.js';
+} from './engine/options.js';
+export { TOMBSTONE_COLUMN } from './data/schema.js';
 export {
   drain,
   DEFAULT_DRAIN_BATCH_BYTES,
@@ -78,16 +70,3 @@ export {
   type DrainStats,
   type DrainState,
 } from './drain/drain.js';
-export {
-  encodeDrainBatch,
-  drainRequestHeaders,
-  parseDrainHeaders,
-  checkDrainBody,
-  DRAIN_WIRE_VERSION,
-  DRAIN_CONTENT_TYPE,
-  DRAIN_HEADERS,
-  POSITION_COLUMN,
-  STORE_ID_PATTERN,
-  type DrainRequestMeta,
-  type EncodedDrainBatch,
-} from './drain/wire.js';

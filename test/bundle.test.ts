@@ -1,7 +1,7 @@
 // `memwal` and `memwal/worker` bundle for the browser without any
-// runtime module (`node:*`, `cloudflare:*`, the `Deno` global), and `memwal/cloudflare` bundles
-// for workerd without `node:*` (it types Durable Object storage structurally, so it needs no
-// `cloudflare:*` module either).
+// runtime module (`node:*`, `cloudflare:*`, the `Deno` global), and `memwal/cloudflare` and
+// `memwal/drain` bundle for workerd without `node:*` (memwal/cloudflare types Durable Object
+// storage structurally, so it needs no `cloudflare:*` module either).
 
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ describe('entry points bundle without runtime modules', () => {
     ['memwal', 'index.ts', 'browser'],
     ['memwal/worker', 'worker.ts', 'browser'],
     ['memwal/cloudflare', 'cloudflare.ts', 'workerd'],
+    ['memwal/drain', 'drain.ts', 'workerd'],
   ];
   for (const [entry, file, target] of entries) {
     it(`${entry} bundles for ${target} with no node:, cloudflare: or Deno references`, async () => {

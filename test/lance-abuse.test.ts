@@ -26,7 +26,7 @@ import type { Data, DataType } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POSITION_COLUMN, drainRequestHeaders } from '../src/drain/wire.js';
 import { lanceSnapshot } from '../src/lance/testkit.test-util.js';
-import { crc32c } from '../src/wal/crc32c.js';
+import { crc32c } from '../src/util/crc32c.js';
 import { type LanceServer, peakRss, startLanceServer, testPort } from './lance-server-process.js';
 
 const dirs: string[] = [];

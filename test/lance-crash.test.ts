@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Schema } from 'apache-arrow';
 import { afterAll, expect, it, onTestFinished } from 'vitest';
-import { MemWal } from '../src/core/memwal.js';
+import { MemWal } from '../src/engine/memwal.js';
 import { drain } from '../src/drain/drain.js';
 import type { DrainHandle } from '../src/drain/drain.js';
 import { appendSchema, keyedSchema, lanceRows, randomAppendLoad, randomKeyedLoad, scanRows } from '../src/lance/testkit.test-util.js';

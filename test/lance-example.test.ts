@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { MemWal } from '../src/core/memwal.js';
+import { MemWal } from '../src/engine/memwal.js';
 import { drain } from '../src/drain/drain.js';
 import { keyedSchema, lanceRows, randomKeyedLoad, scanRows } from '../src/lance/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';

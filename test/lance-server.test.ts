@@ -12,14 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Field, Int64, RecordBatch, Schema, Struct, Table, makeData, tableToIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemWal } from '../src/core/memwal.js';
-import type { WalEntry } from '../src/core/stats.js';
+import { MemWal } from '../src/engine/memwal.js';
+import type { WalEntry } from '../src/engine/api.js';
 import { drain } from '../src/drain/drain.js';
 import { DRAIN_HEADERS, POSITION_COLUMN, drainRequestHeaders, encodeDrainBatch } from '../src/drain/wire.js';
 import { keyedSchema, lanceRows, lanceSnapshot, randomKeyedLoad, scanRows } from '../src/lance/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';
 import { MemoryStorage } from '../src/storage/memory.js';
-import { crc32c } from '../src/wal/crc32c.js';
+import { crc32c } from '../src/util/crc32c.js';
 import { int, rng } from '../src/testing/rng.js';
 import { type LanceServer, startLanceServer, testPort } from './lance-server-process.js';
 

@@ -12,7 +12,7 @@ import type { Data } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { POSITION_COLUMN, drainRequestHeaders, parseDrainHeaders } from '../src/drain/wire.js';
 import { DEFAULT_MAX_PENDING_PER_STORE, LanceSink } from '../src/lance.js';
-import { crc32c } from '../src/wal/crc32c.js';
+import { crc32c } from '../src/util/crc32c.js';
 import { type LanceServer, peakRss, startLanceServer, testPort } from './lance-server-process.js';
 
 const dirs: string[] = [];

@@ -51,6 +51,15 @@ describe('npm pack', () => {
     expect(JSON.parse(read('package.json')).license).toBe('Apache-2.0');
   });
 
+  it('every subpath of package.json exports ships its types and its module', () => {
+    const exports = JSON.parse(read('package.json')).exports as Record<string, { types: string; import: string }>;
+    expect(Object.keys(exports)).toContain('./drain');
+    for (const [subpath, { types, import: module }] of Object.entries(exports)) {
+      expect(files, `${subpath} types`).toContain(types.replace(/^\.\//, ''));
+      expect(files, `${subpath} module`).toContain(module.replace(/^\.\//, ''));
+    }
+  });
+
   it('ships no screenshot, sources, tests or examples', () => {
     expect(files.filter((f) => /\.(png|jpe?g|gif)$/.test(f))).toEqual([]);
     expect(files.filter((f) => /^(src|e2e|test|examples|demo|bench)\//.test(f) || /\.test\./.test(f))).toEqual([]);

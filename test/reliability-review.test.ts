@@ -6,13 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { MemWal } from '../src/core/memwal.js';
-import type { WalEntry } from '../src/core/stats.js';
+import { MemWal } from '../src/engine/memwal.js';
+import type { WalEntry } from '../src/engine/api.js';
 import { type DrainSink, drain } from '../src/drain/drain.js';
 import { MemoryStorage } from '../src/storage/memory.js';
-import { idsOf, open, rows } from '../src/core/testkit.test-util.js';
+import { idsOf, open, rows } from '../src/engine/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';
-import { FileStorage, type FileSystemShim } from '../src/storage/fs.js';
+import { FileStorage } from '../src/storage/fs.js';
+import type { FileSystemShim } from '../src/storage/fs-shim.js';
 import { nodeFileSystem } from '../src/storage/fs-node.js';
 
 const quiet = { warn: () => undefined };

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
-import { MemWal } from '../src/core/memwal.js';
+import { MemWal } from '../src/engine/memwal.js';
 import { type DrainStats, drain } from '../src/drain/drain.js';
 import { lanceRows, scanRows } from '../src/lance/testkit.test-util.js';
 import { NodeFileStorage } from '../src/node.js';

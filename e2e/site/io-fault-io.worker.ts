@@ -1,8 +1,8 @@
-// An I/O worker (serves OPFS like storage/io.worker.ts) that dies or hangs on a control message.
+// An I/O worker (serves OPFS like io-worker/io.worker.ts) that dies or hangs on a control message.
 // Dedicated module worker.
 
 import { OpfsStorage } from '../../src/storage/opfs.js';
-import { type IoScope, serveStorage } from '../../src/storage/remote-host.js';
+import { type IoScope, serveStorage } from '../../src/io-worker/io-host.js';
 
 const scope = self as unknown as IoScope;
 serveStorage(scope, new OpfsStorage());

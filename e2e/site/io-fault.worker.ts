@@ -4,7 +4,7 @@
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
 import * as Comlink from 'comlink';
 import { MemWal, type MemWalError } from '../../src/index.js';
-import { RemoteStorage } from '../../src/storage/remote.js';
+import { RemoteStorage } from '../../src/io-worker/remote-storage.js';
 
 const schema = new Schema([new Field('id', new Int32(), false), new Field('payload', new Utf8(), true)]);
 let io: Worker | undefined;

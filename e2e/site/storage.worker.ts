@@ -2,10 +2,10 @@
 // cases and the quota probe, and holds one store handle that the page drives step by step.
 
 import * as Comlink from 'comlink';
-import { MemWalError } from '../../src/errors.js';
-import { MANIFEST_FORMAT_VERSION } from '../../src/manifest/manifest.js';
+import { MemWalError } from '../../src/util/errors.js';
+import { MANIFEST_FORMAT_VERSION } from '../../src/format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage/adapter.js';
-import { resolveBrowserStorage } from '../../src/storage/browser.js';
+import { resolveBrowserStorage } from '../../src/io-worker/browser.js';
 import { conformanceCases } from '../../src/testing/conformance.js';
 import type { CaseResult, Layout, Outcome, QuotaResult } from './protocol.js';
 

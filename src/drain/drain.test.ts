@@ -5,14 +5,14 @@
 import { spawnSync } from 'node:child_process';
 import { Bool, Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { MemWal } from '../core/memwal.js';
-import { estimateBatchBytes } from '../core/size.js';
-import type { MemWalApi, WalEntry } from '../core/stats.js';
-import { MemWalError } from '../errors.js';
+import { MemWal } from '../engine/memwal.js';
+import { estimateBatchBytes } from '../data/size.js';
+import type { MemWalApi, WalEntry } from '../engine/api.js';
+import { MemWalError } from '../util/errors.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { type DrainSink, drain } from './drain.js';
-import { until } from '../core/testkit.test-util.js';
+import { until } from '../engine/testkit.test-util.js';
 import { DRAIN_HEADERS, parseDrainHeaders } from './wire.js';
 
 const schema = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]);

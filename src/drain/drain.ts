@@ -1,5 +1,5 @@
 // drain(): the writer side of scale-out (docs/scale-out.md). Follows a store's `tail`,
-// ships runs of entries to a sink (in-process) or an HTTP endpoint (Arrow IPC over fetch), and
+// ships runs of entries to a sink (in-process) or an HTTP endpoint (http.ts), and
 // calls `markConsumed` only with the position the sink reported durable. Runtime-agnostic: no
 // node:*, no DOM; runs in browser workers and pages, Node, Deno and Durable Objects.
 //
@@ -11,13 +11,14 @@
 //  (3) shipping never blocks the writer, and memory is bounded: the reader holds at most two
 //      runs of entries (the one being shipped and the next), and `tail` one read buffer.
 
-import { estimateBatchBytes } from '../core/size.js';
-import type { MemWalApi, WalEntry } from '../core/stats.js';
-import { Signal, backoffMs, clearTimer, nowMs, random, setTimer, type Timer } from '../util/schedule.js';
-import { MemWalError, toMemWalError } from '../errors.js';
+import { estimateBatchBytes } from '../data/size.js';
+import type { MemWalApi, WalEntry } from '../engine/api.js';
+import { Signal, backoffMs, nowMs, random } from '../util/schedule.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
 import { escapeLabelValue } from '../metrics/prometheus.js';
-import type { Logger } from '../options.js';
-import { STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
+import type { Logger } from '../util/logger.js';
+import { endpointUrl, httpTransport, storeIdOf, type Transport } from './http.js';
+import { STORE_ID_PATTERN } from './wire.js';
 
 /**
  * A destination that applies WAL entries exactly once per `(storeId, position)`. `LanceSink`
@@ -172,12 +173,6 @@ interface Queued {
   wireBytes: number;
 }
 
-/** How a drain talks to its sink: ask the applied position, ship a run. */
-interface Transport {
-  applied(signal: AbortSignal): Promise<number>;
-  ship(entries: readonly WalEntry[], signal: AbortSignal): Promise<{ appliedPosition: number; bytes: number }>;
-}
-
 /**
  * Drain `store` into a sink or an endpoint until stopped: start at the sink's applied position
  * + 1, follow `tail(from, { follow: true })`, ship runs of about `batchBytes`, and
@@ -247,7 +242,9 @@ class Drainer {
     }
     this.retry = { ...DEFAULT_RETRY, ...o.retry };
     this.logger = o.logger ?? console;
-    this.transport = o.sink ? sinkTransport(o.sink, storeId) : endpointTransport(o, url!.href);
+    this.transport = o.sink
+      ? sinkTransport(o.sink, storeId)
+      : httpTransport(url!.href, { ...o, requestTimeoutMs: timeout, quoteEndpointMessages: o.quoteEndpointMessages ?? true });
     if (o.signal?.aborted) this.stopper.abort();
     o.signal?.addEventListener('abort', () => this.stopper.abort(), { once: true });
     this.stopper.signal.addEventListener('abort', () => this.changed.notify(), { once: true });
@@ -526,8 +523,9 @@ class Drainer {
   }
 }
 
-// ------------------------------------------------------------------ transports
+// ------------------------------------------------------------------ the in-process transport (HTTP: http.ts)
 
+/** The transport to an in-process sink: its own calls. */
 function sinkTransport(sink: DrainSink, storeId: string): Transport {
   return {
     applied: (signal) => untilStopped(sink.appliedPosition(storeId), signal),
@@ -551,75 +549,6 @@ function untilStopped<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function endpointTransport(o: DrainOptions, endpoint: string): Transport {
-  const doFetch = o.fetch ?? ((input: string, init: RequestInit) => fetch(input, init));
-  const auth: Record<string, string> = o.token !== undefined ? { authorization: `Bearer ${o.token}` } : {};
-  const timeoutMs = o.requestTimeoutMs ?? DEFAULT_DRAIN_REQUEST_TIMEOUT_MS;
-  /** The response and its body text, within the time limit; `IOError` when it runs out or the network fails. */
-  const exchange = async (init: RequestInit): Promise<{ res: Response; text: string }> => {
-    // Aborted by the drain's stop or by the time limit, whichever comes first. The race also
-    // covers a `fetch` that ignores its signal, and the body (a server that dies mid-answer).
-    const stop = init.signal;
-    const request = new AbortController();
-    const onStop = (): void => request.abort();
-    let timer: Timer | undefined;
-    const late = new MemWalError('IOError', `drain endpoint ${endpoint} did not answer within ${timeoutMs} ms`);
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimer(() => {
-        reject(late);
-        request.abort();
-      }, timeoutMs);
-      request.signal.addEventListener('abort', () => reject(new MemWalError('Aborted', 'drain: stopped')), { once: true });
-    });
-    stop?.addEventListener('abort', onStop, { once: true });
-    if (stop?.aborted) request.abort();
-    const fail = (e: unknown): never => {
-      if (e === late) throw e;
-      if (stop?.aborted) throw new MemWalError('Aborted', 'drain: stopped');
-      throw new MemWalError('IOError', `drain endpoint ${endpoint} unreachable: ${(e as Error)?.message ?? e}`, { cause: e });
-    };
-    try {
-      const res = await Promise.race([doFetch(endpoint, { ...init, signal: request.signal }), deadline]).catch(fail);
-      const text = await Promise.race([res.text().catch(() => ''), deadline]).catch(fail);
-      return { res, text };
-    } finally {
-      if (timer !== undefined) clearTimer(timer);
-      stop?.removeEventListener('abort', onStop);
-    }
-  };
-  const call = async (init: RequestInit): Promise<{ appliedPosition: number }> => {
-    const { res, text } = await exchange(init);
-    let body: { appliedPosition?: unknown; code?: unknown; message?: unknown } = {};
-    try {
-      body = (JSON.parse(text) ?? {}) as typeof body;
-    } catch {
-      // a proxy's HTML error page: reported by status below
-    }
-    if (!res.ok) {
-      // The sink refused this request: repeating it cannot succeed. Anything else may pass later.
-      const refused = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
-      throw new MemWalError(refused ? 'InvalidArgument' : 'IOError', describeAnswer(res.status, body, o.quoteEndpointMessages ?? true));
-    }
-    if (typeof body.appliedPosition !== 'number' || !Number.isSafeInteger(body.appliedPosition) || body.appliedPosition < 0) {
-      throw new MemWalError('IOError', `drain endpoint answered ${res.status} without an appliedPosition (not a memwal drain endpoint?)`);
-    }
-    return { appliedPosition: body.appliedPosition };
-  };
-  return {
-    applied: async (signal) => (await call({ method: 'GET', headers: { ...o.headers, ...auth }, signal })).appliedPosition,
-    ship: async (entries, signal) => {
-      const batch = encodeDrainBatch(entries);
-      const result = await call({
-        method: 'POST',
-        headers: { ...o.headers, ...auth, ...drainRequestHeaders(batch) },
-        body: batch.body,
-        signal,
-      });
-      return { ...result, bytes: batch.body.byteLength };
-    },
-  };
-}
-
 /** Refusals and store states that retrying cannot fix. */
 function isTerminal(e: MemWalError): boolean {
   return (
@@ -630,36 +559,6 @@ function isTerminal(e: MemWalError): boolean {
     e.code === 'Closed' ||
     e.code === 'Fenced'
   );
-}
-
-/** What a status means to a drain, for the statuses the wire format gives (docs/scale-out.md §4). */
-const STATUS_MEANING: Record<number, string> = {
-  400: 'the sink refused the shipment as invalid',
-  401: 'the bearer token is missing or unknown',
-  403: 'the token is not for this store',
-  404: 'no drain resource at this URL',
-  413: 'the shipment is larger than the endpoint takes: lower batchBytes',
-  429: 'too many requests',
-  500: 'the sink failed',
-  502: 'a proxy could not reach the sink',
-  503: 'the sink is unavailable',
-  504: 'a proxy timed out waiting for the sink',
-};
-
-/**
- * The error message for an answer other than 2xx: the status, the answer's `code` when it is a
- * plain name, what the status means to a drain, and with `quote` the answer's `message` cut to
- * printable characters and 160 of them. Nothing else of the body, whatever the endpoint sends.
- */
-function describeAnswer(status: number, body: { code?: unknown; message?: unknown }, quote: boolean): string {
-  const code = typeof body.code === 'string' && /^[A-Za-z][A-Za-z0-9_]{0,39}$/.test(body.code) ? ` ${body.code}` : '';
-  const meaning = STATUS_MEANING[status] ?? (status >= 500 ? 'the endpoint failed' : 'the endpoint refused the request');
-  let quoted = '';
-  if (quote && typeof body.message === 'string') {
-    const printable = body.message.replace(/[\p{C}]+/gu, ' ').trim();
-    if (printable !== '') quoted = `: ${printable.length > 160 ? `${printable.slice(0, 159)}…` : printable}`;
-  }
-  return `drain endpoint answered ${status}${code} (${meaning})${quoted}`;
 }
 
 // ------------------------------------------------------------------ helpers
@@ -674,50 +573,6 @@ function sameSchema(a: WalEntry, b: WalEntry): boolean {
   const fa = a.data.schema.fields;
   const fb = b.data.schema.fields;
   return fa.length === fb.length && fa.every((f, i) => f.name === fb[i]!.name && String(f.type) === String(fb[i]!.type));
-}
-
-/** `endpoint` parsed; `InvalidArgument` naming what is wrong with it (not a URL, not http(s), credentials in it). */
-function endpointUrl(endpoint: string): URL {
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    throw new MemWalError('InvalidArgument', `drain: endpoint is not a URL: ${String(endpoint).slice(0, 200)}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new MemWalError(
-      'InvalidArgument',
-      `drain: endpoint must be an http: or https: URL, got ${url.protocol} (${url.href.slice(0, 200)})`,
-    );
-  }
-  if (url.username !== '' || url.password !== '') {
-    throw new MemWalError(
-      'InvalidArgument',
-      'drain: endpoint must not hold credentials (user:password@); pass the bearer token as `token`',
-    );
-  }
-  return url;
-}
-
-/** The store id an endpoint names: its last path segment (`…/drain/events` → `events`); `InvalidArgument` naming the path otherwise. */
-function storeIdOf(url: URL): string {
-  const expected = 'expected …/drain/<storeId>, or pass storeId';
-  const parts = url.pathname.split('/').filter((p) => p !== '');
-  if (parts.length === 0)
-    throw new MemWalError('InvalidArgument', `drain: endpoint ${url.href.slice(0, 200)} names no store in its path (${expected})`);
-  let last: string;
-  try {
-    last = decodeURIComponent(parts[parts.length - 1]!);
-  } catch {
-    last = parts[parts.length - 1]!;
-  }
-  if (!STORE_ID_PATTERN.test(last)) {
-    throw new MemWalError(
-      'InvalidArgument',
-      `drain: the last path segment of endpoint ${url.href.slice(0, 200)} is not a store id (1-200 characters of A-Z a-z 0-9 . _ -; ${expected})`,
-    );
-  }
-  return last;
 }
 
 /** Prometheus text for one drain snapshot (format 0.0.4). */

@@ -5,9 +5,9 @@
 
 import { Field, Int64, RecordBatch, Schema, Struct, makeData, tableToIPC, Table } from 'apache-arrow';
 import type { Data } from 'apache-arrow';
-import type { WalEntry } from '../core/stats.js';
-import { MemWalError } from '../errors.js';
-import { crc32c } from '../wal/crc32c.js';
+import type { WalEntry } from '../engine/api.js';
+import { MemWalError } from '../util/errors.js';
+import { crc32c } from '../util/crc32c.js';
 
 /** Version of this wire format, sent as `memwal-drain-version`. Never renumbered. */
 export const DRAIN_WIRE_VERSION = 1;

@@ -6,7 +6,7 @@
 // non-nullable fields but under a null parent, offsets out of order, invalid UTF-8). Also the column rules Lance imposes
 // on names, types and nesting, and `takeRows`, the one copy the sink makes. Node only.
 
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
 
 const { Type } = arrow;

@@ -6,8 +6,8 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { drainRequestHeaders } from '../drain/wire.js';
-import { MemWalError } from '../errors.js';
-import { crc32c } from '../wal/crc32c.js';
+import { MemWalError } from '../util/errors.js';
+import { crc32c } from '../util/crc32c.js';
 import { createDrainRequestHandler, tokenAuthorizer } from './http.js';
 import type { LanceSink } from './sink.js';
 

@@ -6,8 +6,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STORE_ID_PATTERN, parseDrainHeaders } from '../drain/wire.js';
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Logger } from '../options.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
 import { DEFAULT_MAX_PENDING_PER_STORE, type LanceSink } from './sink.js';
 
 /** What an authorizer decides: go on, 401 (no or unknown credential), 403 (not for this store). */

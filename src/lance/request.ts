@@ -3,10 +3,10 @@
 // operator's schema, positions — is checked here, before the request waits for its turn, and the
 // rows are reduced to what will be written (keyed sinks: the newest row of each key). Node only.
 
-import { TOMBSTONE_COLUMN } from '../core/schema.js';
+import { TOMBSTONE_COLUMN } from '../data/schema.js';
 import { POSITION_COLUMN, checkDrainBody } from '../drain/wire.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import { checkField, decodeStream, quote, takeRows } from './arrow-check.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
 

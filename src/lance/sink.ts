@@ -32,10 +32,10 @@ import type { Connection, Table as LanceTable } from '@lancedb/lancedb';
 import type { DrainSink } from '../drain/drain.js';
 import { POSITION_COLUMN, STORE_ID_PATTERN, encodeDrainBatch } from '../drain/wire.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
-import type { WalEntry } from '../core/stats.js';
-import { TOMBSTONE_COLUMN } from '../core/schema.js';
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Logger } from '../options.js';
+import { TOMBSTONE_COLUMN } from '../data/schema.js';
+import type { WalEntry } from '../engine/api.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
 import { checkValues } from './arrow-check.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow, lancedb } from './lancedb.js';
 import {

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';
 import type { Table } from 'apache-arrow';
 import type * as LanceModule from '@lancedb/lancedb';
-import type { MemWalApi } from '../core/stats.js';
+import type { MemWalApi } from '../engine/api.js';
 import { int } from '../testing/rng.js';
 import { STORE_COLUMN } from './sink.js';
 

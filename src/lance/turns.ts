@@ -5,7 +5,7 @@
 // for at most one turn of each other store, however large their requests or however many they
 // queue; `othersActive` tells the sink when a store has the table to itself.
 
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 
 /** Per-key FIFO queues with a bound on what each may hold. */
 export class Lanes {

@@ -10,7 +10,7 @@ import type {
   WalStats,
   WriteStats,
   WriterState,
-} from '../core/stats.js';
+} from './stats.js';
 
 /** One consistent snapshot of a writer's stats, taken under the read lock, ready to render. */
 export interface MetricsSnapshot {

@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { BrowserContext, Route } from '@playwright/test';
-import { MemWalError, isMemWalErrorCode, type MemWalErrorCode } from '../errors.js';
+import { MemWalError, errorFromWire } from '../util/errors.js';
 import { installPageHook, resetOrigin } from './page-hook.js';
 import type { OpenAnswer, OpenQuery, OpenRecord, Outcome, PageHookConfig } from './protocol.js';
 import { MemWalStore } from './store.js';
@@ -24,7 +24,7 @@ export type PageOpenRecord = OpenRecord & { page: string };
 
 /** `MemWalError` from a page's outcome code (codes that are not memwal's become `IOError`). */
 export function pageError(code: string, message: string): MemWalError {
-  return new MemWalError(isMemWalErrorCode(code) ? (code as MemWalErrorCode) : 'IOError', message);
+  return errorFromWire({ code, message });
 }
 
 /**

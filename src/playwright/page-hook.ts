@@ -31,6 +31,7 @@ export function installPageHook(config: PageHookConfig): void {
   const records: Rec[] = [];
   let reentered = false;
 
+  // util/errors.ts errorToWire's shape (a WireError), written out: this body runs in the page.
   const errorOf = (e: unknown): { code: string; message: string } => {
     const err = e as { code?: unknown; name?: unknown; message?: unknown } | null;
     return { code: String(err?.code ?? err?.name ?? 'Error'), message: String(err?.message ?? e) };

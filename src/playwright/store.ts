@@ -3,8 +3,8 @@
 // that hosts it). Node (Playwright test process).
 
 import type { Page, Worker } from '@playwright/test';
-import type { BackpressureStats, CompactionStats, MemTableStats, ReadStats, StorageStats, WalStats, WriteStats } from '../core/stats.js';
-import { MemWalError } from '../errors.js';
+import type { BackpressureStats, CompactionStats, MemTableStats, ReadStats, StorageStats, WalStats, WriteStats } from '../metrics/stats.js';
+import { MemWalError } from '../util/errors.js';
 import type { MemWalKit, PageOpenRecord } from './kit.js';
 import type { KitFaultError, KitFaultOp, KitWorkerControls } from './protocol.js';
 

@@ -5,7 +5,7 @@
 
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 
 /** The scripts the kit serves, by the file name they have on the app's origin. */
 export type KitScript = 'worker.js';

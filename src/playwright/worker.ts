@@ -3,10 +3,10 @@
 // with controls the test reaches through Playwright's worker handle. Bundled by worker-bundle.ts
 // into one module script; dedicated module worker only.
 
-import { quotaExceededError } from '../errors.js';
+import { quotaExceededError } from '../util/errors.js';
 import { hostMemWal } from '../rpc/host.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
-import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
+import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
 import { sharedMemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import type { KitFaultError, KitFaultOp, KitWorkerControls } from './protocol.js';
@@ -54,8 +54,8 @@ function faulty(inner: StorageAdapter): StorageAdapter {
     openStore: async (name, options) => tracked(name, await faults.openStore(name, options)),
     destroyStore: (name) => faults.destroyStore(name),
     estimate: (name) => faults.estimate(name),
-    // Table building and compaction run where the inner adapter puts them.
-    backgroundJobs: (handle, schema, versions, current) => faults.backgroundJobs(handle, schema, versions, current),
+    // Table building and compaction run where the wrapped adapter puts them (lsm/jobs.ts jobsPlaceOf).
+    inner: faults,
   };
 }
 

@@ -35,7 +35,7 @@ import {
   vectorFromArray,
 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { describeSchemaDifference } from '../core/schema.js';
+import { describeSchemaDifference } from '../data/schema.js';
 import { decodeArrow, decodeData, decodeTable, encodeArrow, encodeData, schemaFromWire, transfersOf } from './arrow-wire.js';
 import { schemaToWire } from './client-wire.js';
 import { schema } from './rpc.test-util.js';

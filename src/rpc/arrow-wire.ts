@@ -37,7 +37,7 @@ import {
   tableFromIPC,
   tableToIPC,
 } from 'apache-arrow';
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import { isArrowBatch, isArrowTable, isWireArrow } from './client-wire.js';
 import type { WireArrow, WireData, WireField, WireSchema, WireType } from './protocol.js';
 

@@ -3,7 +3,7 @@
 
 import { Field, Schema, Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { type MemWalClient, openMemWal, type OpenMemWalOptions, type WorkerLike } from './client.js';

@@ -4,28 +4,26 @@
 
 import * as Comlink from 'comlink';
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
-import type { OpenHooks } from '../core/memwal.js';
+import type { OpenHooks } from '../engine/memwal.js';
 import type {
   BackpressureStats,
   CompactionResult,
   CompactionStats,
   ReadStats,
   MemTableStats,
-  MemWalApi,
-  PutResult,
-  Role,
   StorageStats,
-  WalEntry,
   WalStats,
   WriteStats,
   WriterState,
-} from '../core/stats.js';
-import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../define-schema.js';
-import { MemWalError, isMemWalError } from '../errors.js';
-import { resolveOptions, type Logger, type MemWalOptions } from '../options.js';
+} from '../metrics/stats.js';
+import type { MemWalApi, PutResult, Role, WalEntry } from '../engine/api.js';
+import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import { MemWalError, isMemWalError } from '../util/errors.js';
+import { resolveOptions, type MemWalOptions } from '../engine/options.js';
+import type { Logger } from '../util/logger.js';
 import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
-import { TabsLink } from './tabs.js';
+import { TabsLink } from './tabs/tabs.js';
 import { openThroughTestHook } from './test-hook.js';
 import {
   type ClientLink,

@@ -1,7 +1,7 @@
 // destroyMemWal(): delete a browser store from the main thread, through a short-lived worker
 // (OPFS and the store's IndexedDB records are reached from there). Browser main thread.
 
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import type { WireStorage } from './protocol.js';
 import { type WorkerLike, fromWire, openWorkerLink } from './worker-link.js';
 

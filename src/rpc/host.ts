@@ -3,15 +3,16 @@
 // (Arrow as transferred IPC bytes, MemWalError codes, signals as messages, paged iterators).
 
 import * as Comlink from 'comlink';
-import { MemWal } from '../core/memwal.js';
-import { describeSchemaDifference } from '../core/schema.js';
-import type { WalEntry, WriterState } from '../core/stats.js';
-import { MemWalError, toMemWalError } from '../errors.js';
+import { MemWal } from '../engine/memwal.js';
+import { describeSchemaDifference } from '../data/schema.js';
+import type { WriterState } from '../metrics/stats.js';
+import type { WalEntry } from '../engine/api.js';
+import { MemWalError, errorToWire } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
-import { defaultBrowserStorage, resolveBrowserStorage } from '../storage/browser.js';
-import { resolveStorage, setBrowserStorageResolver } from '../storage/resolve.js';
+import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
+import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
-import { type AttachedApi, TabServer } from './tab-host.js';
+import { TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
   Hello,
@@ -20,7 +21,7 @@ import type {
   Page,
   WireArrow,
   WireData,
-  WireError,
+  HostError,
   WireOpenOptions,
   WireSignal,
   WireStorage,
@@ -96,19 +97,13 @@ function holdLifetimeLock(name: string | undefined): Lifetime {
   return { held, release };
 }
 
-/** The error comlink carries for a rejected call: code and message, rebuilt by the client. */
-function toWireError(e: unknown): WireError {
-  const err = toMemWalError(e, 'memwal worker');
-  return { memwalError: { code: err.code, message: err.message } };
-}
-
-/** `fn` with every rejection turned into a WireError. */
+/** `fn` with every rejection thrown as a HostError (the client rebuilds the MemWalError). */
 function wire<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   return async (...args: A): Promise<R> => {
     try {
       return await fn(...args);
     } catch (e) {
-      throw toWireError(e);
+      throw { memwalError: errorToWire(e, 'memwal worker') } satisfies HostError;
     }
   };
 }
@@ -153,22 +148,22 @@ interface SharedStore {
 }
 
 /** Refuse a tab whose open options disagree with the leader's on what the data is. */
-function checkJoin(o: WireOpenOptions, opened: WireOpenOptions): void {
+function checkJoin(joining: WireOpenOptions, opened: WireOpenOptions): void {
   const refuse = (why: string): never => {
     throw new MemWalError(
       'InvalidArgument',
       `tabs: store ${opened.name} is open in another tab with other options: ${why} (do all tabs run the same release? reload the older ones)`,
     );
   };
-  if (o.name !== opened.name) refuse(`name "${o.name}" is not "${opened.name}"`);
-  const difference = describeSchemaDifference(schemaFromWire(opened.schema), schemaFromWire(o.schema));
+  if (joining.name !== opened.name) refuse(`name "${joining.name}" is not "${opened.name}"`);
+  const difference = describeSchemaDifference(schemaFromWire(opened.schema), schemaFromWire(joining.schema));
   if (difference) refuse(difference.replace('the stored schema', "the leader tab's schema"));
   const key = (k: string[] | undefined): string => JSON.stringify(k ?? []);
-  if (key(o.primaryKey) !== key(opened.primaryKey))
-    refuse(`primaryKey ${key(o.primaryKey)}, the leader tab's is ${key(opened.primaryKey)}`);
-  if ((o.enableMemtable ?? true) !== (opened.enableMemtable ?? true)) refuse('enableMemtable differs');
-  if (o.storage !== undefined && opened.storage !== undefined && o.storage !== opened.storage) {
-    refuse(`storage '${o.storage}', the leader tab's is '${opened.storage}'`);
+  if (key(joining.primaryKey) !== key(opened.primaryKey))
+    refuse(`primaryKey ${key(joining.primaryKey)}, the leader tab's is ${key(opened.primaryKey)}`);
+  if ((joining.enableMemtable ?? true) !== (opened.enableMemtable ?? true)) refuse('enableMemtable differs');
+  if (joining.storage !== undefined && opened.storage !== undefined && joining.storage !== opened.storage) {
+    refuse(`storage '${joining.storage}', the leader tab's is '${opened.storage}'`);
   }
 }
 
@@ -176,7 +171,7 @@ function checkJoin(o: WireOpenOptions, opened: WireOpenOptions): void {
  * The API one client connection calls (comlink-exposed on `port`). Events (state changes,
  * warnings) are posted on `port` too, so they keep their order with the replies. `HostApi` in
  * protocol.ts is this function's return type. With `shared`, the connection is a sharing tab's
- * (tab-host.ts): it serves the store another connection opened, its `open` only checks that the
+ * (tabs/server.ts): it serves the store another connection opened, its `open` only checks that the
  * tab agrees on what the data is, and its `close`, `abort` and `detach` let go of its own
  * iterators only.
  */
@@ -298,14 +293,14 @@ export function makeHostApi(
      * Open the connection's store (join the shared one); state changes are posted as events from
      * the first one, `'open'` included, before this resolves.
      */
-    open: wire(async (o: WireOpenOptions): Promise<void> => {
+    open: wire(async (wireOptions: WireOpenOptions): Promise<void> => {
       if (shared) {
-        checkJoin(o, shared.opened);
+        checkJoin(wireOptions, shared.opened);
         emitState(shared.store.writerState);
         return;
       }
       if (store) throw new MemWalError('InvalidArgument', 'this connection already has an open store');
-      const { schema, storage, ...rest } = o;
+      const { schema, storage, ...rest } = wireOptions;
       const adapter = await options.resolveStorage?.(storage);
       const warn = (message: string, ...details: unknown[]): void => {
         const event: HostEvent = { memwalEvent: 'warn', message, details: cloneable(details) };
@@ -316,7 +311,7 @@ export function makeHostApi(
         { ...rest, schema: schemaFromWire(schema), storage: adapter ?? storage, logger: { warn } },
         { onStateChange: emitState, onSchemaReset: (reset) => emit({ memwalEvent: 'schema-reset', ...reset }) },
       );
-      opened = o;
+      opened = wireOptions;
       emitState(store.writerState);
     }),
 
@@ -332,7 +327,7 @@ export function makeHostApi(
         name: base.name,
         leader,
         store: s,
-        attach: (p) => makeHostApi(p, options, NO_LIFETIME, { store: s, opened: base }) as unknown as AttachedApi,
+        attach: (p) => makeHostApi(p, options, NO_LIFETIME, { store: s, opened: base }),
       });
     }),
 

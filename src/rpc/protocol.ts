@@ -1,11 +1,12 @@
 // The wire between MemWalClient (main thread) and the worker host, types only. Calls are comlink
 // calls on a MessagePort of their own; the host's API type is derived from its implementation.
 
-import type { MemWalErrorCode } from '../errors.js';
-import type { MemWalOptions } from '../options.js';
-import type { WriterState } from '../core/stats.js';
-import type { SchemaReset } from '../core/memwal.js';
+import type { WireError } from '../util/errors.js';
+import type { MemWalOptions } from '../engine/options.js';
+import type { WriterState } from '../metrics/stats.js';
+import type { SchemaReset } from '../engine/memwal.js';
 import type { makeHostApi } from './host.js';
+import type { TabMethod } from './tabs/routes.js';
 
 /** Every method the host answers, exactly as `makeHostApi` implements it (client and host cannot drift). */
 export type HostApi = ReturnType<typeof makeHostApi>;
@@ -66,9 +67,13 @@ export interface WireSignal {
   aborted: boolean;
 }
 
-/** A `MemWalError` as thrown across the port (comlink only keeps `message` of an Error). */
-export interface WireError {
-  memwalError: { code: MemWalErrorCode; message: string };
+/**
+ * A `MemWalError` as a host call throws it across the port (comlink keeps only the `message` of
+ * an Error), and as a leader tab answers a failed call: the error's WireError (util/errors.ts),
+ * under a key no other thrown value has.
+ */
+export interface HostError {
+  memwalError: WireError;
 }
 
 /** One `tail` entry on the wire. */
@@ -109,8 +114,8 @@ export interface HostReadyMessage {
   memwal: 'host-ready';
 }
 
-// ------------------------------------------------------------------ tabs: 'share' (tabs.ts, tab-host.ts)
-// Channel and lock names are in tab-names.ts. A leader is one term of one tab's worker hosting
+// ------------------------------------------------------------------ tabs: 'share' (tabs/)
+// Channel and lock names are in tabs/names.ts; which host methods a tab may call, in tabs/routes.ts. A leader is one term of one tab's worker hosting
 // the store; `leader` ids name terms, so a message of an earlier term is never taken for a later.
 
 /** On the store's control channel, which every sharing tab and the leader's worker listen to. */
@@ -130,7 +135,8 @@ export type TabRequest =
       leader: string;
       /** Unique per tab, increasing. */
       id: number;
-      method: string;
+      /** A host method a tab may call (tabs/routes.ts), with its arguments. */
+      method: TabMethod;
       args: unknown[];
       /** Wall-clock ms (Date.now()) after which the leader must not accept the call. */
       deadline: number;
@@ -146,5 +152,5 @@ export type TabReply =
   /** The leader took call `id`: from now on only it can answer it. */
   | { memwalTabs: 'accepted'; leader: string; id: number }
   | { memwalTabs: 'result'; leader: string; id: number; value: unknown }
-  | { memwalTabs: 'error'; leader: string; id: number; error: WireError }
+  | { memwalTabs: 'error'; leader: string; id: number; error: HostError }
   | { memwalTabs: 'event'; leader: string; event: HostEvent };

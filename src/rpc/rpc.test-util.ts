@@ -3,7 +3,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
-import type { MemWalError } from '../errors.js';
+import type { MemWalError } from '../util/errors.js';
 import { hostMemWal, type HostMemWalOptions, type HostScope } from './host.js';
 import type { WorkerLike } from './client.js';
 

@@ -3,9 +3,9 @@
 // Lock the host holds), so that no call ever hangs on a dead worker. Browser main thread.
 
 import * as Comlink from 'comlink';
-import { MemWalError, isMemWalErrorCode, toMemWalError } from '../errors.js';
-import type { Logger } from '../options.js';
-import type { ConnectMessage, Hello, HostApi, HostEvent, WireError } from './protocol.js';
+import { MemWalError, errorFromWire, toMemWalError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import type { ConnectMessage, Hello, HostApi, HostError, HostEvent } from './protocol.js';
 
 /** What openMemWal needs of a Worker (a DOM `Worker` is one). */
 export interface WorkerLike {
@@ -72,10 +72,10 @@ export function uuid(): string {
   return c?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
 }
 
-/** The MemWalError a rejected call carries (rebuilt from the wire), or a mapped local failure. */
+/** The MemWalError a rejected call carries (a HostError), or a mapped local failure. */
 export function fromWire(e: unknown, context: string): MemWalError {
-  const w = (e as Partial<WireError> | null)?.memwalError;
-  if (w && isMemWalErrorCode(w.code)) return new MemWalError(w.code, w.message);
+  const w = (e as Partial<HostError> | null)?.memwalError;
+  if (w) return errorFromWire(w);
   // Posting failed here: an argument that cannot be structured-cloned is the caller's mistake.
   const name = (e as { name?: unknown } | null)?.name;
   return toMemWalError(e, context, name === 'DataCloneError' ? 'InvalidArgument' : 'IOError');

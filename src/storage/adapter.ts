@@ -2,11 +2,9 @@
 // One interface, one reference implementation (MemoryStorage), one conformance suite
 // (memwal/testing conformanceCases) that every backend passes.
 
-import { MemWalError } from '../errors.js';
-import type { BackgroundJobs } from '../core/jobs.js';
-import type { StoreSchema } from '../core/schema.js';
-import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
-import type { Logger } from '../options.js';
+import { MemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import type { Logger } from '../util/logger.js';
 
 /**
  * Options for claiming a store's writer lock.
@@ -85,13 +83,11 @@ export interface StorageAdapter {
    */
   estimate?(name: string): Promise<StorageEstimate>;
   /**
-   * Optional: where this store's background jobs (building flushed and compacted table files)
-   * run, when the adapter offers a better place than the engine's thread (the browser's I/O
-   * worker, `storage/remote.ts`). `handle` is the store's open handle from this adapter (or a
-   * wrapper's), `schema` the store's schemas, `versions` every recorded schema version (data in
-   * older ones is projected onto `currentVersion`). Absent: the jobs run inline.
+   * An adapter that wraps another (fault injection, tracing) names it here, so that what the
+   * wrapped one offers beyond this interface is still found through the wrapper (the browser's
+   * I/O worker, where table files are built: lsm/jobs.ts `jobsPlaceOf`).
    */
-  backgroundJobs?(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined;
+  readonly inner?: StorageAdapter;
 }
 
 /**
@@ -100,6 +96,8 @@ export interface StorageAdapter {
  * (mapped with `toMemWalError`); `Fenced` when a newer writer epoch forbids the operation.
  */
 export interface StoreHandle {
+  /** A handle that wraps another (of the adapter's `inner`) names it here. */
+  readonly inner?: StoreHandle;
   /** The committed manifest, or `undefined` for a store that was never opened. */
   manifestLoad(): Promise<Manifest | undefined>;
   /**
@@ -165,6 +163,13 @@ export function checkRange(name: string, offset: number, length: number): void {
 export function checkInside(name: string, offset: number, length: number, size: number): void {
   if (offset + length > size) {
     throw new MemWalError('IOError', `table file ${name}: range ${offset}+${length} is outside its ${size} bytes`);
+  }
+}
+
+/** `IOError` unless an append to segment `name` at `offset` starts at its end (`length`; undefined: the segment is missing, so 0). */
+export function checkAppendOffset(name: string, offset: number, length: number | undefined): void {
+  if (offset !== (length ?? 0)) {
+    throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${length ?? 'none (missing)'}`);
   }
 }
 

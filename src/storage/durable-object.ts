@@ -2,12 +2,13 @@
 // (docs/format.md): WAL segments, table files and the manifest as rows, every
 // mutation in one `transactionSync` followed by `storage.sync()`. Cloudflare Workers / workerd.
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import { checkManifest } from '../manifest/manifest.js';
-import type { Manifest } from '../manifest/manifest.js';
-import { checkInside, checkRange, parseSegmentName } from './adapter.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import { checkManifest } from '../format/manifest/manifest.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import { checkAppendOffset, checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
-import { warnWhileWaiting } from './lock-wait.js';
+import { checkEpoch, checkManifestSuccessor, checkSegmentEpoch, decideManifestCommit } from './fencing.js';
+import { claimLock, type HeldLock, InProcessLocks } from './lock-table.js';
 
 /** A value SQLite hands back: BLOBs come back as `ArrayBuffer`. */
 export type SqlValue = ArrayBuffer | string | number | null;
@@ -57,21 +58,9 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS memwal_table_chunk (store TEXT NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (store, name, seq))`,
 ];
 
-/** A claim on the writer lock that has to wait for the current holder. */
-interface Waiter {
-  options: LockOptions;
-  grant(): void;
-}
-
-/** Writer-lock state of one store name in this isolate. */
-interface LockState {
-  holder?: DurableObjectStoreHandle;
-  waiters: Waiter[];
-}
-
-/** Per `ctx.storage` object: the isolate's lock table and whether the SQL tables exist. */
+/** Per `ctx.storage` object: the isolate's lock table (by store name) and whether the SQL tables exist. */
 interface PerStorage {
-  locks: Map<string, LockState>;
+  locks: InProcessLocks;
   schemaReady: boolean;
 }
 
@@ -144,7 +133,7 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
     }
     let shared = perStorage.get(storage);
     if (!shared) {
-      shared = { locks: new Map(), schemaReady: false };
+      shared = { locks: new InProcessLocks(), schemaReady: false };
       perStorage.set(storage, shared);
     }
     this.shared = shared;
@@ -159,58 +148,21 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
    * storage error creating the tables.
    */
   async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
-    const { timeoutMs, steal, onWaiting, signal } = options;
-    if (timeoutMs !== undefined && !(timeoutMs >= 0)) {
-      throw new MemWalError('InvalidArgument', `timeoutMs must be >= 0, got ${timeoutMs}`);
-    }
-    if (signal?.aborted) throw new MemWalError('Aborted', `opening store "${name}" was aborted`);
     this.ensureSchema();
-    const lock = this.lockState(name);
-    const grant = (): DurableObjectStoreHandle => {
-      const handle = new DurableObjectStoreHandle(this.storage, name, this.chunkBytes, options.onLost, () => this.release(name, handle));
-      lock.holder = handle;
-      return handle;
-    };
-    if (!lock.holder) return grant();
-    if (steal) {
-      lock.holder.lose();
-      return grant();
-    }
-    if (timeoutMs === 0) throw new MemWalError('Locked', `store "${name}" is locked by another writer`);
-    try {
-      onWaiting?.();
-    } catch (e) {
-      throw toMemWalError(e, 'onWaiting callback');
-    }
-    return new Promise<StoreHandle>((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const stopWarning = warnWhileWaiting(name, options, () => 'another open in this Durable Object holds it');
-      const leave = (): void => {
-        stopWarning();
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        const i = lock.waiters.indexOf(waiter);
-        if (i >= 0) lock.waiters.splice(i, 1);
-      };
-      const onAbort = (): void => {
-        leave();
-        reject(new MemWalError('Aborted', `opening store "${name}" was aborted`));
-      };
-      const waiter: Waiter = { options, grant: () => (leave(), resolve(grant())) };
-      lock.waiters.push(waiter);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          leave();
-          reject(new MemWalError('Locked', `store "${name}" is still locked after ${timeoutMs} ms`));
-        }, timeoutMs);
-      }
+    let handle: DurableObjectStoreHandle | undefined;
+    let stolen = false;
+    const lock = await claimLock(this.shared.locks, name, options, () => (handle ? handle.lose() : (stolen = true)), {
+      lock: name,
+      heldBy: 'another open in this Durable Object holds it',
     });
+    handle = new DurableObjectStoreHandle(this.storage, name, this.chunkBytes, options.onLost, lock);
+    if (stolen) handle.lose();
+    return handle;
   }
 
   /** Delete every row of store `name`, durably. Rejects `Locked` while a handle holds its lock. */
   async destroyStore(name: string): Promise<void> {
-    if (this.shared.locks.get(name)?.holder) {
+    if (this.shared.locks.held(name)) {
       throw new MemWalError('Locked', `store "${name}" is open; release it before destroying it`);
     }
     try {
@@ -262,25 +214,6 @@ export class DurableObjectStorageAdapter implements StorageAdapter {
     }
     this.shared.schemaReady = true;
   }
-
-  private lockState(name: string): LockState {
-    let lock = this.shared.locks.get(name);
-    if (!lock) {
-      lock = { waiters: [] };
-      this.shared.locks.set(name, lock);
-    }
-    return lock;
-  }
-
-  /** Frees the lock of `name` if `handle` holds it, handing it to the first waiter in line. */
-  private release(name: string, handle: DurableObjectStoreHandle): void {
-    const lock = this.shared.locks.get(name);
-    if (lock?.holder !== handle) return;
-    lock.holder = undefined;
-    const next = lock.waiters.shift();
-    if (next) next.grant();
-    else this.shared.locks.delete(name);
-  }
 }
 
 /** One holder of a store's writer lock; every operation first checks it is still the holder. */
@@ -295,7 +228,7 @@ class DurableObjectStoreHandle implements StoreHandle {
     private readonly store: string,
     private readonly chunkBytes: number,
     private readonly onLost: ((reason: string) => void) | undefined,
-    private readonly unlock: () => void,
+    private readonly lock: HeldLock,
   ) {
     this.sql = storage.sql;
   }
@@ -314,22 +247,12 @@ class DurableObjectStoreHandle implements StoreHandle {
     });
   }
 
-  manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
-    if (next.version !== expectedVersion + 1) {
-      return Promise.reject(
-        new MemWalError('InvalidArgument', `manifest version ${next.version} does not follow expected version ${expectedVersion}`),
-      );
-    }
+  async manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
+    checkManifestSuccessor(expectedVersion, next);
     const body = JSON.stringify(next);
     return this.write('manifest commit', () => {
       const [stored] = this.rows('SELECT version, writer_epoch FROM memwal_manifest WHERE store = ?', this.store);
-      const storedVersion = Number(stored?.version ?? 0);
-      if (stored && Number(stored.writer_epoch) > next.writerEpoch) {
-        throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${Number(stored.writer_epoch)}`);
-      }
-      if (storedVersion !== expectedVersion) {
-        throw new MemWalError('IOError', `manifest commit conflict: expected version ${expectedVersion}, stored ${storedVersion}`);
-      }
+      decideManifestCommit(expectedVersion, next, stored && { version: Number(stored.version), writerEpoch: Number(stored.writer_epoch) });
       this.sql.exec(
         'INSERT OR REPLACE INTO memwal_manifest (store, version, writer_epoch, body) VALUES (?, ?, ?, ?)',
         this.store,
@@ -385,17 +308,9 @@ class DurableObjectStoreHandle implements StoreHandle {
     if (!parsed) return Promise.reject(new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`));
     return this.write(`WAL append to ${name}`, () => {
       const [m] = this.rows('SELECT writer_epoch FROM memwal_manifest WHERE store = ?', this.store);
-      const epoch = Number(m?.writer_epoch ?? 0);
-      if (epoch > parsed.epoch) {
-        throw new MemWalError('Fenced', `WAL segment ${name} belongs to epoch ${parsed.epoch}, fenced by epoch ${epoch}`);
-      }
+      checkSegmentEpoch(name, parsed.epoch, Number(m?.writer_epoch ?? 0));
       const length = this.segmentLength(name);
-      if (offset !== (length ?? 0)) {
-        throw new MemWalError(
-          'IOError',
-          `WAL segment ${name}: append at offset ${offset}, but its length is ${length ?? 'none (missing)'}`,
-        );
-      }
+      checkAppendOffset(name, offset, length);
       let at = offset;
       for (const piece of rechunk([bytes], this.chunkBytes)) {
         this.sql.exec('INSERT INTO memwal_wal_chunk (store, segment, start, data) VALUES (?, ?, ?, ?)', this.store, name, at, piece);
@@ -542,11 +457,8 @@ class DurableObjectStoreHandle implements StoreHandle {
   }
 
   release(): Promise<void> {
-    if (this.state === 'open') {
-      this.state = 'released';
-      this.unlock();
-    }
-    return Promise.resolve();
+    if (this.state === 'open') this.state = 'released';
+    return this.lock.release();
   }
 
   /** The lock was stolen: later operations reject `Fenced`; `onLost('stolen')` fires on a microtask. */
@@ -560,8 +472,7 @@ class DurableObjectStoreHandle implements StoreHandle {
   /** `Fenced` if the stored manifest's epoch is newer than this handle's; call inside the mutation's transaction. */
   private fence(what: string): void {
     const [m] = this.rows('SELECT writer_epoch FROM memwal_manifest WHERE store = ?', this.store);
-    const stored = Number(m?.writer_epoch ?? 0);
-    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
+    checkEpoch(what, this.epoch, Number(m?.writer_epoch ?? 0));
   }
 
   private segmentLength(name: string): number | undefined {

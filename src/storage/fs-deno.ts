@@ -1,7 +1,7 @@
 // The FileSystemShim for Deno (Deno.open and friends), so FileStorage runs there unchanged. Deno
 // only; imported by the memwal/deno entry point. Deno's file errors already carry errno `code`s.
 
-import type { FileSystemShim, OpenFlags, ShimFile } from './fs.js';
+import type { FileSystemShim, OpenFlags, ShimFile } from './fs-shim.js';
 
 /** The slice of the Deno namespace used here (declared locally: the build has no Deno types). */
 interface DenoFsFile {

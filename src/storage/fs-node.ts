@@ -3,7 +3,7 @@
 
 import { link, mkdir, open, readdir, rename, rm, stat, statfs, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import type { FileSystemShim, OpenFlags, ShimFile } from './fs.js';
+import type { FileSystemShim, OpenFlags, ShimFile } from './fs-shim.js';
 
 class NodeFile implements ShimFile {
   constructor(private readonly handle: FileHandle) {}

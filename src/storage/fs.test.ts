@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemWal } from '../core/memwal.js';
-import { MemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWal } from '../engine/memwal.js';
+import { MemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import { NodeFileStorage } from '../node.js';
 import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FileStorage } from './fs.js';
-import type { FileSystemShim, ShimFile } from './fs.js';
+import type { FileSystemShim, ShimFile } from './fs-shim.js';
 import { nodeFileSystem } from './fs-node.js';
 
 const roots: string[] = [];

@@ -1,77 +1,33 @@
-// FileStorage: the StorageAdapter over a local file system (docs/format.md), written
-// against the small FileSystemShim below so that Node (fs-node.ts) and Deno share one protocol.
-// Imports no runtime module: the shim brings the file system, the process id and timers.
+// FileStorage: the StorageAdapter over a local file system (docs/format.md), written against the
+// shim of fs-shim.ts so that Node (fs-node.ts) and Deno share one protocol; its writer lock is the
+// LOCK file of fs-lock.ts. Imports no runtime module.
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import { checkManifest } from '../manifest/manifest.js';
-import type { Manifest } from '../manifest/manifest.js';
-import { checkInside, checkRange, parseSegmentName } from './adapter.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import { checkManifest } from '../format/manifest/manifest.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import { checkAppendOffset, checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
-import { warnWhileWaiting } from './lock-wait.js';
-
-/** Node-style open flags: read only, read-write of an existing file, exclusive create for writing. */
-export type OpenFlags = 'r' | 'r+' | 'wx';
-
-/** An open file. Positions and lengths are in bytes. */
-export interface ShimFile {
-  /** Read up to `into.length` bytes at `position`; resolves the count read (0 at the end). */
-  read(into: Uint8Array, position: number): Promise<number>;
-  /** Write all of `bytes` at `position`. */
-  write(bytes: Uint8Array, position: number): Promise<void>;
-  /** fdatasync: the file's data and the metadata needed to read it back (its size). */
-  datasync(): Promise<void>;
-  /** fsync: data and all metadata. */
-  sync(): Promise<void>;
-  truncate(length: number): Promise<void>;
-  size(): Promise<number>;
-  /** Modification time in ms since the epoch; `NaN` where the runtime does not report it. */
-  modifiedMs(): Promise<number>;
-  /** Set the modification time to now (the LOCK heartbeat). */
-  touch(): Promise<void>;
-  /**
-   * Take an exclusive advisory lock on the file (`flock`) without waiting: true when taken, false
-   * when another open file holds it. Held until `close()` or the process's death. Absent where
-   * the runtime has none (Node).
-   */
-  tryLock?(): Promise<boolean>;
-  close(): Promise<void>;
-}
-
-/**
- * Everything FileStorage needs from a runtime. Paths use `/`. Failures are thrown as errors whose
- * `code` is the POSIX errno name (`EEXIST`, `ENOENT`, `ENOSPC`, ...), as Node's are; a shim for
- * another runtime maps its errors to those codes.
- */
-export interface FileSystemShim {
-  /** This process's id, recorded in lock files. */
-  readonly pid: number;
-  /**
-   * False only when no process `pid` exists on this machine (kill(pid, 0) fails with ESRCH);
-   * `undefined` when this process may not tell (Deno without `--allow-run`).
-   */
-  isProcessAlive(pid: number): boolean | undefined;
-  /** Let the process exit although `timer` (from setInterval) is pending. */
-  unrefTimer(timer: unknown): void;
-  /** Open `path`; `'wx'` fails with EEXIST when it exists. */
-  open(path: string, flags: OpenFlags): Promise<ShimFile>;
-  /** The entry names of directory `path`. */
-  readdir(path: string): Promise<string[]>;
-  /** Create directory `path` and its missing parents; an existing directory is fine. */
-  mkdir(path: string): Promise<void>;
-  unlink(path: string): Promise<void>;
-  /** Hard link: fails with EEXIST when `newPath` exists, atomically (the compare-and-set). */
-  link(existingPath: string, newPath: string): Promise<void>;
-  /** Rename, replacing `newPath` atomically if it exists. */
-  rename(oldPath: string, newPath: string): Promise<void>;
-  /** Remove `path` and everything below it; a missing path is fine. */
-  rm(path: string): Promise<void>;
-  /** Size in bytes of file `path`, and its modification time (ms since the epoch; `NaN` if unknown). */
-  stat(path: string): Promise<{ size: number; mtimeMs: number }>;
-  /** Make the entries of directory `path` durable (fsync of the directory). */
-  syncDir(path: string): Promise<void>;
-  /** The file system holding `path`, in bytes; absent where the runtime cannot tell. */
-  statfs?(path: string): Promise<{ totalBytes: number; freeBytes: number; availableBytes: number }>;
-}
+import {
+  checkEpoch,
+  checkManifestSuccessor,
+  checkSegmentEpoch,
+  commitRefusal,
+  decideManifestCommit,
+  type StoredVersion,
+} from './fencing.js';
+import { type HeldLock, LockFile, liveLocks } from './fs-lock.js';
+import {
+  checkComponent,
+  type FileSystemShim,
+  isErrno,
+  listDir,
+  readFrom,
+  type ShimFile,
+  sweepTemps,
+  tempName,
+  unlinkIfPresent,
+  writeNewFile,
+} from './fs-shim.js';
 
 /** Timings and retention of FileStorage; the defaults suit a server disk. */
 export interface FileStorageOptions {
@@ -92,66 +48,6 @@ export interface FileStorageOptions {
   lockLeaseMs?: number;
   /** Manifest versions kept on disk, the newest included (at least 2). Default 4. */
   manifestVersionsKept?: number;
-}
-
-/** The contents of a LOCK file. `flock`: its holder keeps an exclusive `flock` on it while it lives. */
-interface LockRecord {
-  pid: number;
-  token: string;
-  flock?: true;
-}
-
-/** A lock file as read: its record, `'missing'`, or `'corrupt'` (not a record: foreign or damaged). */
-type LockState = LockRecord | 'missing' | 'corrupt';
-
-/** A LOCK as a waiting opener sees it: the record, its heartbeat, and whether its `flock` is free. */
-interface LockView {
-  state: LockState;
-  /** Modification time (ms since the epoch; `NaN` if unknown): the holder's last heartbeat. */
-  modifiedMs: number;
-  /** Set for a record with `flock` where this runtime can probe it: true when no process holds it. */
-  flockFree?: boolean;
-}
-
-/** A claimed writer lock: our token, and the LOCK file kept open (its heartbeat and its `flock`). */
-interface HeldLock {
-  token: string;
-  file: ShimFile;
-}
-
-/**
- * The lock tokens this process holds (or is linking into place right now), shared by every copy
- * of this module in the process, with the callback that tells the holder it was stolen. A LOCK
- * file with our pid and a token not in here is stale: left by an earlier process with our pid.
- */
-const liveLocks: Map<string, { lost?: (reason: string) => void }> = ((globalThis as Record<symbol, unknown>)[
-  Symbol.for('memwal.fileStorage.liveLocks')
-] ??= new Map()) as Map<string, { lost?: (reason: string) => void }>;
-
-/** A store name, table name or segment name becomes one path component, never more. */
-function checkComponent(name: string, what: string): void {
-  if (!/^[A-Za-z0-9._-]{1,255}$/.test(name) || name === '.' || name === '..') {
-    throw new MemWalError('InvalidArgument', `${what} "${name}" is not a valid file name (use [A-Za-z0-9._-])`);
-  }
-}
-
-function isErrno(e: unknown, code: string): boolean {
-  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === code;
-}
-
-/** Resolves after `ms`; rejects `Aborted` as soon as `signal` aborts. */
-function delay(ms: number, signal: AbortSignal | undefined, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new MemWalError('Aborted', `${what} was aborted`));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**
@@ -328,314 +224,6 @@ async function storeBytes(fs: FileSystemShim, dir: string): Promise<number> {
   return bytes;
 }
 
-/** Reads the whole of `path` from `offset`; `IOError` when `offset` is past its end. */
-async function readFrom(fs: FileSystemShim, path: string, offset: number): Promise<Uint8Array> {
-  const file = await fs.open(path, 'r');
-  try {
-    return await readOpen(file, path, offset);
-  } finally {
-    await file.close();
-  }
-}
-
-/** Reads the whole of open file `file` (at `path`) from `offset`. */
-async function readOpen(file: ShimFile, path: string, offset: number): Promise<Uint8Array> {
-  const size = await file.size();
-  if (!(Number.isSafeInteger(offset) && offset >= 0 && offset <= size)) {
-    throw new MemWalError('IOError', `${path}: read offset ${offset} is outside 0..${size}`);
-  }
-  const out = new Uint8Array(size - offset);
-  let at = 0;
-  while (at < out.length) {
-    const n = await file.read(out.subarray(at), offset + at);
-    if (n === 0) break;
-    at += n;
-  }
-  return at === out.length ? out : out.slice(0, at);
-}
-
-/** Creates `path` exclusively with `bytes`, fsynced if `sync`. */
-async function writeNewFile(fs: FileSystemShim, path: string, bytes: Uint8Array, sync: boolean): Promise<void> {
-  const file = await fs.open(path, 'wx');
-  try {
-    await file.write(bytes, 0);
-    if (sync) await file.sync();
-  } finally {
-    await file.close();
-  }
-}
-
-/** Entry names of `dir`; a missing directory has none. */
-async function listDir(fs: FileSystemShim, dir: string): Promise<string[]> {
-  try {
-    return await fs.readdir(dir);
-  } catch (e) {
-    if (isErrno(e, 'ENOENT')) return [];
-    throw e;
-  }
-}
-
-async function unlinkIfPresent(fs: FileSystemShim, path: string): Promise<void> {
-  try {
-    await fs.unlink(path);
-  } catch (e) {
-    if (!isErrno(e, 'ENOENT')) throw e;
-  }
-}
-
-/**
- * Deletes the temporary files in `dir` (matched by `pattern`, group 1 = pid) of dead processes;
- * where liveness cannot be checked, those not modified for `leaseMs`.
- */
-async function sweepTemps(fs: FileSystemShim, dir: string, pattern: RegExp, leaseMs: number): Promise<void> {
-  for (const entry of await listDir(fs, dir)) {
-    const m = pattern.exec(entry);
-    if (!m) continue;
-    const pid = Number(m[1]);
-    if (pid === fs.pid) continue;
-    const path = `${dir}/${entry}`;
-    let alive = fs.isProcessAlive(pid);
-    if (alive === undefined) {
-      try {
-        alive = !(Date.now() - (await fs.stat(path)).mtimeMs > leaseMs);
-      } catch (e) {
-        if (isErrno(e, 'ENOENT')) continue;
-        throw e;
-      }
-    }
-    if (!alive) await unlinkIfPresent(fs, path);
-  }
-}
-
-/** A temporary file name carrying our pid, so a later open can sweep it if we die. */
-function tempName(fs: FileSystemShim, prefix: string, suffix: string): string {
-  return `${prefix}.${fs.pid}.${crypto.randomUUID()}.${suffix}`;
-}
-
-/**
- * The LOCK file of one store directory. Every change to it is atomic: a create hard-links a
- * complete temporary file (EEXIST if held), a steal renames one over it, and a conditional
- * delete first renames it aside, so it never deletes a lock it did not inspect.
- *
- * Whether a holder is gone, in this order: a record of this process is stale when no handle of
- * ours holds its token; a record with `flock` (its holder keeps an exclusive `flock` on the file,
- * taken before the file was linked into place) is stale when this runtime can take that lock,
- * which the OS releases when the holder dies; otherwise its pid is checked; and where this
- * process may not check pids (Deno without `--allow-run`), the LOCK is stale once its
- * modification time, which its holder refreshes every `lockWatchMs`, is older than `leaseMs`.
- */
-class LockFile {
-  readonly path: string;
-
-  constructor(
-    private readonly fs: FileSystemShim,
-    private readonly dir: string,
-    private readonly leaseMs: number,
-  ) {
-    this.path = `${dir}/LOCK`;
-  }
-
-  /**
-   * Claims the lock as `openStore` documents; resolves our token, already in `liveLocks`, and the
-   * LOCK file, open (close it to give up its `flock`). LOCK files are not fsynced: a lock means
-   * nothing once its process is gone, and after a power loss an empty or missing LOCK is as good
-   * as a stale one.
-   */
-  async acquire(name: string, options: LockOptions, pollMs: number): Promise<HeldLock> {
-    const { timeoutMs, steal, onWaiting, signal } = options;
-    const token = crypto.randomUUID();
-    const temp = `${this.dir}/${tempName(this.fs, 'LOCK', 'tmp')}`;
-    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-    const ours: { file?: ShimFile } = {};
-    liveLocks.set(token, {});
-    let claimed = false;
-    let stopWarning: (() => void) | undefined;
-    try {
-      await this.fs.mkdir(this.dir);
-      if (steal) {
-        const old = await this.read();
-        ours.file = await this.createRecord(temp, token);
-        await this.fs.rename(temp, this.path);
-        claimed = true;
-        if (typeof old === 'object') liveLocks.get(old.token)?.lost?.('stolen');
-        return { token, file: ours.file };
-      }
-      let holder: LockView | undefined;
-      for (;;) {
-        if (signal?.aborted) throw new MemWalError('Aborted', `opening store "${name}" was aborted`);
-        holder = await this.tryClaim(temp, token, ours);
-        if (!holder) {
-          claimed = true;
-          return { token, file: ours.file! };
-        }
-        const left = deadline - Date.now();
-        if (timeoutMs === 0 || left <= 0) {
-          throw new MemWalError('Locked', `store "${name}" is locked by another writer${timeoutMs ? ` (waited ${timeoutMs} ms)` : ''}`);
-        }
-        if (!stopWarning) {
-          stopWarning = warnWhileWaiting(name, options, () => this.describe(holder!));
-          try {
-            onWaiting?.();
-          } catch (e) {
-            throw toMemWalError(e, 'onWaiting callback');
-          }
-        }
-        await delay(Math.min(pollMs, left), signal, `opening store "${name}"`);
-      }
-    } catch (e) {
-      throw toMemWalError(e, `locking store "${name}"`);
-    } finally {
-      stopWarning?.();
-      if (!claimed) {
-        liveLocks.delete(token);
-        await ours.file?.close().catch(() => undefined);
-      }
-      await unlinkIfPresent(this.fs, temp).catch(() => undefined);
-    }
-  }
-
-  /**
-   * One attempt: the LOCK's view while a live holder has it; else link our record into place
-   * (`temp`, created on first need and kept open in `ours.file`), taking over a stale lock, and
-   * resolve undefined.
-   */
-  private async tryClaim(temp: string, token: string, ours: { file?: ShimFile }): Promise<LockView | undefined> {
-    for (;;) {
-      const holder = await this.inspect();
-      if (holder.state !== 'missing') {
-        if (!this.isStale(holder)) return holder;
-        await this.removeIf(tokenOf(holder.state));
-      }
-      ours.file ??= await this.createRecord(temp, token);
-      try {
-        await this.fs.link(temp, this.path);
-        return undefined;
-      } catch (e) {
-        if (!isErrno(e, 'ENOENT')) {
-          if (isErrno(e, 'EEXIST')) continue;
-          throw e;
-        }
-        // Our temporary file is gone: the store was destroyed meanwhile. Write it again.
-        await ours.file.close().catch(() => undefined);
-        ours.file = undefined;
-        await this.fs.mkdir(this.dir);
-        await unlinkIfPresent(this.fs, temp);
-      }
-    }
-  }
-
-  /** Creates our record at `temp`, under our `flock` where the runtime has one, and keeps it open. */
-  private async createRecord(temp: string, token: string): Promise<ShimFile> {
-    const file = await this.fs.open(temp, 'wx');
-    try {
-      const record: LockRecord = { pid: this.fs.pid, token };
-      if ((await file.tryLock?.()) === true) record.flock = true;
-      await file.write(new TextEncoder().encode(JSON.stringify(record)), 0);
-      return file;
-    } catch (e) {
-      await file.close().catch(() => undefined);
-      await unlinkIfPresent(this.fs, temp).catch(() => undefined);
-      throw e;
-    }
-  }
-
-  /** Whether the holder of `view` is gone (see the class comment). */
-  private isStale(view: LockView): boolean {
-    const holder = view.state;
-    if (holder === 'corrupt') return true;
-    if (holder === 'missing') return false;
-    if (holder.pid === this.fs.pid) return !liveLocks.has(holder.token);
-    if (view.flockFree !== undefined) return view.flockFree;
-    const alive = this.fs.isProcessAlive(holder.pid);
-    if (alive !== undefined) return !alive;
-    return Date.now() - view.modifiedMs > this.leaseMs;
-  }
-
-  /** What a waiting open knows about the holder of `view`, for its warnings. */
-  private describe(view: LockView): string {
-    const holder = view.state;
-    if (typeof holder !== 'object') return 'LOCK file changing';
-    if (holder.pid === this.fs.pid) return `another open of this process (pid ${holder.pid}) holds it`;
-    if (view.flockFree === false) return `process ${holder.pid} holds it (its OS file lock is held)`;
-    if (this.fs.isProcessAlive(holder.pid)) return `process ${holder.pid} holds it and is alive (steal: true takes it over)`;
-    const age = Math.round((Date.now() - view.modifiedMs) / 1000);
-    return (
-      `this process may not check whether process ${holder.pid} is alive (Deno: --allow-run), so its lock is taken over ` +
-      `once its heartbeat is ${this.leaseMs / 1000} s old (it is ${Number.isNaN(age) ? 'unknown' : `${age} s`})`
-    );
-  }
-
-  /** The LOCK as it is now, read through one open file: record, heartbeat, and `flock` probe. */
-  private async inspect(): Promise<LockView> {
-    let file: ShimFile;
-    try {
-      file = await this.fs.open(this.path, 'r');
-    } catch (e) {
-      if (isErrno(e, 'ENOENT')) return { state: 'missing', modifiedMs: Number.NaN };
-      throw e;
-    }
-    try {
-      const view: LockView = { state: parseLock(await readOpen(file, this.path, 0)), modifiedMs: await file.modifiedMs() };
-      if (typeof view.state === 'object' && view.state.flock && file.tryLock) view.flockFree = await file.tryLock();
-      return view;
-    } finally {
-      await file.close();
-    }
-  }
-
-  async read(path = this.path): Promise<LockState> {
-    try {
-      return parseLock(await readFrom(this.fs, path, 0));
-    } catch (e) {
-      if (isErrno(e, 'ENOENT')) return 'missing';
-      throw e;
-    }
-  }
-
-  /**
-   * Deletes the LOCK if its token is `token` ('corrupt' for an unreadable one). It is renamed
-   * aside first and inspected there; another holder's lock is linked back (unless a newer one
-   * appeared meanwhile, whose holder then wins and the other notices through its watch).
-   */
-  async removeIf(token: string): Promise<void> {
-    const aside = `${this.dir}/${tempName(this.fs, 'LOCK', 'aside')}`;
-    try {
-      await this.fs.rename(this.path, aside);
-    } catch (e) {
-      if (isErrno(e, 'ENOENT')) return;
-      throw e;
-    }
-    try {
-      if (tokenOf(await this.read(aside)) !== token) {
-        try {
-          await this.fs.link(aside, this.path);
-        } catch (e) {
-          if (!isErrno(e, 'EEXIST')) throw e;
-        }
-      }
-    } finally {
-      await this.fs.unlink(aside);
-    }
-  }
-}
-
-/** A LOCK file's bytes as a record, or 'corrupt'. */
-function parseLock(bytes: Uint8Array): LockState {
-  try {
-    const r = JSON.parse(new TextDecoder().decode(bytes)) as Partial<LockRecord>;
-    if (Number.isSafeInteger(r.pid) && typeof r.token === 'string') {
-      return r.flock === true ? { pid: r.pid!, token: r.token, flock: true } : { pid: r.pid!, token: r.token };
-    }
-  } catch {
-    // Not JSON: reported as 'corrupt' below.
-  }
-  return 'corrupt';
-}
-
-function tokenOf(state: LockState): string {
-  return typeof state === 'object' ? state.token : state;
-}
-
 /**
  * One open store: the holder of its LOCK (kept open: every `lockWatchMs` it refreshes the LOCK's
  * modification time and checks the LOCK still holds its token), with the segment files it
@@ -678,14 +266,9 @@ class FileStoreHandle implements StoreHandle {
 
   manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
     return this.op('manifest commit', async () => {
-      if (next.version !== expectedVersion + 1) {
-        throw new MemWalError('InvalidArgument', `manifest version ${next.version} does not follow expected version ${expectedVersion}`);
-      }
+      checkManifestSuccessor(expectedVersion, next);
       const versions = await this.versions();
-      const latest = versions.at(-1) ?? 0;
-      if (latest !== expectedVersion || (latest !== 0 && (await this.epochOf(latest)) > next.writerEpoch)) {
-        throw await this.conflict(latest, expectedVersion, next.writerEpoch);
-      }
+      decideManifestCommit(expectedVersion, next, await this.stored(versions.at(-1) ?? 0));
       for (const v of versions) {
         if (v > next.version - this.manifestVersionsKept) break;
         await unlinkIfPresent(this.fs, this.manifestPath(v));
@@ -695,7 +278,7 @@ class FileStoreHandle implements StoreHandle {
       try {
         await this.fs.link(temp, this.manifestPath(next.version));
       } catch (e) {
-        if (isErrno(e, 'EEXIST')) throw await this.conflict(next.version, expectedVersion, next.writerEpoch);
+        if (isErrno(e, 'EEXIST')) throw commitRefusal(expectedVersion, next.writerEpoch, await this.stored(next.version));
         throw e;
       } finally {
         await unlinkIfPresent(this.fs, temp);
@@ -705,7 +288,7 @@ class FileStoreHandle implements StoreHandle {
       // Linking succeeds where a newer writer already pruned this version: then it is not the
       // newest, never loaded, and must not be acknowledged.
       const newest = await this.latestVersion();
-      if (newest !== next.version) throw await this.conflict(newest, expectedVersion, next.writerEpoch);
+      if (newest !== next.version) throw commitRefusal(expectedVersion, next.writerEpoch, await this.stored(newest));
       this.epoch = next.writerEpoch;
     });
   }
@@ -738,11 +321,9 @@ class FileStoreHandle implements StoreHandle {
     return this.op(`WAL append to ${name}`, async () => {
       const parsed = parseSegmentName(name);
       if (!parsed) throw new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`);
-      await this.checkEpoch(parsed.epoch, name);
+      await this.checkSegmentEpoch(parsed.epoch, name);
       const seg = this.segments.get(name) ?? (await this.openSegment(name, offset === 0));
-      if (offset !== seg.length) {
-        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${seg.length}`);
-      }
+      checkAppendOffset(name, offset, seg.length);
       try {
         await seg.file.write(bytes, offset);
         await seg.file.datasync();
@@ -753,14 +334,14 @@ class FileStoreHandle implements StoreHandle {
         throw e;
       }
       seg.length = offset + bytes.length;
-      await this.checkEpoch(parsed.epoch, name);
+      await this.checkSegmentEpoch(parsed.epoch, name);
     });
   }
 
   walTruncate(name: string, length: number): Promise<void> {
     return this.op(`WAL truncate of ${name}`, async () => {
       checkComponent(name, 'WAL segment');
-      await this.fence();
+      await this.fence(`WAL truncate of ${name}`);
       const seg = this.segments.get(name) ?? (await this.openSegment(name, false));
       if (!(Number.isSafeInteger(length) && length >= 0 && length <= seg.length)) {
         throw new MemWalError('InvalidArgument', `WAL segment ${name}: cannot truncate ${seg.length} bytes to ${length}`);
@@ -774,7 +355,7 @@ class FileStoreHandle implements StoreHandle {
   walRemove(name: string): Promise<void> {
     return this.op(`WAL remove of ${name}`, async () => {
       checkComponent(name, 'WAL segment');
-      await this.fence();
+      await this.fence(`WAL remove of ${name}`);
       await this.closeSegment(name);
       await unlinkIfPresent(this.fs, this.walPath(name));
       await this.fs.syncDir(`${this.dir}/wal`);
@@ -784,7 +365,7 @@ class FileStoreHandle implements StoreHandle {
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     return this.op(`table write of ${name}`, async () => {
       checkComponent(name, 'table file');
-      await this.fence();
+      await this.fence(`table write of ${name}`);
       const path = this.tablePath(name);
       let file: ShimFile;
       try {
@@ -805,7 +386,7 @@ class FileStoreHandle implements StoreHandle {
         await file.close();
         await this.fs.syncDir(`${this.dir}/tables`);
         // A newer writer that claimed meanwhile never names this file; leave nothing behind.
-        await this.fence();
+        await this.fence(`table write of ${name}`);
       } catch (e) {
         if (open) await file.close().catch(() => undefined);
         await unlinkIfPresent(this.fs, path).catch(() => undefined);
@@ -855,7 +436,7 @@ class FileStoreHandle implements StoreHandle {
   tableRemove(name: string): Promise<void> {
     return this.op(`table remove of ${name}`, async () => {
       checkComponent(name, 'table file');
-      await this.fence();
+      await this.fence(`table remove of ${name}`);
       await unlinkIfPresent(this.fs, this.tablePath(name));
       await this.fs.syncDir(`${this.dir}/tables`);
     });
@@ -901,13 +482,8 @@ class FileStoreHandle implements StoreHandle {
   }
 
   /** Rejects `Fenced` if the newest manifest's epoch is newer than `epoch` (a segment's). */
-  private async checkEpoch(epoch: number, name: string): Promise<void> {
-    const latest = await this.latestVersion();
-    if (latest === 0) return;
-    const stored = await this.epochOf(latest);
-    if (stored > epoch) {
-      throw new MemWalError('Fenced', `WAL segment ${name} belongs to epoch ${epoch}, fenced by epoch ${stored}`);
-    }
+  private async checkSegmentEpoch(epoch: number, name: string): Promise<void> {
+    checkSegmentEpoch(name, epoch, await this.newestEpoch());
   }
 
   /**
@@ -916,18 +492,19 @@ class FileStoreHandle implements StoreHandle {
    * Between the check and the mutation another process may claim: the engine's recovery never
    * depends on an older writer's segment staying as it read it (docs/impl.md, "Fencing").
    */
-  private async fence(): Promise<void> {
-    const latest = await this.latestVersion();
-    if (latest === 0) return;
-    const stored = await this.epochOf(latest);
-    if (stored > this.epoch) throw new MemWalError('Fenced', `writer epoch ${this.epoch} is fenced by epoch ${stored}`);
+  private async fence(what: string): Promise<void> {
+    checkEpoch(what, this.epoch, await this.newestEpoch());
   }
 
-  /** The error of a commit that found version `found` instead of `expected`. */
-  private async conflict(found: number, expected: number, epoch: number): Promise<MemWalError> {
-    const stored = found === 0 ? 0 : await this.epochOf(found);
-    if (stored > epoch) return new MemWalError('Fenced', `writer epoch ${epoch} is fenced by epoch ${stored}`);
-    return new MemWalError('IOError', `manifest commit conflict: expected version ${expected}, stored ${found}`);
+  /** The writer epoch of the newest manifest (0: none yet). */
+  private async newestEpoch(): Promise<number> {
+    const latest = await this.latestVersion();
+    return latest === 0 ? 0 : this.epochOf(latest);
+  }
+
+  /** The manifest `version` as a commit decision needs it (undefined for 0: none). */
+  private async stored(version: number): Promise<StoredVersion> {
+    return version === 0 ? undefined : { version, writerEpoch: await this.epochOf(version) };
   }
 
   private async epochOf(version: number): Promise<number> {

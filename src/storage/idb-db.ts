@@ -4,9 +4,10 @@
 
 import { openDB } from 'idb';
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import type { StorageEstimate } from './adapter.js';
+import { checkManifestSuccessor, decideManifestCommit } from './fencing.js';
 
 /** Written to disk: never rename these or renumber the version without a migration. */
 export const DB_NAME = 'memwal';
@@ -155,36 +156,15 @@ export function loadManifest(store: string): Promise<Manifest | undefined> {
 }
 
 /**
- * Throws `Fenced` if `storedEpoch` (the manifest's writer epoch; undefined: no manifest) is newer
- * than `epoch`, the epoch of WAL segment `segment`.
- */
-export function checkNotFenced(storedEpoch: number | undefined, segment: string, epoch: number): void {
-  if (storedEpoch !== undefined && storedEpoch > epoch) {
-    throw new MemWalError('Fenced', `WAL segment ${segment} belongs to epoch ${epoch}, fenced by epoch ${storedEpoch}`);
-  }
-}
-
-/**
  * The manifest compare-and-set of StoreHandle.manifestCommit, in one strict transaction:
  * `InvalidArgument` unless `next.version` is `expectedVersion + 1`; `Fenced` if the stored writer
  * epoch is newer than `next`'s (even at the expected version); `IOError` on any other mismatch.
  */
-export function commitManifest(store: string, expectedVersion: number, next: Manifest): Promise<void> {
-  if (next.version !== expectedVersion + 1) {
-    return Promise.reject(
-      new MemWalError('InvalidArgument', `manifest version ${next.version} does not follow expected version ${expectedVersion}`),
-    );
-  }
-  return inTransaction(['manifests'], 'readwrite', `committing the manifest of "${store}"`, async (tx) => {
+export async function commitManifest(store: string, expectedVersion: number, next: Manifest): Promise<void> {
+  checkManifestSuccessor(expectedVersion, next);
+  await inTransaction(['manifests'], 'readwrite', `committing the manifest of "${store}"`, async (tx) => {
     const manifests = tx.objectStore('manifests');
-    const stored = await manifests.get(store);
-    const storedVersion = stored?.version ?? 0;
-    if (stored && stored.writerEpoch > next.writerEpoch) {
-      throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${stored.writerEpoch}`);
-    }
-    if (storedVersion !== expectedVersion) {
-      throw new MemWalError('IOError', `manifest commit conflict: expected version ${expectedVersion}, stored ${storedVersion}`);
-    }
+    decideManifestCommit(expectedVersion, next, await manifests.get(store));
     await manifests.put(next, store);
   });
 }

@@ -4,7 +4,7 @@
 import 'fake-indexeddb/auto';
 import { describe, expect, it } from 'vitest';
 import { conformanceCases } from '../testing/conformance.js';
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import { inTransaction, memwalDb } from './idb-db.js';
 import { IndexedDbStorage, TABLE_CHUNK_BYTES } from './indexeddb.js';
 

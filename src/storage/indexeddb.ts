@@ -2,13 +2,12 @@
 // fallback where OPFS sync access handles are missing (Safari private mode, shared workers, pages).
 // Any browser context with IndexedDB; writer lock through Web Locks.
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
-import { checkInside, checkRange, parseSegmentName } from './adapter.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import { checkAppendOffset, checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import {
   browserStorageEstimate,
-  checkNotFenced,
   commitManifest,
   concatBytes,
   deleteStoreRecords,
@@ -24,6 +23,7 @@ import {
 import type { MemwalDbSchema, WalChunkKey } from './idb-db.js';
 import type { IDBPTransaction } from 'idb';
 import { WriterSession } from './weblock.js';
+import { checkEpoch, checkSegmentEpoch } from './fencing.js';
 
 /** Table files are stored in records of exactly this many bytes (1 MiB), the last one shorter. */
 export const TABLE_CHUNK_BYTES = 1024 * 1024;
@@ -60,12 +60,7 @@ export class IndexedDbStorage implements StorageAdapter {
 
   /** Deletes every record of store `name`. Rejects `Locked` while a writer holds it. */
   async destroyStore(name: string): Promise<void> {
-    const session = await WriterSession.claim(name, { timeoutMs: 0 });
-    try {
-      await deleteStoreRecords(name);
-    } finally {
-      await session.release();
-    }
+    await WriterSession.whileHeld(name, () => deleteStoreRecords(name));
   }
 
   /** The origin's `navigator.storage` usage, quota and persistence. */
@@ -147,16 +142,11 @@ class IndexedDbStoreHandle implements StoreHandle {
     this.session.check();
     const value = ownBuffer(bytes);
     await inTransaction(['manifests', 'wal'], 'readwrite', `WAL append to ${name}`, async (tx) => {
-      checkNotFenced((await tx.objectStore('manifests').get(this.store))?.writerEpoch, name, parsed.epoch);
+      checkSegmentEpoch(name, parsed.epoch, (await tx.objectStore('manifests').get(this.store))?.writerEpoch);
       const wal = tx.objectStore('wal');
       const last = await wal.openKeyCursor(fileRange(this.store, name), 'prev');
       const length = last ? chunkEnd(last.key) : 0;
-      if (offset !== length) {
-        throw new MemWalError(
-          'IOError',
-          `WAL segment ${name}: append at offset ${offset}, but its length is ${last ? length : 'none (missing)'}`,
-        );
-      }
+      checkAppendOffset(name, offset, last ? length : undefined);
       await wal.put(value, [this.store, name, offset, value.length]);
     });
   }
@@ -303,8 +293,7 @@ class IndexedDbStoreHandle implements StoreHandle {
    * inside the mutation's own transaction, so no claim can come between the check and the change.
    */
   private async fence(tx: Pick<FencedTx, 'objectStore'>, what: string): Promise<void> {
-    const stored = (await tx.objectStore('manifests').get(this.store))?.writerEpoch ?? 0;
-    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
+    checkEpoch(what, this.epoch, (await tx.objectStore('manifests').get(this.store))?.writerEpoch);
   }
 
   /** The length of segment `name` from its chunk keys; `IOError` when it has none. */

@@ -1,6 +1,7 @@
 // The warning every adapter logs while an open waits for a store's writer lock, so a stuck open
 // is never silent. Runs in every runtime; imports nothing runtime-specific.
 
+import { toMemWalError } from '../util/errors.js';
 import { nowMs, setRepeating } from '../util/schedule.js';
 import type { LockOptions } from './adapter.js';
 
@@ -28,4 +29,18 @@ export function warnWhileWaiting(name: string, options: LockOptions, detail?: ()
       // A throwing logger must not break the open.
     }
   }, LOCK_WAIT_WARN_MS);
+}
+
+/**
+ * An open of store `name` starts to wait for its writer lock: calls `options.onWaiting` (a throw
+ * rejects the open, mapped) and starts the warnings (`warnWhileWaiting`). Returns the function
+ * that stops them.
+ */
+export function beginWait(name: string, options: LockOptions, detail?: () => string): () => void {
+  try {
+    options.onWaiting?.();
+  } catch (e) {
+    throw toMemWalError(e, 'onWaiting callback');
+  }
+  return warnWhileWaiting(name, options, detail);
 }

@@ -2,7 +2,7 @@
 // with no faults (a transparent wrapper must keep every guarantee), plus MemoryStorage specifics.
 
 import { describe, expect, it } from 'vitest';
-import { MemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage, sharedMemoryStorage } from './memory.js';
@@ -54,6 +54,7 @@ describe('MemoryStorage', () => {
     let waits = 0;
     const b = storage.openStore('s', { onWaiting: () => waits++ }).then((h) => (order.push('b'), h));
     const c = storage.openStore('s', { onWaiting: () => waits++ }).then((h) => (order.push('c'), h));
+    await new Promise((r) => setTimeout(r, 0)); // each claim first asks the lock table whether the lock is free
     expect(waits).toBe(2);
     await first.release();
     const hb = await b;

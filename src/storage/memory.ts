@@ -2,12 +2,12 @@
 // what every backend must do (conformance cases in src/testing/conformance.ts); also the backend
 // of `storage: 'memory'`. Runs in every runtime.
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
-import { checkInside, checkRange, parseSegmentName } from './adapter.js';
+import { MemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import { checkAppendOffset, checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
-import { warnWhileWaiting } from './lock-wait.js';
-import { clearTimer, setTimer, type Timer } from '../util/schedule.js';
+import { decideManifestCommit, checkEpoch, checkManifestSuccessor, checkSegmentEpoch } from './fencing.js';
+import { claimLock, type HeldLock, InProcessLocks } from './lock-table.js';
 
 /** A WAL segment (or a table file being assembled): bytes that grow by doubling. */
 class Segment {
@@ -35,20 +35,11 @@ class Segment {
   }
 }
 
-/** A claim on the writer lock that has to wait for the current holder. */
-interface Waiter {
-  options: LockOptions;
-  grant(session: MemorySession): void;
-  cancel(): void;
-}
-
-/** Everything stored for one store name, plus its lock state. */
+/** Everything stored for one store name. */
 interface Store {
   manifest?: Manifest;
   wal: Map<string, Segment>;
   tables: Map<string, Uint8Array>;
-  holder?: MemorySession;
-  waiters: Waiter[];
 }
 
 /** Runs `work` now and reports its outcome on a microtask, as an async backend would. */
@@ -69,72 +60,28 @@ function settle<T>(work: () => T): Promise<T> {
 export class MemoryStorage implements StorageAdapter {
   readonly layout = 'memory';
   private readonly stores = new Map<string, Store>();
+  /** The writer locks of this adapter's stores, by store name. */
+  private readonly locks = new InProcessLocks();
 
   /**
-   * Claim the writer lock of store `name` (in-process, FIFO). A free lock is taken at once. A
-   * held one: `steal` takes it (the old handle's `onLost` gets `'stolen'` on a microtask; its
+   * Claim the writer lock of store `name` (in-process, FIFO: lock-table.ts). A free lock is taken
+   * at once. A held one: `steal` takes it (the old handle's `onLost` gets `'stolen'`; its
    * mutations fail `Fenced` once the new holder commits a newer epoch); `timeoutMs: 0` rejects
    * `Locked` at once; otherwise calls `onWaiting` once and waits (warning through `logger` while
    * it does), rejecting `Locked` after `timeoutMs` (undefined: never) or `Aborted` when `signal`
    * aborts. Rejects `InvalidArgument` for a negative `timeoutMs`.
    */
-  openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
-    const { timeoutMs, steal, onWaiting, signal } = options;
-    if (timeoutMs !== undefined && !(timeoutMs >= 0)) {
-      return Promise.reject(new MemWalError('InvalidArgument', `timeoutMs must be >= 0, got ${timeoutMs}`));
-    }
-    if (signal?.aborted) return Promise.reject(new MemWalError('Aborted', `opening store "${name}" was aborted`));
-    const store = this.store(name);
-    if (!store.holder) return Promise.resolve(grantLock(store, options));
-    if (steal) {
-      const old = store.holder;
-      old.state = 'stolen';
-      if (old.onLost) queueMicrotask(() => old.onLost?.('stolen'));
-      return Promise.resolve(grantLock(store, options));
-    }
-    if (timeoutMs === 0) return Promise.reject(new MemWalError('Locked', `store "${name}" is locked by another writer`));
-    try {
-      onWaiting?.();
-    } catch (e) {
-      return Promise.reject(toMemWalError(e, 'onWaiting callback'));
-    }
-    return new Promise<StoreHandle>((resolve, reject) => {
-      let timer: Timer | undefined;
-      const stopWarning = warnWhileWaiting(name, options);
-      const onAbort = (): void => {
-        waiter.cancel();
-        reject(new MemWalError('Aborted', `opening store "${name}" was aborted`));
-      };
-      const waiter: Waiter = {
-        options,
-        grant: (session) => {
-          waiter.cancel();
-          resolve(session);
-        },
-        cancel: () => {
-          stopWarning();
-          if (timer !== undefined) clearTimer(timer);
-          signal?.removeEventListener('abort', onAbort);
-          const i = store.waiters.indexOf(waiter);
-          if (i >= 0) store.waiters.splice(i, 1);
-        },
-      };
-      store.waiters.push(waiter);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) {
-        timer = setTimer(() => {
-          waiter.cancel();
-          reject(new MemWalError('Locked', `store "${name}" is still locked after ${timeoutMs} ms`));
-        }, timeoutMs);
-      }
-    });
+  async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
+    const onLost = options.onLost;
+    const lock = await claimLock(this.locks, name, options, (reason) => onLost?.(reason), { lock: name });
+    return new MemorySession(this.store(name), lock);
   }
 
   /** Delete every record of store `name`. Rejects `Locked` while a handle holds its lock. */
   destroyStore(name: string): Promise<void> {
     return settle(() => {
       const store = this.stores.get(name);
-      if (store?.holder) throw new MemWalError('Locked', `store "${name}" is open; release it before destroying it`);
+      if (store && this.locks.held(name)) throw new MemWalError('Locked', `store "${name}" is open; release it before destroying it`);
       this.stores.delete(name);
     });
   }
@@ -157,26 +104,11 @@ export class MemoryStorage implements StorageAdapter {
   private store(name: string): Store {
     let store = this.stores.get(name);
     if (!store) {
-      store = { wal: new Map(), tables: new Map(), waiters: [] };
+      store = { wal: new Map(), tables: new Map() };
       this.stores.set(name, store);
     }
     return store;
   }
-}
-
-/** Makes a new session the holder of `store`'s lock. */
-function grantLock(store: Store, options: LockOptions): MemorySession {
-  const session = new MemorySession(store, options.onLost);
-  store.holder = session;
-  return session;
-}
-
-/** Frees the lock of `store` if `session` holds it, handing it to the first waiter in line. */
-function releaseLock(store: Store, session: MemorySession): void {
-  if (store.holder !== session) return;
-  store.holder = undefined;
-  const next = store.waiters.shift();
-  if (next) next.grant(grantLock(store, next.options));
 }
 
 /**
@@ -187,13 +119,13 @@ function releaseLock(store: Store, session: MemorySession): void {
  * over while it still runs (a process presumed dead, a frozen tab): only the epoch stops it.
  */
 class MemorySession implements StoreHandle {
-  state: 'open' | 'released' | 'stolen' = 'open';
+  private released = false;
   /** The writer epoch of the newest manifest this handle committed (0: none yet). */
   private epoch = 0;
 
   constructor(
     private readonly store: Store,
-    readonly onLost: ((reason: string) => void) | undefined,
+    private readonly lock: HeldLock,
   ) {}
 
   manifestLoad(): Promise<Manifest | undefined> {
@@ -202,17 +134,8 @@ class MemorySession implements StoreHandle {
 
   manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
     return this.op(() => {
-      if (next.version !== expectedVersion + 1) {
-        throw new MemWalError('InvalidArgument', `manifest version ${next.version} does not follow expected version ${expectedVersion}`);
-      }
-      const stored = this.store.manifest;
-      const storedVersion = stored?.version ?? 0;
-      if (stored && stored.writerEpoch > next.writerEpoch) {
-        throw new MemWalError('Fenced', `writer epoch ${next.writerEpoch} is fenced by epoch ${stored.writerEpoch}`);
-      }
-      if (storedVersion !== expectedVersion) {
-        throw new MemWalError('IOError', `manifest commit conflict: expected version ${expectedVersion}, stored ${storedVersion}`);
-      }
+      checkManifestSuccessor(expectedVersion, next);
+      decideManifestCommit(expectedVersion, next, this.store.manifest);
       this.store.manifest = structuredClone(next);
       this.epoch = next.writerEpoch;
     });
@@ -243,18 +166,9 @@ class MemorySession implements StoreHandle {
     return this.op(() => {
       const parsed = parseSegmentName(name);
       if (!parsed) throw new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`);
-      const epoch = this.store.manifest?.writerEpoch ?? 0;
-      if (epoch > parsed.epoch) {
-        throw new MemWalError('Fenced', `WAL segment ${name} belongs to epoch ${parsed.epoch}, fenced by epoch ${epoch}`);
-      }
+      checkSegmentEpoch(name, parsed.epoch, this.store.manifest?.writerEpoch);
       const seg = this.store.wal.get(name);
-      const length = seg?.length ?? 0;
-      if (offset !== length) {
-        throw new MemWalError(
-          'IOError',
-          `WAL segment ${name}: append at offset ${offset}, but its length is ${seg ? length : 'none (missing)'}`,
-        );
-      }
+      checkAppendOffset(name, offset, seg?.length);
       if (seg) seg.append(bytes);
       else {
         const created = new Segment();
@@ -322,9 +236,8 @@ class MemorySession implements StoreHandle {
   }
 
   release(): Promise<void> {
-    if (this.state === 'open') releaseLock(this.store, this);
-    this.state = 'released';
-    return Promise.resolve();
+    this.released = true;
+    return this.lock.release();
   }
 
   /** Collects an async iterable, checking before and after, then stores it at once. */
@@ -356,14 +269,13 @@ class MemorySession implements StoreHandle {
 
   /** `Fenced` if a newer writer epoch than this handle's has been committed. */
   private fence(what: string): void {
-    const stored = this.store.manifest?.writerEpoch ?? 0;
-    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
+    checkEpoch(what, this.epoch, this.store.manifest?.writerEpoch);
   }
 
   /** Runs `work` unless this handle was released (`Closed`). */
   private op<T>(work: () => T): Promise<T> {
     return settle(() => {
-      if (this.state === 'released') throw new MemWalError('Closed', 'store handle was released');
+      if (this.released) throw new MemWalError('Closed', 'store handle was released');
       return work();
     });
   }

@@ -2,20 +2,13 @@
 // file system, written through sync access handles; the manifest in the "memwal" IndexedDB
 // database. Dedicated workers only (that is where FileSystemSyncAccessHandle exists).
 
-import { MemWalError, toMemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
-import { checkInside, checkRange, parseSegmentName } from './adapter.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import { checkAppendOffset, checkInside, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
-import {
-  browserStorageEstimate,
-  checkNotFenced,
-  commitManifest,
-  deleteStoreRecords,
-  loadManifest,
-  memwalDb,
-  onDatabaseClosed,
-} from './idb-db.js';
+import { browserStorageEstimate, commitManifest, deleteStoreRecords, loadManifest, memwalDb, onDatabaseClosed } from './idb-db.js';
 import { WriterSession } from './weblock.js';
+import { checkEpoch, checkSegmentEpoch } from './fencing.js';
 
 /** `FileSystemSyncAccessHandle` (WebWorker lib; declared here so the DOM lib type-checks). */
 export interface SyncAccessHandle {
@@ -192,13 +185,10 @@ export class OpfsStorage implements StorageAdapter {
   /** Deletes `memwal/{name}` and the store's manifest. Rejects `Locked` while a writer holds it. */
   async destroyStore(name: string): Promise<void> {
     const root = await opfsRoot();
-    const session = await WriterSession.claim(name, { timeoutMs: 0 });
-    try {
+    await WriterSession.whileHeld(name, async () => {
       await removeIfPresent(root, name, `destroying store "${name}"`, true);
       await deleteStoreRecords(name);
-    } finally {
-      await session.release();
-    }
+    });
   }
 
   /** The origin's `navigator.storage` usage, quota and persistence. */
@@ -320,7 +310,7 @@ class OpfsStoreHandle implements StoreHandle {
     const parsed = parseSegmentName(name);
     if (!parsed) throw new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`);
     this.session.check();
-    checkNotFenced(this.knownEpoch, name, parsed.epoch);
+    checkSegmentEpoch(name, parsed.epoch, this.knownEpoch);
     const segment = await this.openSegment(name, offset === 0);
     this.session.check();
     if (!segment.epochChecked) {
@@ -329,7 +319,7 @@ class OpfsStoreHandle implements StoreHandle {
       const stored = await loadManifest(this.store);
       this.session.check();
       try {
-        checkNotFenced(stored?.writerEpoch, name, parsed.epoch);
+        checkSegmentEpoch(name, parsed.epoch, stored?.writerEpoch);
       } catch (e) {
         // A segment this call created: leave nothing behind.
         if (segment.sync.getSize() === 0) await this.dropSegment(name);
@@ -340,9 +330,7 @@ class OpfsStoreHandle implements StoreHandle {
     const { sync } = segment;
     this.io(`WAL append to ${name}`, () => {
       const length = sync.getSize();
-      if (offset !== length) {
-        throw new MemWalError('IOError', `WAL segment ${name}: append at offset ${offset}, but its length is ${length}`);
-      }
+      checkAppendOffset(name, offset, length);
       try {
         checkWritten(sync.write(bytes, { at: offset }), bytes.length, `WAL segment ${name}`);
         sync.flush();
@@ -561,7 +549,7 @@ class OpfsStoreHandle implements StoreHandle {
     const stored = (await loadManifest(this.store))?.writerEpoch ?? 0;
     this.session.check();
     this.knownEpoch = Math.max(this.knownEpoch, stored);
-    if (stored > this.epoch) throw new MemWalError('Fenced', `${what}: writer epoch ${this.epoch} is fenced by epoch ${stored}`);
+    checkEpoch(what, this.epoch, stored);
   }
 
   /** Registers a sync handle being opened, so that loss or release closes it; `Fenced`/`Closed` if already ended. */

@@ -2,171 +2,16 @@
 // lifetime, and WriterSession, the live/released/lost state every browser store handle checks.
 // Runs in any browser context (page, dedicated/shared/service worker).
 
-import { MemWalError, toMemWalError } from '../errors.js';
+import { MemWalError } from '../util/errors.js';
 import type { LockOptions } from './adapter.js';
-import { warnWhileWaiting } from './lock-wait.js';
-
-/** The subset of the Web Locks `LockManager` used here; also implemented by the in-process fallback. */
-interface LockManagerLike {
-  request(
-    name: string,
-    options: { mode?: 'exclusive'; ifAvailable?: boolean; steal?: boolean; signal?: AbortSignal },
-    callback: (lock: unknown) => unknown,
-  ): Promise<unknown>;
-}
-
-/**
- * Stand-in for `navigator.locks` where it is missing (old browsers, non-browser runtimes): the
- * same request semantics (FIFO, `ifAvailable`, `steal`, `signal`), but only within this JavaScript
- * context, so it does NOT exclude writers in other tabs or workers.
- */
-class InProcessLocks implements LockManagerLike {
-  /** Per lock name: a function that steals the lock from its current holder. */
-  private readonly holders = new Map<string, () => void>();
-  private readonly queues = new Map<string, (() => void)[]>();
-
-  request(
-    name: string,
-    options: { ifAvailable?: boolean; steal?: boolean; signal?: AbortSignal },
-    callback: (lock: unknown) => unknown,
-  ): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      const run = (): void => {
-        let stolen = false;
-        const steal = (): void => {
-          stolen = true;
-          this.holders.delete(name);
-          reject(new DOMException('the lock was stolen', 'AbortError'));
-        };
-        const finish = (): void => {
-          if (this.holders.get(name) !== steal) return;
-          this.holders.delete(name);
-          this.queues.get(name)?.shift()?.();
-        };
-        this.holders.set(name, steal);
-        Promise.resolve()
-          .then(() => callback({ name, mode: 'exclusive' }))
-          .then(
-            (v) => (finish(), stolen || resolve(v)),
-            (e: unknown) => (finish(), stolen || reject(e)),
-          );
-      };
-      if (options.steal) {
-        this.holders.get(name)?.();
-        run();
-      } else if (!this.holders.has(name)) {
-        run();
-      } else if (options.ifAvailable) {
-        Promise.resolve()
-          .then(() => callback(null))
-          .then(resolve, reject);
-      } else {
-        const queue = this.queues.get(name) ?? [];
-        this.queues.set(name, queue);
-        const { signal } = options;
-        const onAbort = (): void => {
-          queue.splice(queue.indexOf(enter), 1);
-          reject(signal?.reason);
-        };
-        const enter = (): void => {
-          signal?.removeEventListener('abort', onAbort);
-          run();
-        };
-        queue.push(enter);
-        signal?.addEventListener('abort', onAbort, { once: true });
-      }
-    });
-  }
-}
+import { claimLock, type HeldLock, InProcessLocks, type LockManagerLike } from './lock-table.js';
 
 let fallbackLocks: InProcessLocks | undefined;
 
+/** `navigator.locks`, or where it is missing an in-process table (which does not exclude other tabs or workers). */
 function lockManager(): LockManagerLike {
   const locks = (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks;
   return locks ?? (fallbackLocks ??= new InProcessLocks());
-}
-
-/** A held lock. `release()` is idempotent and resolves once the lock manager has let go. */
-interface HeldLock {
-  release(): Promise<void>;
-}
-
-/**
- * Requests `name`; resolves the held lock, or `null` when `ifAvailable` found it taken. After it
- * is granted, losing it without `release()` (a steal) calls `onLost('stolen')`.
- */
-function requestLock(
-  name: string,
-  options: { ifAvailable?: boolean; steal?: boolean; signal?: AbortSignal },
-  onLost: (reason: string) => void,
-): Promise<HeldLock | null> {
-  return new Promise((resolve, reject) => {
-    let granted = false;
-    let letGo!: () => void;
-    const held = new Promise<void>((r) => (letGo = r));
-    // Settles after the lock is released (or stolen): `release()` waits for it so that a new
-    // request made right after `release()` resolves finds the lock free.
-    const settled = lockManager()
-      .request(name, { mode: 'exclusive', ...options }, (lock) => {
-        if (lock === null) return resolve(null);
-        granted = true;
-        resolve({ release: () => (letGo(), settled) });
-        return held;
-      })
-      .then(
-        () => undefined,
-        (e: unknown) => (granted ? onLost('stolen') : reject(e)),
-      );
-  });
-}
-
-const TIMED_OUT = Symbol('timed out');
-
-/**
- * Claims the writer lock of `store` (Web Lock `memwal:{store}`, exclusive) as `LockOptions`
- * describes: free → taken at once; `steal` → taken from the holder (whose `onLost` fires);
- * `timeoutMs: 0` → `Locked` at once; otherwise `onWaiting` once, then waits (warning through
- * `logger` every few seconds) up to `timeoutMs`
- * (undefined: for ever) → `Locked`, or `Aborted` when `signal` aborts. Rejects `InvalidArgument`
- * for a negative `timeoutMs`. `onLost('stolen')` fires if the lock is later stolen.
- * Without `navigator.locks` the lock is in-process only (see InProcessLocks).
- */
-async function claimLock(store: string, options: LockOptions, onLost: (reason: string) => void): Promise<HeldLock> {
-  const { timeoutMs, steal, onWaiting, signal } = options;
-  const name = `memwal:${store}`;
-  if (timeoutMs !== undefined && !(timeoutMs >= 0)) {
-    throw new MemWalError('InvalidArgument', `timeoutMs must be >= 0, got ${timeoutMs}`);
-  }
-  const aborted = (): MemWalError => new MemWalError('Aborted', `opening store "${store}" was aborted`);
-  if (signal?.aborted) throw aborted();
-  try {
-    // Web Locks forbid `signal` and `ifAvailable` together with `steal`: a steal never waits.
-    if (steal) return (await requestLock(name, { steal: true }, onLost))!;
-    const free = await requestLock(name, { ifAvailable: true }, onLost);
-    if (free) return free;
-  } catch (e) {
-    throw toMemWalError(e, `claiming the writer lock of store "${store}"`);
-  }
-  if (timeoutMs === 0) throw new MemWalError('Locked', `store "${store}" is locked by another writer`);
-  onWaiting?.();
-  const stopWarning = warnWhileWaiting(store, options, () => `Web Lock "${name}" is held by another tab or worker`);
-  const controller = new AbortController();
-  const timer = timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(TIMED_OUT), timeoutMs);
-  const onAbort = (): void => controller.abort(signal?.reason);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    return (await requestLock(name, { signal: controller.signal }, onLost))!;
-  } catch (e) {
-    if (controller.signal.reason === TIMED_OUT) {
-      throw new MemWalError('Locked', `store "${store}" is still locked after ${timeoutMs} ms`);
-    }
-    if (controller.signal.aborted) throw aborted();
-    throw toMemWalError(e, `claiming the writer lock of store "${store}"`);
-  } finally {
-    stopWarning();
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
-  }
 }
 
 /**
@@ -192,8 +37,22 @@ export class WriterSession {
    */
   static async claim(store: string, options: LockOptions): Promise<WriterSession> {
     const session = new WriterSession(store, options);
-    session.lock = await claimLock(store, options, (reason) => session.lose(reason));
+    const lock = `memwal:${store}`;
+    session.lock = await claimLock(lockManager(), store, options, (reason) => session.lose(reason), {
+      lock,
+      heldBy: `Web Lock "${lock}" is held by another tab or worker`,
+    });
     return session;
+  }
+
+  /** Runs `work` holding store `store`'s writer lock, claimed without waiting (`Locked` while a writer holds it). */
+  static async whileHeld(store: string, work: () => Promise<void>): Promise<void> {
+    const session = await WriterSession.claim(store, { timeoutMs: 0 });
+    try {
+      await work();
+    } finally {
+      await session.release();
+    }
   }
 
   /** Throws `Closed` after `release()`, `Fenced` after the lock or database was lost. */

@@ -2,10 +2,10 @@
 // their own small assertions, so vitest, Playwright, `deno test` or a workerd harness run the
 // same code (wa-sqlite style). Runner-agnostic; runs in every runtime.
 
-import { MemWalError } from '../errors.js';
-import type { MemWalErrorCode } from '../errors.js';
-import { MANIFEST_FORMAT_VERSION } from '../manifest/manifest.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWalError } from '../util/errors.js';
+import type { MemWalErrorCode } from '../util/errors.js';
+import { MANIFEST_FORMAT_VERSION } from '../format/manifest/manifest.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { concatBytes } from '../util/bytes.js';
 

@@ -2,8 +2,8 @@
 // restarted process after a crash.
 
 import { describe, expect, it, vi } from 'vitest';
-import { MemWalError, quotaExceededError, toMemWalError } from '../errors.js';
-import type { Manifest } from '../manifest/manifest.js';
+import { MemWalError, quotaExceededError, toMemWalError } from '../util/errors.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import type { StoreHandle } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from './fault.js';

@@ -2,12 +2,10 @@
 // tests can pin what the engine does when storage misbehaves (LevelDB's fault-injection Env).
 // Runs in every runtime.
 
-import type { BackgroundJobs } from '../core/jobs.js';
-import type { StoreSchema } from '../core/schema.js';
-import { MemWalError } from '../errors.js';
-import { encodeFrame } from '../wal/codec.js';
-import { FRAME_HEADER_BYTES } from '../wal/format.js';
-import type { Manifest, SchemaVersion } from '../manifest/manifest.js';
+import { MemWalError } from '../util/errors.js';
+import { encodeFrame } from '../format/wal/codec.js';
+import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { int, rng } from './rng.js';
@@ -568,15 +566,6 @@ export class FaultInjectingStorage implements StorageAdapter {
   async destroyStore(name: string): Promise<void> {
     await this.faults.settling;
     return this.inner.destroyStore(name);
-  }
-
-  /**
-   * The inner adapter's background jobs for the inner handle of `handle` (they read the store's
-   * files directly, so faults apply to the writes and commits the engine makes, not to the jobs'
-   * reads).
-   */
-  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
-    return handle instanceof FaultSession ? this.inner.backgroundJobs?.(handle.inner, schema, versions, currentVersion) : undefined;
   }
 
   /** The inner adapter's estimate, or `{}` when it has none; held, failed and hung as `'estimate'` (not counted). */

@@ -7,4 +7,4 @@ export { conformanceCases, testManifest } from './conformance.js';
 export type { ConformanceCase } from './conformance.js';
 export { MemoryStorage } from '../storage/memory.js';
 export { rng } from './rng.js';
-export { quotaExceededError } from '../errors.js';
+export { quotaExceededError } from '../util/errors.js';

@@ -5,17 +5,17 @@
 // violation ends the run; the result carries the trace (every step and every settlement, with
 // virtual times), which is the same byte for byte each time the seed runs.
 
-import { MemWal } from '../../src/core/memwal.js';
-import { rowObject } from '../../src/core/rows.js';
-import { encodeSchema } from '../../src/core/schema.js';
+import { MemWal } from '../../src/engine/memwal.js';
+import { rowObject } from '../../src/data/rows.js';
+import { encodeSchema } from '../../src/data/schema.js';
 import { type DrainHandle, drain } from '../../src/drain/drain.js';
-import { MemWalError, quotaExceededError } from '../../src/errors.js';
-import type { Manifest } from '../../src/manifest/manifest.js';
+import { MemWalError, quotaExceededError } from '../../src/util/errors.js';
+import type { Manifest } from '../../src/format/manifest/manifest.js';
 import { MemoryStorage } from '../../src/storage/memory.js';
 import { FaultInjectingStorage } from '../../src/testing/fault.js';
 import { int, rng } from '../../src/testing/rng.js';
-import { scanSegment } from '../../src/wal/codec.js';
-import { crc32c } from '../../src/wal/crc32c.js';
+import { scanSegment } from '../../src/format/wal/codec.js';
+import { crc32c } from '../../src/util/crc32c.js';
 import { installClock, type Leak, VirtualClock } from './clock.js';
 import { type Action, drawConfig, drawSteps, type Evolve, type FaultSpec, type SimConfig, type Step } from './gen.js';
 import { LatencyStorage } from './latency.js';

@@ -2,10 +2,10 @@
 // once per position, as LanceSink does, fails now and then (before applying, or after applying with
 // the reply lost), and keeps every entry so the checks can replay it.
 
-import { MemWalError } from '../../src/errors.js';
-import type { WalEntry } from '../../src/core/stats.js';
+import { MemWalError } from '../../src/util/errors.js';
+import type { WalEntry } from '../../src/engine/api.js';
 import type { DrainSink } from '../../src/drain/drain.js';
-import { rowObject } from '../../src/core/rows.js';
+import { rowObject } from '../../src/data/rows.js';
 
 export interface SinkRow {
   tombstone: boolean;

@@ -3,7 +3,7 @@
 // GET /?chunkBytes=N with the results as JSON. Bundled by test/workerd/build.ts.
 
 import { DurableObjectStorageAdapter } from '../../src/cloudflare.js';
-import { MemWalError } from '../../src/errors.js';
+import { MemWalError } from '../../src/util/errors.js';
 import type { DurableObjectStorageLike } from '../../src/cloudflare.js';
 import { conformanceCases, testManifest } from '../../src/testing/conformance.js';
 import type { ConformanceCase } from '../../src/testing/conformance.js';

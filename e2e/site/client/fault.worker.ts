@@ -2,7 +2,7 @@
 // memory) and obeys { fault: FaultControl } messages from its page, which is how the e2e tests
 // reach fault controls from the main thread.
 
-import { quotaExceededError } from '../../../src/errors.js';
+import { quotaExceededError } from '../../../src/util/errors.js';
 import { FaultInjectingStorage } from '../../../src/testing/index.js';
 import { hostMemWal } from '../../../src/worker.js';
 import type { FaultControl, FaultOp } from './protocol.js';

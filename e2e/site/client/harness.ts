@@ -2,7 +2,7 @@
 // own, or the fault worker) and exposes `window.mw` (protocol.ts) to Playwright.
 
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
-import { MemWal } from '../../../src/core/memwal.js';
+import { MemWal } from '../../../src/engine/memwal.js';
 import { openMemWal, type MemWalClient, type OpenMemWalOptions } from '../../../src/rpc/client.js';
 import { destroyMemWal } from '../../../src/rpc/destroy.js';
 import type {

@@ -1,0 +1,293 @@
+// Put input -> record batches in the store's internal schema (validated, reordered, dictionary
+// strings decoded, plain rows built straight into typed arrays), tombstone batches for deletes,
+// and reading one row (rowObject). Plain rows are built in plain-rows.ts; row selection and
+// projection live in select.ts.
+
+import { Data, RecordBatch, Schema, Table, Type, makeVector } from 'apache-arrow';
+import type { DataType, Field } from 'apache-arrow';
+import { MemWalError } from '../util/errors.js';
+import { TOMBSTONE_COLUMN, typesEqual } from './schema.js';
+import type { StoreSchema } from './schema.js';
+import { allRows, compactIfSparse, gather, gatherBatch, gatherVarWidth, makeBatch, type AnyArray, type ArrayCtor } from './select.js';
+
+export { compactIfSparse, concatRows, projectBatch } from './select.js';
+
+import { boolData, EMPTY, invalid, type Row, rowsToBatch, unknownColumn } from './plain-rows.js';
+
+// ---------------------------------------------------------------------------------------------
+// toBatches
+
+/**
+ * Convert put input into record batches in `storeSchema.internal` (the very schema object, so batches of
+ * different puts encode into one IPC stream), with `_tombstone` false when the store has one.
+ * Any runtime.
+ *
+ * - `RecordBatch` / `Table`: columns are matched by name in any order and checked against
+ *   `storeSchema.base` (types per `typesEqual`; metadata ignored). A `Dictionary<_, Utf8|LargeUtf8>`
+ *   column where the schema says `Utf8`/`LargeUtf8` is decoded. A missing nullable column
+ *   becomes all-null. Nullability is checked on the data: a column may be declared nullable in
+ *   the input as long as it holds no null where the schema forbids one. Empty batches are
+ *   dropped. A batch whose views use less than half of their backing buffers (a small slice of
+ *   a big batch) is copied into compact buffers so the memtable estimate is what is resident.
+ * - Plain rows (`Record<string, unknown>[]`): one batch. Accepted values per column type:
+ *   Int64/Uint64 a bigint or a safe-integer number; Int8..Int32/Uint8..Uint32 an integer number
+ *   (or bigint) in range; Float any number; Bool a boolean; Utf8 a string; Binary a Uint8Array;
+ *   FixedSizeBinary a Uint8Array of exactly the width; Date a `Date` or epoch milliseconds;
+ *   Timestamp a `Date` or epoch milliseconds (number, floored to the unit) or a bigint already
+ *   in the column's unit; Time32 an integer in the unit; Time64 and Duration a bigint or
+ *   safe-integer number in the unit; `null`/`undefined`/absent = null. Other types (List,
+ *   Struct, Decimal, ...) go through apache-arrow's builder with the declared type.
+ *
+ * Throws `MemWalError('InvalidArgument')` naming the column (and row) and the reason: unknown
+ * column, missing non-nullable column, type mismatch, null in a non-nullable column, a value
+ * of the wrong kind or out of range. Input without rows gives no batches (`[]`): a no-op put.
+ */
+export function toBatches(data: RecordBatch | Table | Row[], storeSchema: StoreSchema): RecordBatch[] {
+  return convertInput(data, storeSchema, 'put');
+}
+
+function convertInput(data: RecordBatch | Table | Row[], storeSchema: StoreSchema, what: 'put' | 'delete'): RecordBatch[] {
+  let out: RecordBatch[];
+  if (Array.isArray(data)) {
+    out = data.length === 0 ? [] : [rowsToBatch(data, storeSchema, what)];
+  } else if (RecordBatch.isRecordBatch(data)) {
+    const b = conformBatch(data, storeSchema, what);
+    out = b ? [b] : [];
+  } else if (Table.isTable(data)) {
+    checkColumns(data.schema, storeSchema, what);
+    out = [];
+    for (const batch of data.batches) {
+      const b = conformBatch(batch, storeSchema, what);
+      if (b) out.push(b);
+    }
+  } else {
+    throw invalid(`${what} expects an apache-arrow RecordBatch, a Table or an array of row objects`);
+  }
+  return out;
+}
+
+/** Names in `input` that the store does not have, or that appear twice: InvalidArgument. */
+function checkColumns(input: Schema, storeSchema: StoreSchema, what: string): Map<string, number> {
+  const byName = new Map<string, number>();
+  input.fields.forEach((f, j) => {
+    if (byName.has(f.name)) throw invalid(`${what}: the input has two columns named "${f.name}"`);
+    if (!storeSchema.base.fields.some((b) => b.name === f.name)) throw unknownColumn(f.name, storeSchema, what);
+    byName.set(f.name, j);
+  });
+  return byName;
+}
+
+function conformBatch(batch: RecordBatch, storeSchema: StoreSchema, what: string): RecordBatch | null {
+  const byName = checkColumns(batch.schema, storeSchema, what);
+  const n = batch.numRows;
+  const children = storeSchema.base.fields.map((field) => {
+    const j = byName.get(field.name);
+    if (j === undefined) {
+      if (!field.nullable) throw invalid(`${what}: missing non-nullable column "${field.name}"`);
+      return zeroData(field.type, n, true);
+    }
+    let data = batch.data.children[j]!;
+    const got = batch.schema.fields[j]!.type;
+    if (typesEqual(field.type, got)) {
+      if (data.type !== field.type) data = data.clone(field.type);
+    } else if (isStringType(field.type) && got.typeId === Type.Dictionary && isStringType(got.dictionary)) {
+      data = n === 0 ? zeroData(field.type, 0, false) : decodeDictionaryStrings(data, field.type);
+    } else {
+      throw invalid(`${what}: column "${field.name}" has type ${String(got)}, expected ${String(field.type)}`);
+    }
+    if (!field.nullable && n > 0 && data.nullCount > 0) {
+      throw invalid(`${what}: column "${field.name}" is non-nullable but holds ${data.nullCount} null value(s)`);
+    }
+    return data;
+  });
+  if (n === 0) return null;
+  if (storeSchema.hasTombstone) children.push(boolData(n, false));
+  return compactIfSparse(makeBatch(storeSchema.internal, children, n));
+}
+
+function isStringType(t: DataType | undefined): boolean {
+  return t?.typeId === Type.Utf8 || t?.typeId === Type.LargeUtf8;
+}
+
+/** Dictionary<_, Utf8|LargeUtf8> -> plain `target` (Utf8 or LargeUtf8) strings, bytes copied. */
+function decodeDictionaryStrings(data: Data, target: DataType): Data {
+  const n = data.length;
+  const chunks = data.dictionary?.data ?? [];
+  const dict =
+    chunks.length === 1
+      ? chunks[0]!
+      : gather(
+          target,
+          chunks.map((d) => ({ data: d, idx: null, start: 0, count: d.length })),
+        );
+  const indices = data.values as unknown as AnyArray;
+  const idx = new Int32Array(n);
+  const checkNulls = data.nullCount > 0 || dict.nullCount > 0;
+  let nullCount = 0;
+  let bitmap: Uint8Array | undefined;
+  for (let i = 0; i < n; i++) {
+    const k = Number(indices[i]);
+    if (checkNulls && (!data.getValid(i) || !dict.getValid(k))) {
+      bitmap ??= new Uint8Array((n + 7) >> 3).fill(0xff);
+      bitmap[i >> 3]! &= ~(1 << (i & 7));
+      nullCount++;
+      idx[i] = -1;
+    } else {
+      idx[i] = k;
+    }
+  }
+  const out = gatherVarWidth(target, [{ data: dict, idx, start: 0, count: n }], n);
+  return new Data(target, 0, n, nullCount, [out.valueOffsets, out.values, bitmap ?? EMPTY]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tombstones
+
+const keySchemas = new WeakMap<StoreSchema, StoreSchema>();
+
+/**
+ * A batch in `storeSchema.internal` with one row per given key: key columns copied, `_tombstone` true,
+ * every other column null (non-nullable ones get the type's default: 0, '', false, empty bytes,
+ * epoch 0). Only key columns may be given, in any order; values follow {@link toBatches}'s
+ * rules. Throws `NotSupported` when the store has no primary key, `InvalidArgument` for a
+ * non-key column, a missing key column or a bad value (`NotSupported` too for a store with a
+ * Union column, which has no null or default to fill). Undefined when there are no keys (a
+ * no-op delete). Any runtime.
+ */
+export function tombstoneBatch(keys: Table | RecordBatch | Row[], storeSchema: StoreSchema): RecordBatch | undefined {
+  if (!storeSchema.hasTombstone) throw new MemWalError('NotSupported', 'delete needs a primary key; this store has none');
+  let kss = keySchemas.get(storeSchema);
+  if (!kss) {
+    const base = new Schema(storeSchema.keyIndices.map((i) => storeSchema.base.fields[i]!));
+    kss = { base, internal: base, primaryKey: [], keyIndices: [], hasTombstone: false };
+    keySchemas.set(storeSchema, kss);
+  }
+  const parts = convertInput(keys, kss, 'delete');
+  if (parts.length === 0) return undefined;
+  const n = parts.reduce((s, b) => s + b.numRows, 0);
+  const keyData = parts.length === 1 ? parts[0]!.data.children : gatherBatch(kss.base, parts.map(allRows), n).data.children;
+  const children = storeSchema.internal.fields.map((f, j) => {
+    const k = storeSchema.keyIndices.indexOf(j);
+    if (k >= 0) return keyData[k]!;
+    if (f.name === TOMBSTONE_COLUMN) return boolData(n, true);
+    return zeroData(f.type, n, f.nullable);
+  });
+  return makeBatch(storeSchema.internal, children, n);
+}
+
+/** Is row `row` of an internal-schema batch a delete marker? False when there is no `_tombstone`. */
+export function isTombstoneRow(batch: RecordBatch, row: number): boolean {
+  const fields = batch.schema.fields;
+  const last = fields.length - 1;
+  const j = fields[last]?.name === TOMBSTONE_COLUMN ? last : fields.findIndex((f) => f.name === TOMBSTONE_COLUMN);
+  if (j < 0) return false;
+  const d = batch.data.children[j]!;
+  const bit = d.offset + row;
+  return ((d.values as Uint8Array)[bit >> 3]! & (1 << (bit & 7))) !== 0;
+}
+
+/** A Bool column of `n` values, all `value`, no nulls. */
+
+/**
+ * `n` rows of `type`, all null (`allNull`) or all the type's default: zero bytes, so 0, '',
+ * false, empty bytes/lists, epoch 0; struct children are null where nullable.
+ */
+/** `n` nulls of `type` (a column added by schema evolution, for rows written before it). */
+export function nullData(type: DataType, n: number): Data {
+  return zeroData(type, n, true);
+}
+
+function zeroData(type: DataType, n: number, allNull: boolean): Data {
+  const bitmap = allNull ? new Uint8Array((n + 7) >> 3) : EMPTY;
+  const nulls = allNull ? n : 0;
+  const children: Field[] = type.children ?? [];
+  switch (type.typeId) {
+    case Type.Null:
+      return new Data(type, 0, n, n);
+    case Type.Bool:
+      return new Data(type, 0, n, nulls, [undefined, new Uint8Array((n + 7) >> 3), bitmap]);
+    case Type.Utf8:
+    case Type.Binary:
+      return new Data(type, 0, n, nulls, [new Int32Array(n + 1), EMPTY, bitmap]);
+    case Type.LargeUtf8:
+    case Type.LargeBinary:
+      return new Data(type, 0, n, nulls, [new BigInt64Array(n + 1), EMPTY, bitmap]);
+    case Type.List:
+    case Type.Map:
+      return new Data(type, 0, n, nulls, [new Int32Array(n + 1), undefined, bitmap], [zeroData(children[0]!.type, 0, false)]);
+    case Type.LargeList:
+      return new Data(type, 0, n, nulls, [new BigInt64Array(n + 1), undefined, bitmap], [zeroData(children[0]!.type, 0, false)]);
+    case Type.FixedSizeList: {
+      const size = (type as unknown as { listSize: number }).listSize;
+      return new Data(type, 0, n, nulls, [undefined, undefined, bitmap], [zeroData(children[0]!.type, n * size, false)]);
+    }
+    case Type.Struct:
+      return new Data(
+        type,
+        0,
+        n,
+        nulls,
+        [undefined, undefined, bitmap],
+        children.map((c) => zeroData(c.type, n, c.nullable)),
+      );
+    case Type.Utf8View:
+    case Type.BinaryView:
+      return new Data(type, 0, n, nulls, [undefined, new Uint8Array(n * 16), bitmap]);
+    case Type.Dictionary: // not in store schemas (makeStoreSchema rejects them)
+    case Type.Union:
+      throw new MemWalError('NotSupported', `no default value for a column of type ${String(type)}`);
+    default: {
+      const stride = new Data(type, 0, 0).stride;
+      return new Data(type, 0, n, nulls, [undefined, new (type.ArrayType as ArrayCtor)(n * stride) as never, bitmap]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading rows
+
+/**
+ * One row as a plain object (without `_tombstone` unless `columns` names it), with
+ * apache-arrow's natural values: Int64 as bigint, Timestamp/Date as epoch milliseconds,
+ * Time64/Duration as bigint, Binary copied into a new Uint8Array (never a view into the
+ * memtable), Struct as a plain object, List as an array, null as `null`.
+ * Throws `InvalidArgument` for an unknown column. Any runtime.
+ */
+export function rowObject(batch: RecordBatch, row: number, columns?: string[]): Row {
+  const fields = batch.schema.fields;
+  const out: Row = {};
+  if (columns === undefined) {
+    for (let j = 0; j < fields.length; j++) {
+      const name = fields[j]!.name;
+      if (name !== TOMBSTONE_COLUMN) out[name] = plainValue(batch.data.children[j]!, row);
+    }
+  } else {
+    for (const name of columns) {
+      const j = fields.findIndex((f) => f.name === name);
+      if (j < 0) throw invalid(`unknown column "${name}"`);
+      out[name] = plainValue(batch.data.children[j]!, row);
+    }
+  }
+  return out;
+}
+
+function plainValue(data: Data, row: number): unknown {
+  if (!data.getValid(row)) return null;
+  const v: unknown = makeVector(data).get(row);
+  switch (data.typeId) {
+    case Type.Binary:
+    case Type.LargeBinary:
+    case Type.FixedSizeBinary:
+    case Type.BinaryView:
+      return (v as Uint8Array).slice();
+    case Type.Struct:
+    case Type.Map:
+      return (v as { toJSON(): unknown }).toJSON();
+    case Type.List:
+    case Type.LargeList:
+    case Type.FixedSizeList:
+      return [...(v as Iterable<unknown>)];
+    default:
+      return v;
+  }
+}

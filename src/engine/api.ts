@@ -1,0 +1,108 @@
+// The public API interface that MemWal (in-process) and MemWalClient (main thread) both
+// implement, and the values its calls return. Types only.
+
+import type { RecordBatch, Table } from 'apache-arrow';
+import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
+import type {
+  BackpressureStats,
+  CompactionResult,
+  CompactionStats,
+  MemTableStats,
+  ReadStats,
+  StorageStats,
+  WalStats,
+  WriteStats,
+  WriterState,
+} from '../metrics/stats.js';
+
+/** `{ rows, position, durable }`: position is the WAL entry that holds the put. */
+export interface PutResult {
+  rows: number;
+  position: number;
+  /** True when the entry was durable when the put resolved (always, with `durableWrite`). */
+  durable: boolean;
+}
+
+/** One durable WAL entry as `tail` yields it. */
+export interface WalEntry {
+  position: number;
+  epoch: number;
+  /** The entry's rows; deletes are rows with `_tombstone` true. */
+  data: Table;
+}
+
+/**
+ * Where calls of a store are served: `'in-process'` (`MemWal`), `'leader'` (this tab's worker
+ * hosts the store: every `openMemWal` client of the default `tabs: 'exclusive'`, and the tab
+ * elected under `tabs: 'share'`) or `'follower'` (another tab's worker hosts it; calls are
+ * forwarded there).
+ */
+export type Role = 'leader' | 'follower' | 'in-process';
+
+/**
+ * The API shared by `MemWal` (in-process) and `MemWalClient` (main thread, via a worker). `R`
+ * holds the row types: typed when the schema came from `defineSchema`, any object otherwise.
+ * Rejections are `MemWalError`s; what each code means for a write is in `util/errors.ts`.
+ */
+export interface MemWalApi<R extends RowsParam = UntypedRows> {
+  /**
+   * Write rows (a `RecordBatch`, a `Table` or plain row objects); with a primary key an upsert.
+   * Resolves once the WAL entry holding them is durable (`durableWrite`, the default) or once
+   * they are visible in memory. `signal` governs only the wait for backpressure. Rejects
+   * `InvalidArgument` (nothing written) for rows that do not match the schema.
+   */
+  put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  /** Write tombstones for these primary keys; as `put`. `NotSupported` without a primary key. */
+  delete(keys: Table | RowTypesOf<R>['key'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
+  /** The newest version of the row with this key, or `undefined`. `NotSupported` without a primary key. */
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
+  /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */
+  scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>>;
+  /**
+   * The rows of `scan` batch by batch, with bounded memory; `limit` caps the rows; `after`
+   * (keyed stores) starts past that key — pass the last key of the previous page to page.
+   */
+  scanBatches<C extends ColumnName<R> = ColumnName<R>>(opts?: {
+    columns?: C[];
+    limit?: number;
+    after?: RowTypesOf<R>['key'];
+  }): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>>;
+  /** Resolves once everything accepted so far is durable, with the last durable position. */
+  sync(): Promise<{ position: number }>;
+  /** Freeze the active memtable now; `sealedGeneration` is null when it was empty. */
+  forceSealActive(): Promise<{ sealedGeneration: number | null }>;
+  /** Resolves once every memtable frozen so far has committed its flush (waiting through retries). */
+  waitForFlushDrain(opts?: { signal?: AbortSignal }): Promise<void>;
+  /** Memtable tier stats (`NotSupported` in WAL-only mode). Answers on a poisoned writer. */
+  memtableStats(): Promise<MemTableStats>;
+  /** Backpressure waits. Always answers. */
+  backpressureStats(): Promise<BackpressureStats>;
+  compactionStats(): Promise<CompactionStats>;
+  readStats(): Promise<ReadStats>;
+  compact(opts?: { signal?: AbortSignal }): Promise<CompactionResult>;
+  walStats(): Promise<WalStats>;
+  writeStats(): Promise<WriteStats>;
+  /**
+   * Usage figures and table-file totals. The adapter's usage figures are cached for a second and
+   * refreshed in the background; the first call waits at most 200 ms for them, then answers with
+   * `usageBytes`/`quotaBytes` undefined (an estimate that never settles is not asked again).
+   */
+  storageStats(): Promise<StorageStats>;
+  /** Every stat as Prometheus text exposition (format 0.0.4) with a `store` label; usage figures as in `storageStats`. */
+  metrics(): Promise<string>;
+  /**
+   * Durable WAL entries from `fromPosition` in order, then the end, or with `follow` more as
+   * they turn durable (until close or `signal`). `Truncated` below the oldest retained entry.
+   */
+  tail(fromPosition: number, opts?: { follow?: boolean; signal?: AbortSignal }): AsyncIterable<WalEntry>;
+  /** A consumer is done with every entry up to `position`; the WAL keeps later ones for it. */
+  markConsumed(position: number): Promise<void>;
+  /** Call `listener` on every later state change; returns the unsubscribe function. */
+  onStateChange(listener: (s: WriterState) => void): () => void;
+  /** Where this store's calls are served (see `Role`). */
+  role(): Role;
+  /** Stop admitting, make accepted puts durable, flush, release. Idempotent. */
+  close(): Promise<void>;
+  /** Stop now, without I/O (accepted puts replay at the next open). Idempotent, never rejects. */
+  abort(): Promise<void>;
+}

@@ -1,0 +1,34 @@
+// What the parts of one writer share, named once (docs/impl.md §1): each part takes the context
+// (and the few parts it works with) instead of a list of positional arguments.
+
+import type { KeyEncoder } from '../data/keys.js';
+import type { StoreSchema } from '../data/schema.js';
+import type { WriteStats } from '../metrics/stats.js';
+import type { StoreHandle } from '../storage/adapter.js';
+import type { Backpressure } from './backpressure.js';
+import type { CompactionPolicy } from './compaction.js';
+import type { BackgroundLanes } from './lane.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { ManifestLog } from './manifest-log.js';
+import type { ResolvedOptions } from './options.js';
+
+/** One writer's shared parts, from before its store is claimed. */
+export interface EngineContext {
+  /** The options, validated once (options.ts `resolveOptions`). */
+  readonly options: ResolvedOptions;
+  readonly schema: StoreSchema;
+  /** Encodes a batch's primary keys; undefined for an append-only store. */
+  readonly keyEncoder: KeyEncoder | undefined;
+  readonly life: Lifecycle;
+  readonly backpressure: Backpressure;
+  /** The counters of `writeStats()`, updated in place by the parts that do the work. */
+  readonly writeStats: WriteStats;
+  readonly policy: CompactionPolicy;
+}
+
+/** The shared parts once the store is claimed: its handle, the manifest this writer holds, its background lanes. */
+export interface ClaimedContext extends EngineContext {
+  readonly handle: StoreHandle;
+  readonly log: ManifestLog;
+  readonly lanes: BackgroundLanes;
+}

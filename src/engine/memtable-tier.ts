@@ -1,0 +1,259 @@
+// MemTable mode's tier (tier.ts): the memtables (memtable-set.ts), the flusher, the background lanes
+// that flush and compact, the table files and the reads over all of them. Built once the store
+// is claimed; every part gets the writer's context (context.ts) and the few parts it works with.
+
+import type { RecordBatch, Table } from 'apache-arrow';
+import type { Key } from '../data/keys.js';
+import { compactIfSparse, tombstoneBatch } from '../data/rows.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import { recordedVersions, type SchemaVersions } from '../format/schema-versions.js';
+import { decodePayload } from '../format/wal/payload.js';
+import { InlineJobs, type JobsPlace } from '../lsm/jobs.js';
+import { estimateInsertBytes } from '../lsm/memtable.js';
+import { TableCache } from '../lsm/table-cache.js';
+import type { MetricsSnapshot } from '../metrics/prometheus.js';
+import type { CompactionResult, CompactionStats, MemTableStats, ReadStats } from '../metrics/stats.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import { nowMs, yieldToEventLoop } from '../util/schedule.js';
+import { Background } from './background.js';
+import { Compactor } from './compaction.js';
+import type { ClaimedContext } from './context.js';
+import { Flusher } from './flusher.js';
+import { settleWithin } from './limits.js';
+import { MemtableSet } from './memtable-set.js';
+import { ReadView } from './read-view.js';
+import type { WalRecord } from './recovery.js';
+import type { Tier } from './tier.js';
+import type { PendingEntry, WalWriter } from './wal-writer.js';
+
+/** A table-file read, under its time limit, failing with a MemWalError (storage's own errors mapped to codes). */
+function readTableFile(read: Promise<Uint8Array>, limitMs: number, name: string): Promise<Uint8Array> {
+  return settleWithin(read, limitMs, `read of table file ${name}`).catch((e: unknown) => {
+    throw toMemWalError(e, `read of table file ${name}`);
+  });
+}
+
+/** MemTable mode: memtables in front of table files in two levels, flushed and compacted in the background. */
+export class MemtableTier implements Tier {
+  readonly mode = 'memtable';
+  private readonly memtables: MemtableSet;
+  private readonly tableCache: TableCache;
+  private readonly compactor: Compactor;
+  private readonly flusher: Flusher;
+  private readonly background: Background;
+  private readonly reads: ReadView;
+
+  constructor(
+    private readonly ctx: ClaimedContext,
+    private readonly parts: {
+      wal: WalWriter;
+      /** The store's schema versions (older data is read in the current one). */
+      versions: SchemaVersions;
+      /** Where the adapter runs background jobs (the browser's I/O worker), if anywhere: else on this thread. */
+      jobsPlace: JobsPlace | undefined;
+      /** A flush committed (the WAL behind it may be removed). */
+      onFlushed(): void;
+    },
+  ) {
+    const { handle, keyEncoder, log, options, schema } = ctx;
+    const { wal, versions } = parts;
+    const limit = options.flushRetry.stallMs;
+    this.tableCache = new TableCache(
+      schema,
+      schema.internal,
+      keyEncoder,
+      {
+        range: (name, offset, length) => readTableFile(handle.tableReadRange(name, offset, length), limit, name),
+        whole: (name) => readTableFile(handle.tableRead(name), limit, name),
+      },
+      options.blockCacheBytes,
+      versions,
+    );
+    const cache = this.tableCache;
+    const m = log.manifest;
+    const jobs =
+      parts.jobsPlace?.backgroundJobs(handle, schema, recordedVersions(m), m.schemaVersion ?? 1) ??
+      new InlineJobs(schema, keyEncoder, (t) => cache.open(t));
+    this.memtables = new MemtableSet(
+      ctx,
+      wal,
+      { flush: () => this.background.flushLane.wake(), compaction: () => this.background.compactionLane.wake() },
+      m,
+    );
+    this.compactor = new Compactor(ctx, { jobs, cache });
+    this.flusher = new Flusher(ctx, {
+      jobs,
+      memtables: this.memtables,
+      segmentsOf: (first, last) =>
+        wal.segments
+          .filter((s) => s.lastPosition >= first && s.firstPosition <= last)
+          .map((s) => ({ name: s.name, firstPosition: s.firstPosition, lastPosition: s.lastPosition })),
+      durablePosition: () => wal.durablePosition,
+      onCommitted: parts.onFlushed,
+    });
+    this.background = new Background(ctx, { memtables: this.memtables, flusher: this.flusher, compactor: this.compactor });
+    this.reads = new ReadView(schema, keyEncoder, this.memtables, () => log.manifest.tables, cache);
+  }
+
+  // ------------------------------------------------------------------ the put path
+
+  unflushedBytes(): number {
+    return this.memtables.unflushedBytes();
+  }
+
+  insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
+    return this.memtables.insert(batches, keys, sizes, bytes, rows);
+  }
+
+  onBlocked(): void {
+    this.memtables.onBlocked();
+  }
+
+  onDurable(e: PendingEntry): void {
+    this.memtables.onDurable(e);
+  }
+
+  retentionCursor(m: Manifest): number {
+    return m.consumerCursor === null ? m.replayCursor : Math.min(m.replayCursor, m.consumerCursor);
+  }
+
+  flushStage(): string {
+    return this.flusher.stage;
+  }
+
+  compactionStalled(): boolean {
+    return this.background.stalled;
+  }
+
+  // ------------------------------------------------------------------ open and close
+
+  /** Replay the entries after the replay cursor into memtables through the normal freeze triggers. */
+  async replay(entries: readonly WalRecord[], m: Manifest): Promise<void> {
+    const { keyEncoder, life, options, schema, writeStats } = this.ctx;
+    const { versions, wal } = this.parts;
+    const memtables = this.memtables;
+    const start = nowMs();
+    for (const e of entries) {
+      if (e.position <= m.replayCursor) continue;
+      // Never hold more than the budget: wait for flushes as a put would.
+      while (memtables.unflushedBytes() >= options.maxUnflushedMemtableBytes) {
+        life.throwIfUnusable();
+        if (!memtables.hasUncommittedFrozen()) memtables.freeze();
+        await life.progress.wait();
+      }
+      life.throwIfUnusable();
+      // A copy of just this payload: the batches own a compact buffer, not a view of the segment;
+      // written in an older schema version, projected onto the current one.
+      const decoded = decodePayload(e, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, true);
+      const batches = versions.projectEntry(decoded, e.epoch, e.position).map((b) => compactIfSparse(b, schema.internal));
+      const keys = keyEncoder ? batches.map((b) => keyEncoder(b)) : undefined;
+      const bytes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
+      const active = memtables.active;
+      const end = active.append(batches, keys, bytes);
+      active.durableBatches = end;
+      active.publish(end);
+      if (active.firstPosition === 0) active.firstPosition = e.position;
+      active.lastPosition = e.position;
+      wal.durableBatchCount += batches.length;
+      writeStats.replayedEntries += 1;
+      for (const b of batches) writeStats.replayedRows += b.numRows;
+      if (memtables.freezeTriggered(active)) memtables.freeze();
+      if (writeStats.replayedEntries % 64 === 0) await yieldToEventLoop();
+    }
+    writeStats.replayTimeMs = nowMs() - start;
+  }
+
+  freezeForClose(): void {
+    this.memtables.freeze();
+  }
+
+  async flushForClose(): Promise<MemWalError | undefined> {
+    const { life } = this.ctx;
+    const lane = this.background.flushLane;
+    const unflushed = (): boolean => !life.poisonError && !life.dead && this.memtables.hasUncommittedFrozen() && !this.flusher.closeError;
+    if (unflushed()) {
+      life.kick.notify();
+      lane.wake();
+      while (unflushed()) {
+        await life.progress.wait();
+        if (!lane.busy && unflushed()) lane.wake();
+      }
+    }
+    return this.flusher.closeError;
+  }
+
+  hasUnflushed(): boolean {
+    return this.memtables.hasUncommittedFrozen();
+  }
+
+  // ------------------------------------------------------------------ reads, flushes, stats
+
+  tombstones(keys: Table | Record<string, unknown>[]): RecordBatch | undefined {
+    if (!this.ctx.keyEncoder) throw new MemWalError('NotSupported', 'delete needs a primary key (this store is append-only)');
+    return tombstoneBatch(keys, this.ctx.schema);
+  }
+
+  seal(): number | null {
+    this.ctx.life.throwIfUnusable();
+    return this.memtables.freeze();
+  }
+
+  async waitForFlushDrain(signal: AbortSignal | undefined): Promise<void> {
+    const { life, options } = this.ctx;
+    const target = this.memtables.active.generation - 1;
+    for (;;) {
+      if (life.poisonError) throw life.poisonError;
+      if (this.memtables.committedGeneration >= target) return;
+      if (life.closed || life.dead) throw new MemWalError('Closed', `store ${options.name} closed before its flushes drained`);
+      if (signal?.aborted) throw new MemWalError('Aborted', 'waitForFlushDrain aborted');
+      await life.progress.wait(signal);
+    }
+  }
+
+  get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
+    return this.reads.get(key);
+  }
+
+  scan(columns: string[] | undefined, limit: number, after?: Record<string, unknown>): AsyncGenerator<RecordBatch> {
+    return this.reads.scan(columns, limit, after);
+  }
+
+  memtableStats(): MemTableStats {
+    return this.memtables.snapshot();
+  }
+
+  compactionStats(): CompactionStats {
+    return this.compactor.snapshot(this.ctx.log.manifest, this.background.pendingBytes());
+  }
+
+  readStats(): ReadStats {
+    return { ...this.tableCache.stats };
+  }
+
+  compact(signal: AbortSignal | undefined): Promise<CompactionResult> {
+    this.ctx.life.throwIfUnusable();
+    return this.background.compact(signal);
+  }
+
+  metricsParts(): Pick<MetricsSnapshot, 'memtable' | 'compaction' | 'reads'> {
+    return { memtable: this.memtableStats(), compaction: this.compactionStats(), reads: this.readStats() };
+  }
+
+  checkInvariants(): void {
+    this.memtables.checkInvariants();
+    this.tableCache.checkInvariants();
+    // Across the parts: memtables are of the generations the manifest has not flushed yet.
+    const m = this.ctx.log.manifest;
+    const memtables = this.memtables;
+    if (m.nextGeneration > memtables.active.generation) {
+      throw new Error(`nextGeneration ${m.nextGeneration} above the active memtable's generation ${memtables.active.generation}`);
+    }
+    for (const f of memtables.frozen) {
+      // A flush whose commit landed while in doubt is published at its next attempt.
+      const landed = f.pendingTable !== undefined && m.tables.some((t) => t.name === f.pendingTable!.name);
+      if (f.state === 'frozen' && f.generation < m.nextGeneration && !landed) {
+        throw new Error(`memtable ${f.generation} is not flushed, but the manifest's nextGeneration is ${m.nextGeneration}`);
+      }
+    }
+  }
+}

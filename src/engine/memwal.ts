@@ -1,0 +1,551 @@
+// MemWal, the in-process writer: a thin façade that opens a store in named steps (open.ts) and
+// routes the public API to the parts that do the work (LevelDB's DBImpl over log::Writer, Recover
+// and BackgroundCompaction). docs/impl.md §1 maps the parts; every await here is at a part's call.
+// The mode of the store is its tier (tier.ts): nothing here tests it.
+
+import type { RecordBatch, Schema, Table } from 'apache-arrow';
+import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arrow';
+import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import { type Key, makeKeyEncoder } from '../data/keys.js';
+import { projectBatch, toBatches } from '../data/rows.js';
+import { makeStoreSchema } from '../data/schema.js';
+import { isSchemaMismatch } from '../format/schema-versions.js';
+import { estimateInsertBytes } from '../lsm/memtable.js';
+import { renderMetrics } from '../metrics/prometheus.js';
+import type {
+  BackpressureStats,
+  CompactionResult,
+  CompactionStats,
+  MemTableStats,
+  ReadStats,
+  StorageStats,
+  WalStats,
+  WriteStats,
+  WriterState,
+} from '../metrics/stats.js';
+import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import { nowMs } from '../util/schedule.js';
+import type { MemWalApi, PutResult, WalEntry } from './api.js';
+import { Backpressure } from './backpressure.js';
+import { type CompactionPolicy, DEFAULT_COMPACTION_POLICY } from './compaction.js';
+import type { ClaimedContext, EngineContext } from './context.js';
+import { Lifecycle } from './lifecycle.js';
+import { openStore, releaseHandle } from './open.js';
+import { type MemWalOptions, resolveOptions } from './options.js';
+import { resolveStorage } from './resolve-storage.js';
+import type { Retention } from './retention.js';
+import { AsyncRwLock } from './rwlock.js';
+import { CachedEstimate } from './storage-estimate.js';
+import type { Tier } from './tier.js';
+import type { PendingEntry, WalWriter } from './wal-writer.js';
+
+export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
+export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
+
+/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
+export interface SchemaReset {
+  /** The store's name. */
+  name: string;
+  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
+  reason: string;
+}
+
+/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
+export interface OpenHooks {
+  onStateChange?: (s: WriterState) => void;
+  /**
+   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
+   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
+   * that throws is logged and does not fail the open.
+   */
+  onSchemaReset?: (reset: SchemaReset) => void;
+  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
+  compactionPolicy?: Partial<CompactionPolicy>;
+}
+
+function zeroWriteStats(): WriteStats {
+  return {
+    putCount: 0,
+    putRows: 0,
+    putTimeMs: 0,
+    walAppendCount: 0,
+    walAppendTimeMs: 0,
+    walAppendRetries: 0,
+    flushCount: 0,
+    flushRows: 0,
+    flushBytes: 0,
+    flushTimeMs: 0,
+    flushFailureCount: 0,
+    lastFlushMs: 0,
+    replayedEntries: 0,
+    replayedRows: 0,
+    replayTimeMs: 0,
+  };
+}
+
+/**
+ * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
+ * `openMemWal` instead (it hosts a MemWal in a dedicated worker).
+ */
+export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
+  private readonly ctx: ClaimedContext;
+  private readonly life: Lifecycle;
+  private readonly backpressure: Backpressure;
+  private readonly handle: StoreHandle;
+  private readonly wal: WalWriter;
+  private readonly tier: Tier;
+  private readonly retention: Retention;
+  private readonly estimates: CachedEstimate;
+  private closePromise: Promise<void> | undefined;
+
+  private constructor(
+    opened: { ctx: ClaimedContext; wal: WalWriter; tier: Tier; retention: Retention },
+    private readonly statsLock: AsyncRwLock,
+    adapter: StorageAdapter,
+  ) {
+    this.ctx = opened.ctx;
+    this.life = opened.ctx.life;
+    this.backpressure = opened.ctx.backpressure;
+    this.handle = opened.ctx.handle;
+    this.wal = opened.wal;
+    this.tier = opened.tier;
+    this.retention = opened.retention;
+    this.estimates = new CachedEstimate(adapter, opened.ctx.options.name);
+  }
+
+  private get options(): ClaimedContext['options'] {
+    return this.ctx.options;
+  }
+
+  // ------------------------------------------------------------------ open
+
+  /**
+   * Open (or create) a store in this process: validate options, claim the writer lock and epoch,
+   * recover the WAL (validated before anything changes), replay it into memtables, and resolve
+   * with the writer. Rejects `InvalidArgument` (bad options, or a reopen with another schema,
+   * key or mode, before anything is claimed), `NotSupported` (recorded layout unusable here),
+   * `Locked`, `Corruption`, or the storage error.
+   */
+  static open<S extends Schema, K extends SchemaColumn<S> = never>(
+    options: Omit<MemWalOptions, 'schema' | 'primaryKey'> & { schema: S; primaryKey?: K[] },
+    hooks?: OpenHooks,
+  ): Promise<MemWal<RowsOf<S, K>>>;
+  static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {
+    const opts = resolveOptions(options);
+    const adapter = resolveStorage(opts.storage);
+    try {
+      return await MemWal.openOnce(opts, adapter, hooks);
+    } catch (e) {
+      if (opts.onSchemaMismatch !== 'reset' || !(e instanceof MemWalError) || !isSchemaMismatch(e)) throw e;
+      // The recorded schema cannot evolve into this one and the caller chose a fresh store.
+      opts.logger.warn(
+        `memwal: ${e.message}; onSchemaMismatch 'reset': destroying store ${opts.name} and creating it anew (its rows are gone)`,
+      );
+      await adapter.destroyStore(opts.name);
+      try {
+        hooks.onSchemaReset?.({ name: opts.name, reason: e.message });
+      } catch (hookError) {
+        opts.logger.warn('memwal: onSchemaReset hook threw', hookError);
+      }
+      return MemWal.openOnce(opts, adapter, hooks);
+    }
+  }
+
+  /** Open in named steps: lock → recover → build the parts (open.ts) → replay → wake the lanes. */
+  private static async openOnce(options: EngineContext['options'], adapter: StorageAdapter, hooks: OpenHooks): Promise<MemWal> {
+    const schema = makeStoreSchema(options.schema, options.primaryKey);
+    const life = new Lifecycle(options.name, options.logger, hooks.onStateChange);
+    const backpressure = new Backpressure();
+    life.onTerminal(() => backpressure.wake());
+    const ctx: EngineContext = {
+      options,
+      schema,
+      keyEncoder: schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined,
+      life,
+      backpressure,
+      writeStats: zeroWriteStats(),
+      policy: { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy },
+    };
+    const statsLock = new AsyncRwLock();
+    const opened = await openStore(ctx, adapter, statsLock);
+    const w = new MemWal(opened, statsLock, adapter);
+    life.setState('open');
+    try {
+      await opened.tier.replay(opened.entries, opened.ctx.log.manifest);
+    } catch (e) {
+      const err = toMemWalError(e, `replay of ${options.name}`);
+      await w.abort();
+      throw err;
+    }
+    opened.ctx.lanes.wakeAll();
+    return w;
+  }
+
+  /**
+   * Delete a store and all its data. Rejects `Locked` while a writer has it open.
+   * `storage` as in `MemWal.open`.
+   */
+  static async destroy(name: string, options: { storage: MemWalOptions['storage'] }): Promise<void> {
+    if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,200}$/.test(name)) {
+      throw new MemWalError('InvalidArgument', 'name: must be 1-200 characters of A-Z a-z 0-9 . _ -');
+    }
+    const adapter = resolveStorage(options?.storage);
+    try {
+      await adapter.destroyStore(name);
+    } catch (e) {
+      throw toMemWalError(e, `destroy ${name}`);
+    }
+  }
+
+  // ------------------------------------------------------------------ state
+
+  /**
+   * Subscribe to writer state changes ('waiting-for-lock' | 'open' | 'fenced' | 'poisoned' |
+   * 'closed'). Returns the unsubscribe function.
+   */
+  onStateChange(listener: (s: WriterState) => void): () => void {
+    return this.life.subscribe(listener);
+  }
+
+  /** Always `'in-process'`: this writer runs here. */
+  role(): 'in-process' {
+    return 'in-process';
+  }
+
+  /**
+   * Checks the invariants of every part (docs/impl.md §1): the WAL writer, the tier (memtables,
+   * table cache), the manifest this writer holds and the admission ladder. Cheap; for tests.
+   * Throws an Error naming a broken one.
+   */
+  checkInvariants(): void {
+    this.wal.checkInvariants();
+    this.tier.checkInvariants();
+    this.ctx.log.checkInvariants();
+    this.backpressure.checkInvariants();
+    // Across the parts: the WAL holds what the manifest says is flushed or durable.
+    const m = this.ctx.log.manifest;
+    if (this.wal.durablePosition < m.replayCursor) {
+      throw new Error(`WAL durable position ${this.wal.durablePosition} below the replay cursor ${m.replayCursor}`);
+    }
+  }
+
+  /** The writer's current state. */
+  get writerState(): WriterState {
+    return this.life.state;
+  }
+
+  // ------------------------------------------------------------------ put path
+
+  /**
+   * Write rows. Resolves `{ rows, position, durable }` once the WAL entry holding them is durable
+   * (`durableWrite`, default) or once they are visible in memory. Rows without any row (`[]`)
+   * are a no-op: `{ rows: 0 }` at the current durable position, no WAL entry.
+   *
+   * Rejections — not written: `InvalidArgument` (bad input, or larger than `maxPutBytes`),
+   * `NotSupported`, `Aborted` / `BackpressureTimeout` (the wait for room ended first), `Closed`
+   * before admission. Outcome unknown: `IOError`, `QuotaExceeded`, `Fenced` (the WAL append failed
+   * or the writer was fenced after the rows were admitted), `Closed` from `abort()` after
+   * admission. `signal` governs only the backpressure wait.
+   */
+  async put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+    this.life.throwIfUnusable();
+    return this.write(toBatches(data, this.ctx.schema), opts.signal);
+  }
+
+  /**
+   * Delete rows by primary key: writes tombstones that hide older versions in every tier.
+   * `NotSupported` without a primary key or in WAL-only mode; otherwise as `put`.
+   */
+  async delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
+    this.life.throwIfUnusable();
+    const batch = this.tier.tombstones(keys as Table | Record<string, unknown>[]);
+    return this.write(batch ? [batch] : [], opts.signal);
+  }
+
+  /** Admission (backpressure.ts) and insert (tier) in one synchronous step, then durability. */
+  private async write(batches: RecordBatch[], signal: AbortSignal | undefined): Promise<PutResult> {
+    if (batches.length === 0) return { rows: 0, position: this.wal.durablePosition, durable: true };
+    const keyEncoder = this.ctx.keyEncoder;
+    const keys = keyEncoder ? batches.map((b) => keyEncoder(b)) : undefined;
+    const sizes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
+    let bytes = 0;
+    let rows = 0;
+    for (let i = 0; i < batches.length; i++) {
+      bytes += sizes[i]!;
+      rows += batches[i]!.numRows;
+    }
+    if (bytes > this.options.maxPutBytes) {
+      throw new MemWalError(
+        'InvalidArgument',
+        `put of ${rows} rows is about ${bytes} bytes, more than maxPutBytes (${this.options.maxPutBytes}); split it into smaller puts; nothing was written`,
+      );
+    }
+    let entry: PendingEntry | undefined;
+    const tryAdmit = (): boolean => {
+      if (this.tier.unflushedBytes() >= this.options.maxUnflushedMemtableBytes) return false;
+      entry = this.insert(batches, keys, sizes, bytes, rows);
+      return true;
+    };
+    await this.backpressure.admit(tryAdmit, {
+      terminal: () => this.life.terminalForAdmission(),
+      onBlocked: () => this.tier.onBlocked(),
+      describe: () =>
+        `unflushed ${this.tier.unflushedBytes()} of ${this.options.maxUnflushedMemtableBytes} bytes; flush: ${this.tier.flushStage()}`,
+      signal,
+      timeoutMs: this.options.backpressureTimeoutMs,
+      logIntervalMs: this.options.backpressureLogIntervalMs,
+      logger: this.options.logger,
+    });
+    const e = entry!;
+    if (this.options.durableWrite) {
+      await e.done;
+      return { rows, position: e.position, durable: true };
+    }
+    return { rows, position: e.position, durable: e.position <= this.wal.durablePosition };
+  }
+
+  /** Insert admitted batches (synchronous: tier, WAL entry, freeze trigger, append schedule). */
+  private insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
+    const t0 = nowMs();
+    const e = this.tier.insert(batches, keys, sizes, bytes, rows);
+    this.ctx.writeStats.putCount += 1;
+    this.ctx.writeStats.putRows += rows;
+    this.wal.schedule(e);
+    this.ctx.writeStats.putTimeMs += nowMs() - t0;
+    return e;
+  }
+
+  /**
+   * Make everything accepted so far durable. Resolves with the last durable position.
+   * Rejects with the latched error if the writer poisons first.
+   */
+  async sync(): Promise<{ position: number }> {
+    this.life.throwIfUnusable();
+    return { position: await this.wal.sync() };
+  }
+
+  // ------------------------------------------------------------------ flush
+
+  /**
+   * Seal the active memtable now. `{ sealedGeneration: null }` when it was empty.
+   * `NotSupported` in WAL-only mode.
+   */
+  async forceSealActive(): Promise<{ sealedGeneration: number | null }> {
+    return { sealedGeneration: this.tier.seal() };
+  }
+
+  /**
+   * Resolve once every memtable frozen before the call has committed; waits through retried
+   * failures. Rejects with the latched error (poisoned), `Closed`, or `Aborted` (signal).
+   * `NotSupported` in WAL-only mode.
+   */
+  async waitForFlushDrain(opts: { signal?: AbortSignal } = {}): Promise<void> {
+    return this.tier.waitForFlushDrain(opts.signal);
+  }
+
+  // ------------------------------------------------------------------ reads and the log
+
+  /**
+   * The newest version of the row with this primary key, or undefined (absent or deleted).
+   * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
+   */
+  get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
+  async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
+    this.life.throwIfUnusable();
+    return this.tier.get(key);
+  }
+
+  /**
+   * Every live row across all tiers: with a primary key the newest version of each key in key
+   * order (deleted keys absent), without one every row in insertion order. `columns` projects.
+   * `NotSupported` in WAL-only mode.
+   */
+  async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
+    this.life.throwIfUnusable();
+    const batches: RecordBatch[] = [];
+    for await (const b of this.tier.scan(opts.columns, Number.POSITIVE_INFINITY)) batches.push(b);
+    const schema = projectBatch(new ArrowRecordBatch(this.ctx.schema.internal, undefined as never), opts.columns, true).schema;
+    return batches.length > 0 ? new ArrowTable(batches) : new ArrowTable(schema);
+  }
+
+  /**
+   * The same rows as `scan`, in the same order, one record batch at a time with bounded memory
+   * (one block per table file, plus a sorted copy of each memtable's index). `limit` caps the
+   * total rows yielded. `after` (keyed stores) starts past that key, reading no table block
+   * wholly before it: page by passing the last key of the previous page (each page is its own
+   * snapshot, so a row written between pages shows if its key is past the cursor).
+   */
+  scanBatches<C extends ColumnName<R> = ColumnName<R>>(
+    opts: { columns?: C[]; limit?: number; after?: RowTypesOf<R>['key'] } = {},
+  ): AsyncIterable<RecordBatch<Pick<RowTypesOf<R>['columns'], C>>> {
+    const limit = opts.limit ?? Number.POSITIVE_INFINITY;
+    if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
+    const writer = this;
+    return (async function* () {
+      writer.life.throwIfUnusable();
+      yield* writer.tier.scan(opts.columns, limit, opts.after as Record<string, unknown> | undefined);
+    })();
+  }
+
+  /**
+   * Durable WAL entries from `fromPosition` in order; ends at the end of the log, or with
+   * `follow` waits for more (until close, poison or `signal`). Rejects `Truncated` below the
+   * oldest retained entry.
+   */
+  async *tail(fromPosition: number, opts: { follow?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<WalEntry> {
+    if (!Number.isSafeInteger(fromPosition) || fromPosition < 1) {
+      throw new MemWalError('InvalidArgument', `tail: fromPosition must be an integer >= 1, got ${fromPosition}`);
+    }
+    this.life.throwIfUnusable();
+    yield* this.retention.tail(fromPosition, opts);
+  }
+
+  /**
+   * Record that a consumer is done with every entry up to `position` (durably, in the
+   * manifest). WAL entries are removed only at or below the consumer cursor once it is set.
+   */
+  async markConsumed(position: number): Promise<void> {
+    this.life.throwIfUnusable();
+    await this.retention.markConsumed(position);
+  }
+
+  // ------------------------------------------------------------------ stats
+
+  /** Memtable tier stats (never checks poison). `NotSupported` in WAL-only mode. */
+  async memtableStats(): Promise<MemTableStats> {
+    return this.statsLock.read(() => this.tier.memtableStats());
+  }
+
+  /** Backpressure waits (both modes; never checks poison). */
+  async backpressureStats(): Promise<BackpressureStats> {
+    return this.statsLock.read(() => this.backpressure.stats(this.tier.compactionStalled()));
+  }
+
+  /** Table files per level, compaction debt and work since this open. `NotSupported` in WAL-only mode. */
+  async compactionStats(): Promise<CompactionStats> {
+    return this.statsLock.read(() => this.tier.compactionStats());
+  }
+
+  /** Point reads, Bloom filters and the block cache since this open. `NotSupported` in WAL-only mode. */
+  async readStats(): Promise<ReadStats> {
+    return this.statsLock.read(() => this.tier.readStats());
+  }
+
+  /**
+   * Compact until every table file is in level 1 (the policy's triggers aside): after a bulk
+   * import, or before measuring space. Resolves what it did. Rejects with the latched error,
+   * `Closed`, `Aborted` (signal), or `IOError` when a compaction fails (nothing lost; the
+   * background retries). `NotSupported` in WAL-only mode.
+   */
+  async compact(opts: { signal?: AbortSignal } = {}): Promise<CompactionResult> {
+    return this.tier.compact(opts.signal);
+  }
+
+  /** WAL positions and bytes (never checks poison). */
+  async walStats(): Promise<WalStats> {
+    return this.statsLock.read(() => this.wal.snapshot());
+  }
+
+  /** Counters and times of puts, appends, flushes and replay since this open. */
+  async writeStats(): Promise<WriteStats> {
+    return this.statsLock.read(() => ({ ...this.ctx.writeStats }));
+  }
+
+  /**
+   * Usage, quota and persistence where the runtime knows them, plus table-file totals. Usage
+   * figures come from a cache (engine/storage-estimate.ts): the first call waits at most 200 ms for
+   * the adapter, then answers without them.
+   */
+  async storageStats(): Promise<StorageStats> {
+    const est = await this.estimates.get();
+    return this.statsLock.read(() => this.storageSnapshot(est));
+  }
+
+  private storageSnapshot(est: StorageEstimate): StorageStats {
+    const tables = this.ctx.log.manifest.tables;
+    let tableFileBytes = 0;
+    for (const t of tables) tableFileBytes += t.bytes;
+    return { ...est, tableFileCount: tables.length, tableFileBytes };
+  }
+
+  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4); usage figures as in `storageStats`. */
+  async metrics(): Promise<string> {
+    const est = await this.estimates.get();
+    return this.statsLock.read(() =>
+      renderMetrics({
+        store: this.options.name,
+        mode: this.tier.mode,
+        ...this.tier.metricsParts(),
+        walUnappendedBytes: this.wal.pendingBytes,
+        backpressure: this.backpressure.stats(this.tier.compactionStalled()),
+        wal: this.wal.snapshot(),
+        write: { ...this.ctx.writeStats },
+        storage: this.storageSnapshot(est),
+        budgetBytes: this.options.maxUnflushedMemtableBytes,
+        state: this.life.state,
+      }),
+    );
+  }
+
+  // ------------------------------------------------------------------ close / abort
+
+  /**
+   * Stop admitting (waiting and later puts reject `Closed`), make every accepted put durable,
+   * flush what is frozen or active (one more try each), release the lock. On a flush failure it
+   * still releases everything and rejects with that error; the rows are in the WAL and replay
+   * at the next open. On a poisoned writer it releases without I/O. If `abort()` cuts it short it
+   * rejects `Closed` (the outcome of puts not yet durable is unknown). Idempotent.
+   */
+  close(): Promise<void> {
+    this.closePromise ??= this.closeSteps();
+    return this.closePromise;
+  }
+
+  private async closeSteps(): Promise<void> {
+    if (this.life.closed) return;
+    const life = this.life;
+    life.stopping = true;
+    this.backpressure.wake();
+    life.progress.notify(); // a flush lane waiting for compaction flushes anyway now
+    let failure: MemWalError | undefined;
+    if (!life.poisonError && !life.dead) {
+      // 1. Every accepted put durable (the WAL writer's limits bound this wait).
+      this.tier.freezeForClose();
+      this.wal.closeOpen();
+      this.wal.kick();
+      while (!life.poisonError && !life.dead && this.wal.queue.length > 0) await life.progress.wait();
+      // 2. Every frozen memtable flushed, one more try each (MemTable mode).
+      const flushFailure = await this.tier.flushForClose();
+      // 3. A failure while closing (a WAL append past walRetry, a failed last flush) is reported;
+      //    so is an abort that cut the close short.
+      failure = flushFailure ?? life.poisonError;
+      const unfinished = this.wal.queue.length > 0 || this.tier.hasUnflushed();
+      if (!failure && life.closed && unfinished) {
+        failure = new MemWalError(
+          'Closed',
+          `store ${this.options.name} was aborted while closing; the outcome of puts not yet durable is unknown`,
+        );
+      }
+    }
+    life.stopping = true;
+    // 4. The background lanes whose I/O must not outlive the handle end (WAL retention); the
+    //    others (appends, flushes, compactions) stop at the shutdown below.
+    await this.ctx.lanes.settle();
+    await this.statsLock.write(async () => {
+      this.life.shutdown(new MemWalError('Closed', `store ${this.options.name} is closed`));
+      await releaseHandle(this.ctx, this.handle);
+    });
+    if (failure) throw failure;
+  }
+
+  /**
+   * Stop now: no flush, no I/O beyond releasing the lock. In-flight puts reject `Closed`
+   * (outcome unknown). Idempotent.
+   */
+  async abort(): Promise<void> {
+    if (this.life.closed) return;
+    this.life.shutdown(new MemWalError('Closed', `store ${this.options.name} was aborted; the outcome of in-flight puts is unknown`));
+    await releaseHandle(this.ctx, this.handle);
+  }
+}

@@ -1,0 +1,182 @@
+// Opening a store, in named steps (LevelDB's DB::Open): take the writer lock → recover
+// (recovery.ts: validate the WAL, claim the next epoch) → build the parts on the claimed manifest.
+// MemWal.open then replays into memtables and wakes the background lanes. Nothing in storage
+// changes before recovery's claim; a failure releases the lock.
+
+import { encodeSchema } from '../data/schema.js';
+import { cloneManifest, MANIFEST_FORMAT_VERSION, type Manifest, type StoreMode } from '../format/manifest/manifest.js';
+import {
+  decodeVersions,
+  evolutionProblem,
+  evolveManifest,
+  recordedVersions,
+  SchemaVersions,
+  schemaMismatchError,
+} from '../format/schema-versions.js';
+import { jobsPlaceOf } from '../lsm/jobs.js';
+import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { ClaimedContext, EngineContext } from './context.js';
+import { BackgroundLanes } from './lane.js';
+import { callLimitMs, settleWithin } from './limits.js';
+import { ManifestLog } from './manifest-log.js';
+import { MemtableTier } from './memtable-tier.js';
+import { recover, type WalRecord } from './recovery.js';
+import { Retention } from './retention.js';
+import type { AsyncRwLock } from './rwlock.js';
+import { retainedFrom, type Tier, WalOnlyTier } from './tier.js';
+import { WalWriter } from './wal-writer.js';
+
+/** The parts of a store just claimed and recovered, ready for MemWal. */
+export interface OpenedStore {
+  readonly ctx: ClaimedContext;
+  readonly versions: SchemaVersions;
+  readonly wal: WalWriter;
+  readonly tier: Tier;
+  readonly retention: Retention;
+  /** The WAL entries recovery found; the tier replays those it needs. */
+  readonly entries: WalRecord[];
+}
+
+/**
+ * Lock store `ctx.options.name` on `adapter`, recover it, and build its parts; the lock and the
+ * recovery run under the write side of `statsLock`. Rejects as `MemWal.open` documents; the lock
+ * is released (and the writer dead) when recovery fails.
+ */
+export async function openStore(ctx: EngineContext, adapter: StorageAdapter, statsLock: AsyncRwLock): Promise<OpenedStore> {
+  const { life, options } = ctx;
+  const mode: StoreMode = options.enableMemtable ? 'memtable' : 'wal-only';
+  let handle: StoreHandle | undefined;
+  const onLost = (reason: string): void => {
+    if (life.closed) return;
+    life.poison(new MemWalError('Fenced', `writer lock of ${options.name} lost (${reason}): another writer may own the store`));
+    void handle?.release();
+  };
+  return statsLock.write(async () => {
+    // 1. The writer lock (waiting, failing fast or stealing, as the options say).
+    try {
+      handle = await adapter.openStore(options.name, {
+        timeoutMs: options.lockTimeoutMs,
+        steal: options.steal,
+        onWaiting: () => life.setState('waiting-for-lock'),
+        logger: options.logger,
+        onLost,
+      });
+    } catch (e) {
+      throw toMemWalError(e, `open ${options.name}`);
+    }
+    // 2. Recovery, then the parts on the claimed manifest.
+    try {
+      return await recoverAndBuild(ctx, adapter, handle, mode);
+    } catch (e) {
+      life.dead = true;
+      await releaseHandle(ctx, handle);
+      throw toMemWalError(e, `open ${options.name}`);
+    }
+  });
+}
+
+async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, handle: StoreHandle, mode: StoreMode): Promise<OpenedStore> {
+  const { life, options, schema } = ctx;
+  const log = new ManifestLog(handle, options.name, callLimitMs(options.walRetry.timeoutMs));
+  const r = await recover({
+    handle,
+    log,
+    limitMs: options.flushRetry.stallMs,
+    check: (stored) => checkStored(ctx, adapter.layout, mode, stored),
+    claimOf: (stored) => claimOf(ctx, adapter.layout, mode, stored),
+    expectations: (m) => ({ mustKeepAfter: retainedFrom(mode, m), durableUpTo: m.positionHint }),
+    schemasOf: (stored) => {
+      if (!stored) return schema.internal;
+      // The versions the claim records (or has recorded): the entries are read in them after it.
+      const evolved = evolveManifest(stored, schema.base, schema.primaryKey, options.name, stored.writerEpoch + 1);
+      const known = new SchemaVersions(schema, evolved.schemaVersion ?? 1, recordedVersions(evolved));
+      return (s, epoch) => known.versionOfEntry(s, epoch) !== undefined;
+    },
+    logger: options.logger,
+  });
+  const m = log.manifest;
+  const versions = new SchemaVersions(schema, m.schemaVersion ?? 1, recordedVersions(m));
+  const claimed: ClaimedContext = { ...ctx, handle, log, lanes: new BackgroundLanes(life) };
+  const wal = new WalWriter(
+    claimed,
+    { epoch: log.epoch, segments: r.analysis.segments, lastPosition: r.nextPosition - 1, tornTailBytes: r.tornTailBytes },
+    {
+      onDurable: (e) => {
+        tier.onDurable(e);
+        life.progress.notify();
+      },
+      onFailure: (err) => life.poison(err),
+    },
+  );
+  const tier: Tier =
+    mode === 'memtable'
+      ? new MemtableTier(claimed, { wal, versions, jobsPlace: jobsPlaceOf(adapter), onFlushed: () => void retention.run() })
+      : new WalOnlyTier(wal, ctx.backpressure);
+  const retention = new Retention(claimed, {
+    wal,
+    tier,
+    project: (t, epoch, position) => versions.projectEntry(t, epoch, position),
+  });
+  return { ctx: claimed, versions, wal, tier, retention, entries: r.analysis.entries };
+}
+
+/** Refuse a stored manifest whose layout, mode, schema or key differs from the options. */
+function checkStored({ options, schema }: EngineContext, layout: string, mode: StoreMode, stored: Manifest | undefined): void {
+  if (!stored) return;
+  const name = options.name;
+  if (stored.layout !== layout) {
+    throw new MemWalError(
+      'NotSupported',
+      `store ${name} was written with layout '${stored.layout}', which this storage ('${layout}') cannot read`,
+    );
+  }
+  if (stored.mode !== mode) {
+    throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
+  }
+  const problem = evolutionProblem(decodeVersions(recordedVersions(stored), stored.primaryKey), schema.base, schema.primaryKey);
+  if (problem) throw schemaMismatchError(name, problem);
+  if (stored.primaryKey.join('\u0000') !== schema.primaryKey.join('\u0000')) {
+    throw new MemWalError(
+      'InvalidArgument',
+      `option primaryKey: store ${name} has primary key [${stored.primaryKey.join(', ')}], not [${schema.primaryKey.join(', ')}]`,
+    );
+  }
+}
+
+/** The manifest that claims the store: epoch + 1 over `stored`, or a new store's first. */
+function claimOf({ options, schema }: EngineContext, layout: string, mode: StoreMode, stored: Manifest | undefined): Manifest {
+  if (stored) {
+    return {
+      ...cloneManifest(stored),
+      ...evolveManifest(stored, schema.base, schema.primaryKey, options.name, stored.writerEpoch + 1),
+      writerEpoch: stored.writerEpoch + 1,
+      version: stored.version + 1,
+    };
+  }
+  return {
+    formatVersion: MANIFEST_FORMAT_VERSION,
+    layout,
+    mode,
+    schema: encodeSchema(schema.base),
+    schemaVersion: 1,
+    schemas: [{ version: 1, schema: encodeSchema(schema.base), writerEpoch: 1 }],
+    primaryKey: [...schema.primaryKey],
+    writerEpoch: 1,
+    version: 1,
+    nextGeneration: 1,
+    replayCursor: 0,
+    consumerCursor: null,
+    positionHint: 0,
+    tables: [],
+  };
+}
+
+/** Release `handle` within a time limit (a release that never settles must not hang open or close); a failure is logged. */
+export async function releaseHandle({ options }: EngineContext, handle: StoreHandle): Promise<void> {
+  try {
+    await settleWithin(handle.release(), callLimitMs(options.walRetry.timeoutMs), `release of ${options.name}`);
+  } catch (e) {
+    options.logger.warn(`memwal: ${toMemWalError(e, 'release').message}`);
+  }
+}

@@ -1,0 +1,318 @@
+// MemWalOptions, their defaults (each with its reason), and resolveOptions(), which validates
+// everything once, before anything is claimed or written.
+
+import { Schema } from 'apache-arrow';
+import { MemWalError } from '../util/errors.js';
+import type { StorageAdapter } from '../storage/adapter.js';
+import type { Logger } from '../util/logger.js';
+
+const MiB = 1024 * 1024;
+
+/** Backoff of a retried operation: delay `baseMs * 2^k`, capped at `maxMs`. */
+export interface RetryOptions {
+  baseMs?: number;
+  maxMs?: number;
+}
+
+/** Flush retry: as RetryOptions, plus when a hung attempt is given up. */
+export interface FlushRetryOptions extends RetryOptions {
+  /**
+   * A flush attempt whose table-file write has not finished after this long counts as failed
+   * (its file is abandoned and swept later) and is retried under a new name. Default 60 s:
+   * far above a healthy write, it turns a storage call that never settles into a retry.
+   */
+  stallMs?: number;
+}
+
+/** WAL append retry: as RetryOptions, plus how long in total before the writer poisons. */
+export interface WalRetryOptions extends RetryOptions {
+  /** Give up (poison with the append's error) once a failing append has been retried this long. */
+  timeoutMs?: number;
+}
+
+export type StorageOption = 'opfs' | 'indexeddb' | 'memory' | StorageAdapter;
+
+export interface MemWalOptions {
+  /** Which store (Lance: shard id). Non-empty; at most 200 characters of `[A-Za-z0-9._-]`. */
+  name: string;
+  /** The Arrow schema; on reopen it must equal the stored one (names, types, nullability). */
+  schema: Schema;
+  /** Primary-key columns: non-nullable integer, string, binary, bool or temporal. */
+  primaryKey?: string[];
+  /**
+   * Where data lives. In-process (`MemWal.open`) it must be named: `'memory'` (a per-process
+   * registry, so a reopen finds the data) or a `StorageAdapter`. `openMemWal` defaults to
+   * `'opfs'` where sync access handles exist, else `'indexeddb'`.
+   */
+  storage?: StorageOption;
+  /** `false`: WAL-only mode, a durable queue without memtables (docs/impl.md §4). Default true. */
+  enableMemtable?: boolean;
+  /** Default true: a put resolves only once its WAL entry is durable. */
+  durableWrite?: boolean;
+  /**
+   * Caps one WAL entry; a put is never split. Default 2 MiB: one append (encode, CRC, write,
+   * flush) stays a slice of a few ms, so the worker keeps answering stats under load.
+   */
+  maxWalBufferBytes?: number;
+  /**
+   * Longest a non-durable put waits for its WAL append. Durable puts never wait for a timer.
+   * Default 100 ms (Lance's default).
+   */
+  maxWalFlushIntervalMs?: number;
+  /** Freeze the active memtable at this many estimated bytes. Default 16 MiB: a tab-sized tier. */
+  maxMemtableBytes?: number;
+  /**
+   * The largest put (or delete) accepted, in estimated bytes (as memtables count them); a larger
+   * one rejects `InvalidArgument` before anything is written (split it). One put is one WAL entry
+   * and sits in memory whole, so this bounds the memory a single call can take. Default 32 MiB
+   * (half the default budget) in a browser or on Node; `DURABLE_OBJECT_DEFAULTS` of
+   * `memwal/cloudflare` set 4 MiB for a 128 MB isolate.
+   */
+  maxPutBytes?: number;
+  /** Freeze at this many rows. Default 500,000 (bounds the key index of one memtable). */
+  maxMemtableRows?: number;
+  /** Freeze at this many record batches. Default 4,096 (one per put at least). */
+  maxMemtableBatches?: number;
+  /**
+   * Backpressure budget: active + frozen-uncommitted bytes. Default 64 MiB, which fits a
+   * browser tab and a 128 MB edge isolate alike (Lance: 1 GiB on servers).
+   */
+  maxUnflushedMemtableBytes?: number;
+  /**
+   * Bytes of decoded table-file blocks kept for reads (point reads and scans of the same keys hit
+   * it instead of storage). Block indexes and Bloom filters of live files are kept besides.
+   * Default 8 MiB.
+   */
+  blockCacheBytes?: number;
+  /**
+   * Compaction debt at which flushes wait for compaction (bytes the pending compaction would
+   * read); flushes also wait at 12 level-0 files. Puts feel it through the unflushed budget, and
+   * `backpressureStats().cause` says `'compaction'`. Default 1 GiB.
+   */
+  maxPendingCompactionBytes?: number;
+  /**
+   * What open does when the store's recorded schema cannot evolve into `schema` (added nullable
+   * columns and dropped non-key columns can; docs/impl.md §12): `'throw'` (default) rejects
+   * `InvalidArgument` naming the column and the rule; `'reset'` destroys the store and creates it
+   * anew with `schema`, warning through `logger` — every row of the old store is gone.
+   */
+  onSchemaMismatch?: 'throw' | 'reset';
+  /** How long a flushed memtable stays readable in memory. Default 0 (evicted on commit). */
+  frozenMemtableGraceMs?: number;
+  /** How often a blocked writer warns through `logger`. Default 10 s. */
+  backpressureLogIntervalMs?: number;
+  /** A blocked put rejects `BackpressureTimeout` after this long. Default: none (waits). */
+  backpressureTimeoutMs?: number;
+  /** Backoff of failed flushes, retried in place. Default base 50 ms, cap 2 s, stall 60 s. */
+  flushRetry?: FlushRetryOptions;
+  /** Retry of failed WAL appends. Default base 20 ms, cap 1 s, poison after 5 s. */
+  walRetry?: WalRetryOptions;
+  /** How long open waits for another writer; `0` fails at once with `Locked`. Default: wait. */
+  lockTimeoutMs?: number;
+  /** Take the writer lock from a writer that will not let go; it is fenced. Default false. */
+  steal?: boolean;
+  /** Browser main thread: request `navigator.storage.persist()`. Default false. */
+  persist?: boolean;
+  /** Default `console`. */
+  logger?: Logger;
+}
+
+/** Every option with its default applied, as the engine uses them. */
+export interface ResolvedOptions {
+  name: string;
+  schema: Schema;
+  primaryKey: string[];
+  storage: StorageOption | undefined;
+  enableMemtable: boolean;
+  durableWrite: boolean;
+  maxWalBufferBytes: number;
+  maxWalFlushIntervalMs: number;
+  maxMemtableBytes: number;
+  maxPutBytes: number;
+  maxMemtableRows: number;
+  maxMemtableBatches: number;
+  maxUnflushedMemtableBytes: number;
+  blockCacheBytes: number;
+  maxPendingCompactionBytes: number;
+  onSchemaMismatch: 'throw' | 'reset';
+  frozenMemtableGraceMs: number;
+  backpressureLogIntervalMs: number;
+  backpressureTimeoutMs: number | undefined;
+  flushRetry: Required<FlushRetryOptions>;
+  walRetry: Required<WalRetryOptions>;
+  lockTimeoutMs: number | undefined;
+  steal: boolean;
+  persist: boolean;
+  logger: Logger;
+}
+
+export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
+export const DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS = 100;
+export const DEFAULT_MAX_MEMTABLE_BYTES = 16 * MiB;
+export const DEFAULT_MAX_PUT_BYTES = 32 * MiB;
+export const DEFAULT_BLOCK_CACHE_BYTES = 8 * MiB;
+export const DEFAULT_MAX_PENDING_COMPACTION_BYTES = 1024 * MiB;
+export const DEFAULT_MAX_MEMTABLE_ROWS = 500_000;
+export const DEFAULT_MAX_MEMTABLE_BATCHES = 4096;
+export const DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES = 64 * MiB;
+export const DEFAULT_BACKPRESSURE_LOG_INTERVAL_MS = 10_000;
+export const DEFAULT_FLUSH_RETRY: Required<FlushRetryOptions> = { baseMs: 50, maxMs: 2000, stallMs: 60_000 };
+export const DEFAULT_WAL_RETRY: Required<WalRetryOptions> = { baseMs: 20, maxMs: 1000, timeoutMs: 5000 };
+
+const NAME_RE = /^[A-Za-z0-9._-]{1,200}$/;
+
+function invalid(option: string, why: string): never {
+  throw new MemWalError('InvalidArgument', `option ${option}: ${why}`);
+}
+
+function nonNegativeInt(option: string, v: unknown, dflt: number, min = 0): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isInteger(v) || v < min) {
+    invalid(option, `must be an integer >= ${min}, got ${String(v)}`);
+  }
+  return v;
+}
+
+function oneOf<T extends string>(option: string, v: unknown, allowed: readonly T[], dflt: T): T {
+  if (v === undefined) return dflt;
+  if (!allowed.includes(v as T)) invalid(option, `must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${String(v)}`);
+  return v as T;
+}
+
+function retry(option: string, v: RetryOptions | undefined, dflt: Required<RetryOptions>): Required<RetryOptions> {
+  if (v === undefined) return { ...dflt };
+  if (typeof v !== 'object' || v === null) invalid(option, 'must be an object');
+  const baseMs = nonNegativeInt(`${option}.baseMs`, v.baseMs, dflt.baseMs);
+  const maxMs = nonNegativeInt(`${option}.maxMs`, v.maxMs, Math.max(dflt.maxMs, baseMs));
+  if (maxMs < baseMs) invalid(`${option}.maxMs`, 'must be >= baseMs');
+  return { baseMs, maxMs };
+}
+
+const KNOWN = new Set<string>([
+  'name',
+  'schema',
+  'primaryKey',
+  'storage',
+  'enableMemtable',
+  'durableWrite',
+  'maxWalBufferBytes',
+  'maxWalFlushIntervalMs',
+  'maxMemtableBytes',
+  'maxPutBytes',
+  'blockCacheBytes',
+  'maxPendingCompactionBytes',
+  'onSchemaMismatch',
+  'maxMemtableRows',
+  'maxMemtableBatches',
+  'maxUnflushedMemtableBytes',
+  'frozenMemtableGraceMs',
+  'backpressureLogIntervalMs',
+  'backpressureTimeoutMs',
+  'flushRetry',
+  'walRetry',
+  'lockTimeoutMs',
+  'steal',
+  'persist',
+  'logger',
+]);
+
+/**
+ * Validate and complete options. Throws `InvalidArgument` naming the first bad option. Schema
+ * and primary-key checks beyond shape happen in `data/schema.ts` (also before any I/O).
+ */
+export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] = []): ResolvedOptions {
+  if (typeof o !== 'object' || o === null) throw new MemWalError('InvalidArgument', 'options must be an object');
+  for (const k of Object.keys(o)) {
+    if (!KNOWN.has(k) && !extraKnown.includes(k)) invalid(k, 'unknown option');
+  }
+  if (typeof o.name !== 'string' || !NAME_RE.test(o.name)) {
+    invalid('name', 'must be 1-200 characters of A-Z a-z 0-9 . _ -');
+  }
+  if (!(o.schema instanceof Schema)) invalid('schema', 'must be an apache-arrow Schema');
+  if (o.schema.fields.length === 0) invalid('schema', 'must have at least one field');
+  const primaryKey = o.primaryKey ?? [];
+  if (!Array.isArray(primaryKey) || primaryKey.some((k) => typeof k !== 'string')) {
+    invalid('primaryKey', 'must be an array of column names');
+  }
+  if (new Set(primaryKey).size !== primaryKey.length) invalid('primaryKey', 'lists a column twice');
+  const storage = o.storage;
+  if (
+    storage !== undefined &&
+    storage !== 'opfs' &&
+    storage !== 'indexeddb' &&
+    storage !== 'memory' &&
+    (typeof storage !== 'object' || storage === null || typeof (storage as StorageAdapter).openStore !== 'function')
+  ) {
+    invalid('storage', "must be 'opfs', 'indexeddb', 'memory' or a StorageAdapter");
+  }
+  const bool = (k: 'enableMemtable' | 'durableWrite' | 'steal' | 'persist', d: boolean): boolean => {
+    const v = o[k];
+    if (v === undefined) return d;
+    if (typeof v !== 'boolean') invalid(k, 'must be a boolean');
+    return v;
+  };
+  const enableMemtable = bool('enableMemtable', true);
+  if (!enableMemtable && primaryKey.length > 0) {
+    invalid('primaryKey', 'is not supported in WAL-only mode (enableMemtable: false)');
+  }
+  const maxWalFlushIntervalMs = nonNegativeInt('maxWalFlushIntervalMs', o.maxWalFlushIntervalMs, DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS, 1);
+  const maxMemtableBytes = nonNegativeInt('maxMemtableBytes', o.maxMemtableBytes, DEFAULT_MAX_MEMTABLE_BYTES, 1);
+  const walRetryIn = o.walRetry;
+  const walRetryBase = retry('walRetry', walRetryIn, DEFAULT_WAL_RETRY);
+  const walRetry = {
+    ...walRetryBase,
+    timeoutMs: nonNegativeInt('walRetry.timeoutMs', walRetryIn?.timeoutMs, DEFAULT_WAL_RETRY.timeoutMs),
+  };
+  const lockTimeoutMs = o.lockTimeoutMs === undefined ? undefined : nonNegativeInt('lockTimeoutMs', o.lockTimeoutMs, 0);
+  const backpressureTimeoutMs =
+    o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
+  const logger = o.logger ?? console;
+  if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
+    invalid('logger', 'must have a warn(message) function');
+  }
+  return {
+    name: o.name,
+    schema: o.schema,
+    primaryKey: [...primaryKey],
+    storage,
+    enableMemtable,
+    durableWrite: bool('durableWrite', true),
+    maxWalBufferBytes: nonNegativeInt('maxWalBufferBytes', o.maxWalBufferBytes, DEFAULT_MAX_WAL_BUFFER_BYTES, 1),
+    maxWalFlushIntervalMs,
+    maxMemtableBytes,
+    maxPutBytes: nonNegativeInt('maxPutBytes', o.maxPutBytes, DEFAULT_MAX_PUT_BYTES, 1),
+    maxMemtableRows: nonNegativeInt('maxMemtableRows', o.maxMemtableRows, DEFAULT_MAX_MEMTABLE_ROWS, 1),
+    maxMemtableBatches: nonNegativeInt('maxMemtableBatches', o.maxMemtableBatches, DEFAULT_MAX_MEMTABLE_BATCHES, 1),
+    maxUnflushedMemtableBytes: nonNegativeInt(
+      'maxUnflushedMemtableBytes',
+      o.maxUnflushedMemtableBytes,
+      DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
+      1,
+    ),
+    blockCacheBytes: nonNegativeInt('blockCacheBytes', o.blockCacheBytes, DEFAULT_BLOCK_CACHE_BYTES),
+    maxPendingCompactionBytes: nonNegativeInt(
+      'maxPendingCompactionBytes',
+      o.maxPendingCompactionBytes,
+      DEFAULT_MAX_PENDING_COMPACTION_BYTES,
+      1,
+    ),
+    onSchemaMismatch: oneOf('onSchemaMismatch', o.onSchemaMismatch, ['throw', 'reset'] as const, 'throw'),
+    frozenMemtableGraceMs: nonNegativeInt('frozenMemtableGraceMs', o.frozenMemtableGraceMs, 0),
+    backpressureLogIntervalMs: nonNegativeInt(
+      'backpressureLogIntervalMs',
+      o.backpressureLogIntervalMs,
+      DEFAULT_BACKPRESSURE_LOG_INTERVAL_MS,
+      1,
+    ),
+    backpressureTimeoutMs,
+    flushRetry: {
+      ...retry('flushRetry', o.flushRetry, DEFAULT_FLUSH_RETRY),
+      stallMs: nonNegativeInt('flushRetry.stallMs', o.flushRetry?.stallMs, DEFAULT_FLUSH_RETRY.stallMs, 1),
+    },
+    walRetry,
+    lockTimeoutMs,
+    steal: bool('steal', false),
+    persist: bool('persist', false),
+    logger,
+  };
+}

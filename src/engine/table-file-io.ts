@@ -1,0 +1,88 @@
+// Writing and removing table files, shared by the flush and compaction: a built file goes to the
+// adapter in chunks (CRC-32C folded in, a yield between chunks), time-limited, and becomes the
+// manifest entry that names it.
+
+import type { TableFileEntry } from '../format/manifest/manifest.js';
+import type { StoreHandle } from '../storage/adapter.js';
+import { TABLE_FORMAT_V2 } from '../format/table/format.js';
+import type { BuiltTable } from '../format/table/writer.js';
+import { yieldToEventLoop } from '../util/schedule.js';
+import { crc32c } from '../util/crc32c.js';
+import { keyToHex } from '../data/keys.js';
+import { settleWithin } from './limits.js';
+
+/** Table files are handed to the adapter in chunks of this size, with a yield between. */
+export const TABLE_WRITE_CHUNK_BYTES = 1024 * 1024;
+
+/** Where and how a built table file becomes a manifest entry. */
+export interface TablePlacement {
+  name: string;
+  level: number;
+  minGeneration: number;
+  maxGeneration: number;
+  /** The schema version the rows are written in (the current one). */
+  schemaVersion: number;
+}
+
+/**
+ * Write `built` as table file `p.name` (durable on resolve; `IOError` when it has not finished
+ * within `limitMs`) and return its manifest entry.
+ */
+export async function writeTableFile(handle: StoreHandle, built: BuiltTable, p: TablePlacement, limitMs: number): Promise<TableFileEntry> {
+  const crc = { value: 0 };
+  await settleWithin(handle.tableWrite(p.name, chunked(built.bytes, crc)), limitMs, `table write of ${p.name}`);
+  const entry: TableFileEntry = {
+    generation: p.maxGeneration,
+    name: p.name,
+    bytes: built.bytes.length,
+    rows: built.rows,
+    checksum: crc.value.toString(16).padStart(8, '0'),
+    format: TABLE_FORMAT_V2,
+    level: p.level,
+    minGeneration: p.minGeneration,
+    maxGeneration: p.maxGeneration,
+    schemaVersion: p.schemaVersion,
+  };
+  if (built.minKey !== undefined && built.maxKey !== undefined) {
+    entry.minKey = keyToHex(built.minKey);
+    entry.maxKey = keyToHex(built.maxKey);
+  }
+  return entry;
+}
+
+/** Remove a table file; a failure is reported through `warn` (an orphan is swept at the next open). */
+export async function removeTableFile(
+  handle: StoreHandle,
+  name: string,
+  limitMs: number,
+  warn: ((m: string, e: unknown) => void) | undefined,
+): Promise<void> {
+  try {
+    await settleWithin(handle.tableRemove(name), limitMs, `removal of ${name}`);
+  } catch (e) {
+    warn?.(`memwal: could not remove table file ${name} (swept at the next open)`, e);
+  }
+}
+
+/**
+ * Split bytes into chunks, yielding to the event loop between them (stats stay responsive), and
+ * fold each chunk into `crc.value` (CRC-32C of everything yielded so far).
+ */
+async function* chunked(bytes: Uint8Array, crc: { value: number }): AsyncGenerator<Uint8Array> {
+  for (let off = 0; off < bytes.length; off += TABLE_WRITE_CHUNK_BYTES) {
+    if (off > 0) await yieldToEventLoop();
+    const chunk = bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
+    crc.value = crc32c(chunk, crc.value);
+    yield chunk;
+  }
+}
+
+/** Level of an entry (absent: 0, a flushed memtable). */
+export function levelOf(t: TableFileEntry): number {
+  return t.level ?? 0;
+}
+
+/** Generation range of an entry. */
+export function generationsOf(t: TableFileEntry): { min: number; max: number } {
+  return { min: t.minGeneration ?? t.generation, max: t.maxGeneration ?? t.generation };
+}

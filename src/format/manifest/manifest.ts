@@ -1,0 +1,116 @@
+// The manifest: a store's committed state. Adapters persist it as they like (a JSON file, an
+// IndexedDB record, a Durable Object value); its fields are specified in docs/format.md.
+
+import { MemWalError } from '../../util/errors.js';
+
+/**
+ * Written to disk: never renumber. Version 2 adds `commitId`, schema versions and the table
+ * fields of format v2; this build writes 2 and reads 1 and 2 (docs/format.md §11). Readers reject
+ * versions they do not know.
+ */
+export const MANIFEST_FORMAT_VERSION = 2;
+/** Manifest format versions this build reads. */
+export const READABLE_MANIFEST_VERSIONS: readonly number[] = [1, 2];
+
+/** A flushed memtable: one Arrow IPC file. */
+export interface TableFileEntry {
+  generation: number;
+  /**
+   * File name inside the store's `tables/` area: `{generation}-{epoch}-{attempt}.arrow` (a flush)
+   * or `c{maxGeneration}-{epoch}-{sequence}.arrow` (a compaction output).
+   */
+  name: string;
+  bytes: number;
+  rows: number;
+  /** CRC-32C of the whole file, lowercase hex (8 digits). */
+  checksum: string;
+  /** Smallest and largest encoded primary key, hex of the key bytes; absent without a key. */
+  minKey?: string;
+  maxKey?: string;
+  /** Table file format: 1 (one record batch per put, unsorted) or 2 (sorted blocks, index, Bloom filter). Absent: 1. */
+  format?: number;
+  /** LSM level: 0 for flushed memtables (may overlap), 1 for the compacted sorted run. Absent: 0. */
+  level?: number;
+  /** The generations whose rows the file holds (a flush: one; a compaction output: a range). Absent: `generation` only. */
+  minGeneration?: number;
+  /** See `minGeneration`; `generation` equals it. */
+  maxGeneration?: number;
+  /** The schema version the file was written with (`Manifest.schemas`). Absent: 1. */
+  schemaVersion?: number;
+}
+
+export type StoreMode = 'memtable' | 'wal-only';
+
+/** One schema version of a store (docs/impl.md §12, schema evolution). */
+export interface SchemaVersion {
+  version: number;
+  /** base64 of an Arrow IPC stream with the schema and no batches. */
+  schema: string;
+  /**
+   * The writer epoch whose claim recorded this version: WAL entries of that epoch and later ones
+   * (up to the next version's) are in it. Absent in versions recorded before it was kept.
+   */
+  writerEpoch?: number;
+}
+
+export interface Manifest {
+  formatVersion: number;
+  layout: string;
+  mode: StoreMode;
+  /** The current Arrow schema: base64 of an Arrow IPC stream with the schema and no batches. */
+  schema: string;
+  /** The current schema's version (format 2; absent: 1). */
+  schemaVersion?: number;
+  /** Every schema version the store's data may carry, oldest first (format 2; absent: just `schema` as version 1). */
+  schemas?: SchemaVersion[];
+  primaryKey: string[];
+  writerEpoch: number;
+  /** Bumped by every commit; commits are compare-and-set on it. */
+  version: number;
+  /** The generation of the active memtable after this commit. */
+  nextGeneration: number;
+  /** WAL entries at or below this position are covered by table files (0: none). */
+  replayCursor: number;
+  /** Highest position a consumer marked consumed; `null` until `markConsumed` is first called. */
+  consumerCursor: number | null;
+  /** The highest durable WAL position any writer reached; positions of durable entries are never reused. */
+  positionHint: number;
+  /**
+   * A random id of the commit that wrote this version (format 2). A writer whose commit had an
+   * unknown outcome (the reply was lost) re-reads the manifest and finds out by this id.
+   */
+  commitId?: string;
+  tables: TableFileEntry[];
+}
+
+/** Structural validation of a manifest read from storage; `Corruption` when it is not one. */
+export function checkManifest(value: unknown): Manifest {
+  const m = value as Partial<Manifest> | null;
+  const bad = (why: string): never => {
+    throw new MemWalError('Corruption', `manifest is invalid: ${why}`);
+  };
+  if (typeof m !== 'object' || m === null) return bad('not an object');
+  if (!READABLE_MANIFEST_VERSIONS.includes(m.formatVersion as number)) {
+    throw new MemWalError(
+      'NotSupported',
+      `manifest format version ${String(m.formatVersion)} is not supported (this build reads ${READABLE_MANIFEST_VERSIONS.join(', ')})`,
+    );
+  }
+  const ints: (keyof Manifest)[] = ['writerEpoch', 'version', 'nextGeneration', 'replayCursor', 'positionHint'];
+  for (const k of ints) if (!Number.isSafeInteger(m[k]) || (m[k] as number) < 0) bad(`${k} is not a non-negative integer`);
+  if (m.consumerCursor !== null && !Number.isSafeInteger(m.consumerCursor)) bad('consumerCursor');
+  if (typeof m.layout !== 'string' || typeof m.schema !== 'string') bad('layout/schema');
+  if (m.mode !== 'memtable' && m.mode !== 'wal-only') bad('mode');
+  if (!Array.isArray(m.primaryKey) || !Array.isArray(m.tables)) bad('primaryKey/tables');
+  return m as Manifest;
+}
+
+/** A deep copy, so a handed-out manifest never aliases the writer's. */
+export function cloneManifest(m: Manifest): Manifest {
+  return {
+    ...m,
+    primaryKey: [...m.primaryKey],
+    tables: m.tables.map((t) => ({ ...t })),
+    ...(m.schemas ? { schemas: m.schemas.map((v) => ({ ...v })) } : {}),
+  };
+}

@@ -1,0 +1,155 @@
+// Reads table files of format 2 (docs/format.md §8) without reading them whole: the footer gives
+// the block offsets (Arrow's own) and memwal's block index and Bloom filter (schema metadata); a
+// block is one ranged read, checked against its CRC, decoded on its own. Pure; any runtime.
+
+import { type RecordBatch, type Schema, Table, tableFromIPC, tableToIPC } from 'apache-arrow';
+import { MemWalError } from '../../util/errors.js';
+import { keyFromBytes } from '../../data/keys.js';
+import { concatBytes, fromBase64 } from '../../util/bytes.js';
+import { crc32c } from '../../util/crc32c.js';
+import { BloomFilter } from './bloom.js';
+import { type FooterInfo, readFooter } from './footer.js';
+import { ARROW_FILE_TRAILER_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
+
+/** Where one block lives in the file, and what memwal's index says of it. */
+export interface BlockInfo {
+  offset: number;
+  length: number;
+  rows: number;
+  crc: number;
+  /** First and last key (encoded); empty strings for append-only stores. */
+  first: string;
+  last: string;
+}
+
+/** Everything a reader needs to find a key or walk the rows, from the footer alone. */
+export interface TableIndex {
+  blocks: BlockInfo[];
+  bloom: BloomFilter | undefined;
+  minGeneration: number;
+  maxGeneration: number;
+  /** The schema its blocks decode in (the store's, for the file's schema version). */
+  schema: Schema;
+  /** An Arrow IPC stream's schema message for `schema`, to decode one block on its own. */
+  streamHead: Uint8Array;
+  /** Bytes of the footer (counted against the block cache's neighbours: indexes stay resident). */
+  footerBytes: number;
+}
+
+const EOS = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+
+function corrupt(name: string, why: string): MemWalError {
+  return new MemWalError('Corruption', `table file ${name}: ${why}`);
+}
+
+/** The record-batch blocks of an Arrow IPC file held whole (used when writing). */
+export function blockRanges(file: Uint8Array): { offset: number; length: number }[] {
+  const footer = decodeFooter(
+    file.subarray(file.length - ARROW_FILE_TRAILER_BYTES - footerLength(file, 'file'), file.length - ARROW_FILE_TRAILER_BYTES),
+    'file',
+  );
+  return footer.blocks.map((b) => ({ offset: b.offset, length: b.metaDataLength + b.bodyLength }));
+}
+
+function footerLength(trailer: Uint8Array, name: string): number {
+  const t = trailer.subarray(trailer.length - ARROW_FILE_TRAILER_BYTES);
+  const magic = String.fromCharCode(...t.subarray(4));
+  if (magic !== 'ARROW1') throw corrupt(name, 'no Arrow file trailer');
+  return new DataView(t.buffer, t.byteOffset, 4).getInt32(0, true);
+}
+
+function decodeFooter(bytes: Uint8Array, name: string): FooterInfo {
+  try {
+    return readFooter(bytes);
+  } catch (e) {
+    throw corrupt(name, `its Arrow footer does not decode (${String(e)})`);
+  }
+}
+
+/** Parses the block index stored under META_BLOCKS. */
+function decodeBlockIndex(bytes: Uint8Array, name: string): Omit<BlockInfo, 'offset' | 'length'>[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let at = 0;
+  const u32 = (): number => {
+    if (at + 4 > bytes.length) throw corrupt(name, 'block index is cut short');
+    const v = view.getUint32(at, true);
+    at += 4;
+    return v;
+  };
+  const key = (): string => {
+    const n = u32();
+    if (at + n > bytes.length) throw corrupt(name, 'block index is cut short');
+    const k = keyFromBytes(bytes.subarray(at, at + n));
+    at += n;
+    return k;
+  };
+  const count = u32();
+  const out: Omit<BlockInfo, 'offset' | 'length'>[] = [];
+  for (let i = 0; i < count; i++) out.push({ rows: u32(), crc: u32(), first: key(), last: key() });
+  return out;
+}
+
+/**
+ * Reads the index of a format-2 table file of `size` bytes through `read(offset, length)`: one
+ * ranged read of the last 64 KiB (and one more when the footer is larger). Throws `Corruption`
+ * when the trailer, footer or index is damaged or the file is not format 2.
+ */
+export async function readTableIndex(
+  name: string,
+  size: number,
+  read: (offset: number, length: number) => Promise<Uint8Array>,
+  schema: Schema,
+): Promise<TableIndex> {
+  if (size < 16) throw corrupt(name, `${size} bytes is too short for an Arrow file`);
+  const tailLength = Math.min(size, 64 * 1024);
+  let tail = await read(size - tailLength, tailLength);
+  const length = footerLength(tail, name);
+  if (!(length > 0 && length + ARROW_FILE_TRAILER_BYTES <= size)) throw corrupt(name, `footer length ${length} does not fit`);
+  if (length + ARROW_FILE_TRAILER_BYTES > tailLength) {
+    const more = await read(size - ARROW_FILE_TRAILER_BYTES - length, length + ARROW_FILE_TRAILER_BYTES - tailLength);
+    tail = concatBytes([more, tail]);
+  }
+  const footer = decodeFooter(tail.subarray(tail.length - ARROW_FILE_TRAILER_BYTES - length, tail.length - ARROW_FILE_TRAILER_BYTES), name);
+  const meta = footer.metadata;
+  if (meta.get(META_FORMAT) !== String(TABLE_FORMAT_V2))
+    throw corrupt(name, `footer says format ${meta.get(META_FORMAT) ?? 'none'}, not ${TABLE_FORMAT_V2}`);
+  const gens = /^(\d+)-(\d+)$/.exec(meta.get(META_GENERATIONS) ?? '');
+  if (!gens) throw corrupt(name, 'no generation range in the footer');
+  let described: Omit<BlockInfo, 'offset' | 'length'>[];
+  let bloom: BloomFilter | undefined;
+  try {
+    described = decodeBlockIndex(fromBase64(meta.get(META_BLOCKS) ?? ''), name);
+    const b = meta.get(META_BLOOM);
+    bloom = b ? BloomFilter.decode(fromBase64(b)) : undefined;
+  } catch (e) {
+    if (e instanceof MemWalError) throw e;
+    throw corrupt(name, `its index is not base64 (${String(e)})`);
+  }
+  const ranges = footer.blocks;
+  if (ranges.length !== described.length) throw corrupt(name, `${ranges.length} record batches but ${described.length} indexed blocks`);
+  const blocks = ranges.map((r, i) => ({ ...described[i]!, offset: r.offset, length: r.metaDataLength + r.bodyLength }));
+  const head = tableToIPC(new Table(schema), 'stream');
+  return {
+    blocks,
+    bloom,
+    minGeneration: Number(gens[1]),
+    maxGeneration: Number(gens[2]),
+    schema,
+    streamHead: head.subarray(0, head.length - EOS.length),
+    footerBytes: length + (bloom?.bits.length ?? 0),
+  };
+}
+
+/** Decodes block `i` from its bytes (one ranged read), checking its CRC. Throws `Corruption`. */
+export function decodeBlock(name: string, index: TableIndex, i: number, bytes: Uint8Array): RecordBatch {
+  const info = index.blocks[i]!;
+  if (bytes.length !== info.length || crc32c(bytes) !== info.crc)
+    throw corrupt(name, `block ${i} (at byte ${info.offset}) fails its checksum`);
+  try {
+    const t = tableFromIPC(concatBytes([index.streamHead, bytes, EOS])) as Table;
+    if (t.batches.length !== 1 || t.numRows !== info.rows) throw new Error(`${t.numRows} rows, expected ${info.rows}`);
+    return t.batches[0]!;
+  } catch (e) {
+    throw corrupt(name, `block ${i} does not decode (${String(e)})`);
+  }
+}

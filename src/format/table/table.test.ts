@@ -1,0 +1,151 @@
+// Table file format 2 at the byte level: written, read back block by block through ranged reads,
+// checked (CRCs, Bloom filter, key order), and read by a non-JS Arrow reader (Polars).
+
+import { createRequire } from 'node:module';
+import { Field, Int64, Schema, Utf8, vectorFromArray } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { buildFlushTable } from '../../lsm/jobs.js';
+import { makeKeyEncoder } from '../../data/keys.js';
+import { rowObject, toBatches, tombstoneBatch } from '../../data/rows.js';
+import { makeStoreSchema } from '../../data/schema.js';
+import { makeBatch } from '../../data/select.js';
+import { crc32c } from '../../util/crc32c.js';
+import { BloomFilter } from './bloom.js';
+import { readFooter } from './footer.js';
+import { BLOCK_MAX_ROWS, META_BLOCKS, META_BLOOM, META_GENERATIONS } from './format.js';
+import { decodeBlock, readTableIndex } from './reader.js';
+import { cutBlocks, encodeTable } from './writer.js';
+
+const storeSchema = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
+const keyEncoder = makeKeyEncoder(storeSchema);
+
+/** n rows with ids 0, 2, 4, … (sorted), tombstone false. */
+function sortedBatch(n: number) {
+  const ids = Array.from({ length: n }, (_, i) => BigInt(2 * i));
+  const names = Array.from({ length: n }, (_, i) => `name-${i}`);
+  const tomb = Array.from({ length: n }, () => false);
+  return makeBatch(
+    storeSchema.internal,
+    [vectorFromArray(ids, new Int64()).data[0]!, vectorFromArray(names, new Utf8()).data[0]!, vectorFromArray(tomb).data[0]!],
+    n,
+  );
+}
+
+const reader = (bytes: Uint8Array) => (offset: number, length: number) => Promise.resolve(bytes.slice(offset, offset + length));
+
+describe('table file format 2', () => {
+  it('cuts rows into blocks of at most 4,096 rows and about 64 KiB', () => {
+    const blocks = cutBlocks(storeSchema.internal, [sortedBatch(10_000)]);
+    expect(blocks.reduce((n, b) => n + b.numRows, 0)).toBe(10_000);
+    expect(Math.max(...blocks.map((b) => b.numRows))).toBeLessThanOrEqual(BLOCK_MAX_ROWS);
+  });
+
+  it('reads back every block from its index alone, in key order, with the generation range', async () => {
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(10_000)]), 3, 7);
+    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), storeSchema.internal);
+    expect([index.minGeneration, index.maxGeneration]).toEqual([3, 7]);
+    expect(index.blocks.length).toBe(built.blocks);
+    let expected = 0;
+    for (let i = 0; i < index.blocks.length; i++) {
+      const info = index.blocks[i]!;
+      const b = decodeBlock('t', index, i, built.bytes.slice(info.offset, info.offset + info.length));
+      for (let r = 0; r < b.numRows; r++) expect(rowObject(b, r).id).toBe(BigInt(2 * expected++));
+    }
+    expect(expected).toBe(10_000);
+    expect(built.minKey! < built.maxKey!).toBe(true);
+  });
+
+  it('a flipped byte inside a block fails that block with Corruption, not a wrong row', async () => {
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(5_000)]), 1, 1);
+    const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), storeSchema.internal);
+    const info = index.blocks[1]!;
+    const bytes = built.bytes.slice(info.offset, info.offset + info.length);
+    bytes[bytes.length - 3] ^= 0x40;
+    expect(() => decodeBlock('t', index, 1, bytes)).toThrow(/checksum/);
+  });
+
+  it('a damaged trailer or a file of another format is Corruption', async () => {
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(10)]), 1, 1);
+    const cut = built.bytes.slice(0, built.bytes.length - 3);
+    await expect(readTableIndex('t', cut.length, reader(cut), storeSchema.internal)).rejects.toMatchObject({ code: 'Corruption' });
+  });
+
+  it("the footer reader agrees with apache-arrow's own footer decoder", async () => {
+    const { Footer } = await import('apache-arrow/ipc/metadata/file');
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(9_000)]), 4, 9);
+    const len = new DataView(built.bytes.buffer).getInt32(built.bytes.length - 10, true);
+    const footerBytes = built.bytes.subarray(built.bytes.length - 10 - len, built.bytes.length - 10);
+    const ours = readFooter(footerBytes);
+    const theirs = Footer.decode(footerBytes);
+    expect(ours.blocks).toEqual(
+      [...theirs.recordBatches()].map((b) => ({
+        offset: Number(b.offset),
+        metaDataLength: b.metaDataLength,
+        bodyLength: Number(b.bodyLength),
+      })),
+    );
+    expect([...ours.metadata]).toEqual([...theirs.schema.metadata]);
+  });
+
+  it('encodes the worked example of docs/format.md §8 byte for byte', () => {
+    const example = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
+    const puts = toBatches(
+      [
+        { id: 3, name: 'c' },
+        { id: 1, name: 'a' },
+        { id: 2, name: 'b' },
+      ],
+      example,
+    );
+    const built = buildFlushTable(example, makeKeyEncoder(example), [...puts, tombstoneBatch([{ id: 2 }], example)!], 7);
+    const b = built.bytes;
+    const footerLength = new DataView(b.buffer, b.byteOffset).getInt32(b.length - 10, true);
+    const f = readFooter(b.subarray(b.length - 10 - footerLength, b.length - 10));
+    expect([b.length, footerLength, built.rows]).toEqual([906, 560, 3]);
+    expect(f.blocks).toEqual([{ offset: 8, metaDataLength: 256, bodyLength: 64 }]);
+    expect(Object.fromEntries(f.metadata)).toEqual({
+      'memwal.table.format': '2',
+      'memwal.table.generations': '7-7',
+      'memwal.table.blocks': 'AQAAAAMAAACTxi2eCAAAAIAAAAAAAAABCAAAAIAAAAAAAAAD',
+      'memwal.table.bloom': 'B2KIZSiOABRD',
+    });
+    expect(crc32c(b.subarray(8, 8 + 256 + 64))).toBe(0x9e2dc693);
+    // The end-of-stream marker between the last block and the footer (§8's grammar).
+    expect(Array.from(b.subarray(328, 336))).toEqual([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+    expect(b.length - 10 - footerLength).toBe(336);
+  });
+
+  it('the Bloom filter has no false negatives and about 1 % false positives', () => {
+    const bloom = BloomFilter.forKeys(20_000);
+    for (let i = 0; i < 20_000; i++) bloom.add(i * 3);
+    for (let i = 0; i < 20_000; i++) expect(bloom.mayContain(i * 3)).toBe(true);
+    let falsePositives = 0;
+    for (let i = 0; i < 20_000; i++) if (bloom.mayContain(i * 3 + 1)) falsePositives++;
+    expect(falsePositives / 20_000).toBeLessThan(0.03);
+    const strings = BloomFilter.forKeys(1000);
+    for (let i = 0; i < 1000; i++) strings.add(`k${i}`);
+    for (let i = 0; i < 1000; i++) expect(strings.mayContain(`k${i}`)).toBe(true);
+    expect(BloomFilter.decode(strings.encode()).mayContain('k7')).toBe(true);
+  });
+
+  it('Polars (a non-JS Arrow reader) reads a format-2 file: every row, in key order, and the footer metadata', () => {
+    const pl = createRequire(import.meta.url)('nodejs-polars') as {
+      readIPC(data: Buffer): { height: number; getColumn(n: string): { toArray(): unknown[] } };
+    };
+    const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(9_000)]), 1, 2);
+    const df = pl.readIPC(Buffer.from(built.bytes));
+    expect(df.height).toBe(9_000);
+    const ids = df.getColumn('id').toArray().map(Number);
+    expect(ids.slice(0, 3)).toEqual([0, 2, 4]);
+    expect(ids[8_999]).toBe(17_998);
+    expect(
+      df
+        .getColumn('_tombstone')
+        .toArray()
+        .every((t) => t === false),
+    ).toBe(true);
+    // The index is plain Arrow footer metadata: any reader sees the keys.
+    const text = new TextDecoder('latin1').decode(built.bytes);
+    for (const key of [META_GENERATIONS, META_BLOCKS, META_BLOOM]) expect(text).toContain(key);
+  });
+});

@@ -1,0 +1,189 @@
+// Writes table files of format 2 (docs/format.md §8): rows cut into bounded blocks (one Arrow
+// record batch each), the block index and Bloom filter in the footer schema's metadata. The rows
+// come in final order: sorted by key with one row per key for keyed stores, insertion order for
+// append-only ones. Pure; any runtime.
+
+import { RecordBatch, Schema, Table, tableToIPC } from 'apache-arrow';
+import { type Key, type KeyEncoder, keyBytes, keyString } from '../../data/keys.js';
+import type { StoreSchema } from '../../data/schema.js';
+import { gatherBatch } from '../../data/select.js';
+import { estimateBatchBytes } from '../../data/size.js';
+import { toBase64 } from '../../util/bytes.js';
+import { crc32c } from '../../util/crc32c.js';
+import { BloomFilter } from './bloom.js';
+import { blockRanges } from './reader.js';
+import { BLOCK_MAX_ROWS, BLOCK_TARGET_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
+
+/** A table file ready to write, with what the manifest records of it. */
+export interface BuiltTable {
+  bytes: Uint8Array;
+  rows: number;
+  blocks: number;
+  /** Smallest and largest key (encoded), keyed stores with rows only. */
+  minKey?: string;
+  maxKey?: string;
+}
+
+/** One block's first and last key (encoded; empty for append-only stores), row count and CRC-32C. */
+export interface BlockBounds {
+  rows: number;
+  /** CRC-32C of the block's bytes in the file (its record-batch message). */
+  crc: number;
+  first: string;
+  last: string;
+}
+
+/**
+ * Cuts `batches` (rows in final order) into blocks of at most BLOCK_MAX_ROWS rows and about
+ * BLOCK_TARGET_BYTES each, copying every block into compact buffers. Any runtime.
+ */
+export function cutBlocks(schema: Schema, batches: readonly RecordBatch[]): RecordBatch[] {
+  const out: RecordBatch[] = [];
+  let pending: { batch: RecordBatch; idx: null; start: number; count: number }[] = [];
+  let rows = 0;
+  let bytes = 0;
+  const flush = (): void => {
+    if (rows > 0) out.push(gatherBatch(schema, pending, rows));
+    pending = [];
+    rows = 0;
+    bytes = 0;
+  };
+  for (const batch of batches) {
+    const n = batch.numRows;
+    if (n === 0) continue;
+    const rowBytes = Math.max(1, estimateBatchBytes(batch) / n);
+    let at = 0;
+    while (at < n) {
+      const room = Math.max(1, Math.min(BLOCK_MAX_ROWS - rows, Math.floor((BLOCK_TARGET_BYTES - bytes) / rowBytes)));
+      const take = Math.min(room, n - at);
+      pending.push({ batch, idx: null, start: at, count: take });
+      rows += take;
+      bytes += take * rowBytes;
+      at += take;
+      if (rows >= BLOCK_MAX_ROWS || bytes >= BLOCK_TARGET_BYTES) flush();
+    }
+  }
+  flush();
+  return out;
+}
+
+/**
+ * The block index as stored: u32 count, then per block u32 rows, u32 crc, u32 len + first key,
+ * u32 len + last key (all little-endian).
+ */
+export function encodeBlockIndex(blocks: readonly BlockBounds[]): Uint8Array {
+  let size = 4;
+  for (const b of blocks) size += 16 + b.first.length + b.last.length;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  const u32 = (v: number): void => {
+    view.setUint32(at, v, true);
+    at += 4;
+  };
+  const key = (k: string): void => {
+    u32(k.length);
+    out.set(keyBytes(k), at);
+    at += k.length;
+  };
+  u32(blocks.length);
+  for (const b of blocks) {
+    u32(b.rows);
+    u32(b.crc);
+    key(b.first);
+    key(b.last);
+  }
+  return out;
+}
+
+/**
+ * Encode `blocks` (from {@link cutBlocks}, rows in final order) as a format-2 table file holding
+ * generations `minGeneration..maxGeneration`. With `keyEncoder` (keyed stores) the blocks' key
+ * bounds and a Bloom filter of every key go into the footer. Any runtime.
+ */
+export function encodeTable(
+  storeSchema: StoreSchema,
+  schema: Schema,
+  keyEncoder: KeyEncoder | undefined,
+  blocks: readonly RecordBatch[],
+  minGeneration: number,
+  maxGeneration: number,
+): BuiltTable {
+  let rows = 0;
+  for (const b of blocks) rows += b.numRows;
+  const bounds: BlockBounds[] = [];
+  const bloom = keyEncoder ? BloomFilter.forKeys(rows) : undefined;
+  for (const b of blocks) {
+    if (!keyEncoder) {
+      bounds.push({ rows: b.numRows, crc: 0, first: '', last: '' });
+      continue;
+    }
+    const keys: ArrayLike<Key> = keyEncoder(b);
+    for (let i = 0; i < keys.length; i++) bloom!.add(keys[i]!);
+    bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[0]!, storeSchema), last: keyString(keys[keys.length - 1]!, storeSchema) });
+  }
+  // The block CRCs cover the blocks' bytes in the file, which only an encoding tells, and the
+  // block index that holds them is in the file's metadata. The index has the same length
+  // whatever its CRCs are, so: encode once with zero CRCs, checksum the blocks where they landed,
+  // and write the real index over the placeholder wherever it stands outside the blocks (the
+  // footer's schema; the same length, so nothing moves). Encoding twice would cost a copy of the
+  // whole table.
+  const metadata = new Map<string, string>([
+    [META_FORMAT, String(TABLE_FORMAT_V2)],
+    [META_GENERATIONS, `${minGeneration}-${maxGeneration}`],
+    [META_BLOCKS, toBase64(encodeBlockIndex(bounds))],
+  ]);
+  if (bloom) metadata.set(META_BLOOM, toBase64(bloom.encode()));
+  const placeholder = metadata.get(META_BLOCKS)!;
+  let bytes = encode(schema, blocks, metadata);
+  const located = blockRanges(bytes);
+  for (let i = 0; i < bounds.length; i++) {
+    const r = located[i]!;
+    bounds[i]!.crc = crc32c(bytes.subarray(r.offset, r.offset + r.length));
+  }
+  const index = toBase64(encodeBlockIndex(bounds));
+  const first = located.length > 0 ? located[0]!.offset : bytes.length;
+  const last = located.length > 0 ? located[located.length - 1]!.offset + located[located.length - 1]!.length : first;
+  overwrite(bytes, placeholder, index, 0, first);
+  if (overwrite(bytes, placeholder, index, last, bytes.length) === 0) {
+    // Not where it should be (an Arrow writer that lays metadata out otherwise): encode again.
+    metadata.set(META_BLOCKS, index);
+    bytes = encode(schema, blocks, metadata);
+  }
+  const built: BuiltTable = { bytes, rows, blocks: blocks.length };
+  if (keyEncoder && bounds.length > 0) {
+    built.minKey = bounds[0]!.first;
+    built.maxKey = bounds[bounds.length - 1]!.last;
+  }
+  return built;
+}
+
+/**
+ * Writes the ASCII string `to` over each occurrence of `from` (the same length) in
+ * `bytes[start, end)`; returns how many it replaced.
+ */
+function overwrite(bytes: Uint8Array, from: string, to: string, start: number, end: number): number {
+  const a = new TextEncoder().encode(from);
+  const b = new TextEncoder().encode(to);
+  let count = 0;
+  for (let at = bytes.indexOf(a[0]!, start); at >= 0 && at + a.length <= end; at = bytes.indexOf(a[0]!, at + 1)) {
+    let i = 1;
+    while (i < a.length && bytes[at + i] === a[i]) i++;
+    if (i < a.length) continue;
+    bytes.set(b, at);
+    count++;
+    at += a.length - 1;
+  }
+  return count;
+}
+
+function encode(schema: Schema, blocks: readonly RecordBatch[], metadata: Map<string, string>): Uint8Array {
+  const withMeta = new Schema(schema.fields, metadata);
+  return tableToIPC(
+    new Table(
+      withMeta,
+      blocks.map((b) => new RecordBatch(withMeta, b.data)),
+    ),
+    'file',
+  );
+}

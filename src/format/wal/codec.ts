@@ -1,0 +1,144 @@
+// WAL frame encoder and segment scanner: turns entries into framed bytes and bytes back into
+// frames, classifying what follows the last valid frame (clean / torn / corrupt). Runtime-agnostic.
+
+import { MemWalError } from '../../util/errors.js';
+import { crc32c } from '../../util/crc32c.js';
+import {
+  FRAME_CRC_OFFSET,
+  FRAME_EPOCH_OFFSET,
+  FRAME_HEADER_BYTES,
+  FRAME_LENGTH_OFFSET,
+  FRAME_MAGIC,
+  FRAME_MAX_PAYLOAD_BYTES,
+  FRAME_POSITION_OFFSET,
+} from './format.js';
+
+/** 2^32, to split and join u64 fields. */
+const U32 = 0x1_0000_0000;
+
+/**
+ * Frame one WAL entry: header (magic, length, CRC-32C, epoch, position) + a copy of `payload`.
+ * Returns a new buffer of `FRAME_HEADER_BYTES + payload.length` bytes.
+ *
+ * Throws `MemWalError('InvalidArgument')` when `epoch` is not a non-negative safe integer,
+ * `position` not a positive safe integer, or `payload` is empty or longer than
+ * `FRAME_MAX_PAYLOAD_BYTES`. Runs in every runtime.
+ */
+export function encodeFrame(epoch: number, position: number, payload: Uint8Array): Uint8Array {
+  if (!Number.isSafeInteger(epoch) || epoch < 0) {
+    throw new MemWalError('InvalidArgument', `WAL frame epoch must be a non-negative safe integer, got ${epoch}`);
+  }
+  if (!Number.isSafeInteger(position) || position < 1) {
+    throw new MemWalError('InvalidArgument', `WAL frame position must be a positive safe integer, got ${position}`);
+  }
+  if (payload.length === 0 || payload.length > FRAME_MAX_PAYLOAD_BYTES) {
+    throw new MemWalError('InvalidArgument', `WAL frame payload must be 1..${FRAME_MAX_PAYLOAD_BYTES} bytes, got ${payload.length}`);
+  }
+  const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
+  const view = new DataView(frame.buffer);
+  view.setUint32(0, FRAME_MAGIC, true);
+  view.setUint32(FRAME_LENGTH_OFFSET, payload.length, true);
+  view.setUint32(FRAME_EPOCH_OFFSET, epoch % U32, true);
+  view.setUint32(FRAME_EPOCH_OFFSET + 4, Math.floor(epoch / U32), true);
+  view.setUint32(FRAME_POSITION_OFFSET, position % U32, true);
+  view.setUint32(FRAME_POSITION_OFFSET + 4, Math.floor(position / U32), true);
+  frame.set(payload, FRAME_HEADER_BYTES);
+  view.setUint32(FRAME_CRC_OFFSET, crc32c(frame.subarray(FRAME_EPOCH_OFFSET)), true);
+  return frame;
+}
+
+/** One valid frame found by `scanSegment`. */
+export interface DecodedFrame {
+  epoch: number;
+  /** 1-based WAL position. */
+  position: number;
+  /** Where the frame starts, in bytes from the segment start (includes `baseOffset`). */
+  offset: number;
+  /** Header + payload bytes. */
+  frameBytes: number;
+  /** The Arrow IPC stream: a view into the scanned bytes, not a copy. */
+  payload: Uint8Array;
+}
+
+/**
+ * What follows the last valid frame: `clean` (nothing, or only zeros), `torn` (an unfinished
+ * append: safe to truncate when the segment may have one), `corrupt` (anything else).
+ */
+export type TailStatus = 'clean' | 'torn' | 'corrupt';
+
+/** The result of `scanSegment`. */
+export interface SegmentScan {
+  /** The valid frames from the start, in file order. */
+  frames: DecodedFrame[];
+  status: TailStatus;
+  /** Offset just past the last valid frame (includes `baseOffset`): where a repair truncates to. */
+  validEnd: number;
+  /** Why the tail is torn or corrupt, with its offset. */
+  reason?: string;
+}
+
+/**
+ * Decode the frames of a segment (or of its part from `baseOffset` on, given as `bytes`) and
+ * classify what follows the last valid one; the rules are in docs/format.md, "Reading a
+ * segment". In short, at the first offset that is not a valid frame: only zeros (or nothing)
+ * → `clean`; an incomplete header, a frame running past the end, or a bad header or checksum
+ * with only zeros after that frame's extent → `torn`; anything else → `corrupt`. Frames
+ * are checked one by one (magic, length, CRC-32C, safe-integer epoch and position); the
+ * position sequence is the caller's to check. Never throws, for any input. Runs in every runtime.
+ */
+export function scanSegment(bytes: Uint8Array, baseOffset = 0): SegmentScan {
+  const frames: DecodedFrame[] = [];
+  const len = bytes.length;
+  let o = 0;
+  const end = (status: TailStatus, reason?: string): SegmentScan => {
+    const scan: SegmentScan = { frames, status, validEnd: baseOffset + o };
+    if (reason !== undefined) scan.reason = `${reason} at offset ${baseOffset + o}`;
+    return scan;
+  };
+  // An invalid frame with nothing but zeros after its extent is an interrupted append, possibly
+  // into a zero-filled extension of the file (a crash after the size grew, before the data landed).
+  const tornIfOnlyZerosFrom = (from: number, why: string): SegmentScan =>
+    isZero(bytes, from, len) ? end('torn', `${why}, only zeros follow`) : end('corrupt', why);
+  for (;;) {
+    if (isZero(bytes, o, len)) return end('clean');
+    if (len - o < FRAME_HEADER_BYTES) return end('torn', `incomplete frame header (${len - o} bytes)`);
+    const headerEnd = o + FRAME_HEADER_BYTES;
+    const magic = readU32(bytes, o);
+    if (magic !== FRAME_MAGIC) return tornIfOnlyZerosFrom(headerEnd, `bad frame magic 0x${magic.toString(16).padStart(8, '0')}`);
+    const length = readU32(bytes, o + FRAME_LENGTH_OFFSET);
+    if (length === 0 || length > FRAME_MAX_PAYLOAD_BYTES) return tornIfOnlyZerosFrom(headerEnd, `bad frame length ${length}`);
+    const frameEnd = headerEnd + length;
+    if (frameEnd > len) return end('torn', `frame of ${length} payload bytes runs past the end`);
+    if (crc32c(bytes.subarray(o + FRAME_EPOCH_OFFSET, frameEnd)) !== readU32(bytes, o + FRAME_CRC_OFFSET)) {
+      return tornIfOnlyZerosFrom(frameEnd, 'checksum mismatch');
+    }
+    const epoch = readU64(bytes, o + FRAME_EPOCH_OFFSET);
+    const position = readU64(bytes, o + FRAME_POSITION_OFFSET);
+    if (epoch === undefined) return end('corrupt', 'frame epoch is not a safe integer');
+    if (position === undefined || position < 1) return end('corrupt', 'frame position is not a positive safe integer');
+    frames.push({
+      epoch,
+      position,
+      offset: baseOffset + o,
+      frameBytes: frameEnd - o,
+      payload: bytes.subarray(headerEnd, frameEnd),
+    });
+    o = frameEnd;
+  }
+}
+
+/** Are bytes [from, to) all zero? (True for an empty range.) */
+function isZero(bytes: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+function readU32(bytes: Uint8Array, at: number): number {
+  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0;
+}
+
+/** A little-endian u64 as a number, or `undefined` when it exceeds `Number.MAX_SAFE_INTEGER`. */
+function readU64(bytes: Uint8Array, at: number): number | undefined {
+  const hi = readU32(bytes, at + 4);
+  return hi > 0x1fffff ? undefined : hi * U32 + readU32(bytes, at);
+}

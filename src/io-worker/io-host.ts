@@ -1,0 +1,273 @@
+// The I/O worker's side of RemoteStorage: serves one engine thread's storage calls on a real
+// adapter (OPFS or IndexedDB), and runs its background jobs next to the files — building a
+// flushed memtable's table file from the WAL entries it wrote, and compaction outputs from the
+// input files — handing back built bytes. Writes and commits stay the engine's. Browser workers.
+
+import { decodePayload } from '../format/wal/payload.js';
+import { buildCompactionOutputs, buildFlushTable, type CompactJob } from '../lsm/jobs.js';
+import { makeKeyEncoder } from '../data/keys.js';
+import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
+import { SchemaVersions } from '../format/schema-versions.js';
+import { TableCache } from '../lsm/table-cache.js';
+import { MemWalError, errorToWire } from '../util/errors.js';
+import type { BuiltTable } from '../format/table/writer.js';
+import { encodeFrame, scanSegment } from '../format/wal/codec.js';
+import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import type { Manifest } from '../format/manifest/manifest.js';
+import type { StorageEstimate } from '../storage/adapter.js';
+import {
+  type IoEvent,
+  type IoReply,
+  type IoRequest,
+  transferables,
+  type WireFlushJob,
+  type WireSchemaVersions,
+  type WireStoreSchema,
+} from './io-protocol.js';
+
+/** Where the I/O worker listens and answers (its worker scope). */
+export interface IoScope {
+  addEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
+  postMessage(message: unknown, transfer: Transferable[]): void;
+}
+
+/** A table write fed chunk by chunk. */
+interface Stream {
+  push(chunk: Uint8Array): void;
+  end(): void;
+  fail(e: unknown): void;
+  done: Promise<void>;
+}
+
+function stream(handle: StoreHandle, name: string): Stream {
+  const queue: Uint8Array[] = [];
+  let ended = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const next = (): Promise<void> => new Promise((r) => (wake = r));
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    for (;;) {
+      if (failure !== undefined) throw failure;
+      const c = queue.shift();
+      if (c) {
+        yield c;
+        continue;
+      }
+      if (ended) return;
+      await next();
+    }
+  }
+  const poke = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const done = handle.tableWrite(name, chunks());
+  done.catch(() => undefined);
+  return {
+    push: (c) => {
+      queue.push(c);
+      poke();
+    },
+    end: () => {
+      ended = true;
+      poke();
+    },
+    fail: (e) => {
+      failure = e;
+      poke();
+    },
+    done,
+  };
+}
+
+/**
+ * The I/O worker's API over `adapter`: every method a request may name, with its parameters and
+ * result (io-protocol.ts derives the wire types from it, so RemoteStorage and this host cannot
+ * drift). Every open handle, table-write stream and compaction is keyed by an id the engine
+ * holds; `event` reports what happens unasked (a lost lock, a waiting open, a warning).
+ */
+export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void) {
+  const handles = new Map<number, StoreHandle>();
+  const streams = new Map<number, Stream>();
+  const compactions = new Map<number, AsyncIterator<BuiltTable>>();
+  const opening = new Map<number, AbortController>();
+  const schemas = new Map<string, StoreSchema>();
+  let nextId = 1;
+
+  const schemaOf = ({ schema, primaryKey }: WireStoreSchema): StoreSchema => {
+    const key = `${schema}|${primaryKey.join('\u0000')}`;
+    let storeSchema = schemas.get(key);
+    if (!storeSchema) {
+      storeSchema = makeStoreSchema(decodeSchema(schema), primaryKey);
+      schemas.set(key, storeSchema);
+    }
+    return storeSchema;
+  };
+  const need = (handle: number): StoreHandle => {
+    const h = handles.get(handle);
+    if (!h) throw new MemWalError('Closed', 'store handle was released');
+    return h;
+  };
+  const streamOf = (id: number): Stream => {
+    const s = streams.get(id);
+    if (!s) throw new Error(`no table write ${id}`);
+    return s;
+  };
+
+  return {
+    /** Claim store `name`'s writer lock; `open` names this claim in 'waiting' events and `abortOpen`. Resolves the handle id. */
+    async openStore(open: number, name: string, options: { timeoutMs?: number; steal?: boolean }): Promise<number> {
+      const controller = new AbortController();
+      opening.set(open, controller);
+      let handle = 0;
+      try {
+        const h = await adapter.openStore(name, {
+          ...options,
+          signal: controller.signal,
+          onWaiting: () => event({ event: 'waiting', open }),
+          onLost: (reason) => event({ event: 'lost', handle, reason }),
+          logger: { warn: (message: string) => event({ event: 'warn', message }) },
+        });
+        handle = nextId++;
+        handles.set(handle, h);
+        return handle;
+      } finally {
+        opening.delete(open);
+      }
+    },
+    async abortOpen(open: number): Promise<void> {
+      opening.get(open)?.abort();
+    },
+    destroyStore: (name: string): Promise<void> => adapter.destroyStore(name),
+    estimate: async (name: string): Promise<StorageEstimate> => (adapter.estimate ? adapter.estimate(name) : {}),
+    manifestLoad: (handle: number) => need(handle).manifestLoad(),
+    manifestCommit: (handle: number, expectedVersion: number, next: Manifest) => need(handle).manifestCommit(expectedVersion, next),
+    walList: (handle: number) => need(handle).walList(),
+    walRead: (handle: number, name: string, offset?: number) => need(handle).walRead(name, offset),
+    walAppend: (handle: number, name: string, offset: number, bytes: Uint8Array) => need(handle).walAppend(name, offset, bytes),
+    /** Frame the entry here (the copy and its CRC-32C) and append it; resolves the frame's length. */
+    async walAppendEntry(
+      handle: number,
+      name: string,
+      offset: number,
+      epoch: number,
+      position: number,
+      payload: Uint8Array,
+    ): Promise<number> {
+      const frame = encodeFrame(epoch, position, payload);
+      await need(handle).walAppend(name, offset, frame);
+      return frame.length;
+    },
+    walTruncate: (handle: number, name: string, length: number) => need(handle).walTruncate(name, length),
+    walRemove: (handle: number, name: string) => need(handle).walRemove(name),
+    /** Start writing table file `name`; resolves the stream id its chunks go to. */
+    async tableWriteOpen(handle: number, name: string): Promise<number> {
+      const id = nextId++;
+      streams.set(id, stream(need(handle), name));
+      return id;
+    },
+    async tableWriteChunk(stream: number, chunk: Uint8Array): Promise<void> {
+      streamOf(stream).push(chunk);
+    },
+    async tableWriteClose(stream: number): Promise<void> {
+      const s = streamOf(stream);
+      streams.delete(stream);
+      s.end();
+      await s.done;
+    },
+    async tableWriteAbort(stream: number): Promise<void> {
+      const s = streams.get(stream);
+      streams.delete(stream);
+      s?.fail(new Error('table write abandoned by the engine'));
+      await s?.done.catch(() => undefined);
+    },
+    tableRead: (handle: number, name: string) => need(handle).tableRead(name),
+    tableReadRange: (handle: number, name: string, offset: number, length: number) => need(handle).tableReadRange(name, offset, length),
+    tableList: (handle: number) => need(handle).tableList(),
+    tableRemove: (handle: number, name: string) => need(handle).tableRemove(name),
+    async release(handle: number): Promise<void> {
+      const h = handles.get(handle);
+      handles.delete(handle);
+      await h?.release();
+    },
+
+    /** The table file of a generation, from its WAL entries (read here, where the segments are). */
+    async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<BuiltTable> {
+      const storeSchema = schemaOf(schema);
+      const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
+      const h = need(handle);
+      const batches = [];
+      for (const seg of job.segments) {
+        for (const f of scanSegment(await h.walRead(seg.name, 0), 0).frames) {
+          if (f.position < job.firstPosition || f.position > job.lastPosition) continue;
+          const t = decodePayload(f, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, false);
+          batches.push(...versions.projectEntry(t, f.epoch, f.position));
+        }
+      }
+      const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
+      return buildFlushTable(storeSchema, keyEncoder, batches, job.generation);
+    },
+    /** Open a compaction's inputs here; resolves the id `compactNext` pulls its outputs from. */
+    async compactOpen(handle: number, schema: WireStoreSchema, job: CompactJob, wv: WireSchemaVersions): Promise<number> {
+      const storeSchema = schemaOf(schema);
+      const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
+      const h = need(handle);
+      const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
+      const cache = new TableCache(
+        storeSchema,
+        storeSchema.internal,
+        keyEncoder,
+        { range: (n, o, l) => h.tableReadRange(n, o, l), whole: (n) => h.tableRead(n) },
+        0,
+        versions,
+      );
+      const tables = await Promise.all(job.inputs.map((t) => cache.open(t)));
+      const id = nextId++;
+      compactions.set(id, buildCompactionOutputs(storeSchema, keyEncoder, job, tables, undefined)[Symbol.asyncIterator]());
+      return id;
+    },
+    /** The next output of compaction `compaction`, or null when there is none. */
+    async compactNext(compaction: number): Promise<BuiltTable | null> {
+      const it = compactions.get(compaction);
+      if (!it) throw new Error(`no compaction ${compaction}`);
+      const r = await it.next();
+      return r.done ? null : r.value;
+    },
+    async compactClose(compaction: number): Promise<void> {
+      const it = compactions.get(compaction);
+      compactions.delete(compaction);
+      await it?.return?.();
+    },
+  };
+}
+
+/** The bytes of a result that are transferred rather than copied: a read, or a built table file. */
+function resultBytes(value: unknown): Uint8Array[] {
+  if (value instanceof Uint8Array) return [value];
+  const bytes = (value as Partial<BuiltTable> | null | undefined)?.bytes;
+  return bytes instanceof Uint8Array ? [bytes] : [];
+}
+
+/**
+ * Serve `scope` (the I/O worker's global scope) with `adapter`: each request runs the method of
+ * `makeIoHost` it names. Call once, in the I/O worker.
+ */
+export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
+  const api = makeIoHost(adapter, (e) => scope.postMessage(e, []));
+  scope.addEventListener('message', (ev: MessageEvent) => {
+    const req = ev.data as IoRequest; // what RemoteStorage posts (io-protocol.ts)
+    const reply = (r: IoReply, transfer: Transferable[] = []): void => scope.postMessage(r, transfer);
+    if (typeof req?.op !== 'string' || !Object.hasOwn(api, req.op)) {
+      reply({ id: req?.id, ok: false, error: { code: 'InvalidArgument', message: `unknown I/O request ${String(req?.op)}` } });
+      return;
+    }
+    const method = api[req.op] as (...args: unknown[]) => Promise<unknown>; // the request's op and args agree (IoRequest)
+    Promise.resolve()
+      .then(() => method(...req.args))
+      .then(
+        (value) => reply({ id: req.id, ok: true, value }, transferables(resultBytes(value))),
+        (e: unknown) => reply({ id: req.id, ok: false, error: errorToWire(e, `I/O worker ${req.op}`) }),
+      );
+  });
+}

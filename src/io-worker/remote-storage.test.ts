@@ -1,0 +1,118 @@
+// RemoteStorage over a MessageChannel to a host serving MemoryStorage (the I/O worker's protocol,
+// in one Node thread): every conformance case, and a store whose flushes and compactions are built
+// on the far side.
+
+import { Field, Int32, Int64, Schema } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { MemWal } from '../engine/memwal.js';
+import { rows, schema, storeName } from '../engine/testkit.test-util.js';
+import { conformanceCases } from '../testing/conformance.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
+import { MemoryStorage } from '../storage/memory.js';
+import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
+import { type IoScope, serveStorage } from './io-host.js';
+
+/** A RemoteStorage whose I/O "worker" is the other end of a MessageChannel; counts the jobs run there. */
+function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: string[] } {
+  const jobs: string[] = [];
+  const storage = new RemoteStorage('memory', () => {
+    const { port1, port2 } = new MessageChannel();
+    port2.addEventListener('message', (ev: MessageEvent) => {
+      const op = (ev.data as { op?: string }).op;
+      if (op === 'buildFlush' || op === 'compactOpen') jobs.push(op);
+    });
+    serveStorage(port2 as unknown as IoScope, inner);
+    port2.start();
+    port1.start();
+    return port1 as unknown as IoEndpoint;
+  });
+  return { storage, jobs };
+}
+
+describe('RemoteStorage conformance (over a MessageChannel)', () => {
+  for (const c of conformanceCases(() => remote().storage)) it(c.name, () => c.run());
+});
+
+describe('a store on RemoteStorage', () => {
+  it('flushes and compactions are built on the far side, and the store reads right', async () => {
+    const { storage, jobs } = remote();
+    const name = storeName();
+    const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 200, logger: { warn: () => undefined } });
+    for (let round = 0; round < 3; round++) for (let i = 0; i < 2_000; i += 100) await w.put(rows(i, 100, `r${round}-`));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    expect(jobs).toContain('buildFlush');
+    expect(jobs).toContain('compactOpen');
+    expect((await w.scan()).numRows).toBe(2_000);
+    expect(await w.get({ id: 1234 })).toMatchObject({ name: 'r2-1234' });
+    await w.close();
+    const again = await MemWal.open({ name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } });
+    expect((await again.scan()).numRows).toBe(2_000);
+    await again.close();
+  });
+
+  it('a WAL payload is handed over (transferred, not copied), and an append that failed on the far side is retried with a fresh encoding', async () => {
+    const far = new FaultInjectingStorage(new MemoryStorage());
+    const { storage } = remote(far as unknown as MemoryStorage);
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
+    const w = await MemWal.open({ ...opts, walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 5_000 } });
+    const handle = (w as unknown as { handle: { walAppendEntry: (...a: unknown[]) => Promise<number> } }).handle;
+    const sent: Uint8Array[] = [];
+    const original = handle.walAppendEntry.bind(handle);
+    handle.walAppendEntry = (...a: unknown[]) => {
+      sent.push(a[4] as Uint8Array);
+      return original(...a);
+    };
+    far.failNext('walAppend', 2);
+    await w.put(rows(0, 50));
+    expect(sent.length).toBe(3); // two failed attempts, then the good one
+    for (const p of sent) expect(p.byteLength).toBe(0); // each payload's buffer went to the far side
+    expect((await w.writeStats()).walAppendRetries).toBe(2);
+    await w.abort(); // replay reads what the far side wrote
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(50);
+    await again.close();
+  });
+
+  it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes), and the jobs still run on the far side', async () => {
+    const { storage, jobs } = remote();
+    const faults = new FaultInjectingStorage(storage);
+    const w = await MemWal.open({
+      name: storeName(),
+      schema,
+      primaryKey: ['id'],
+      storage: faults,
+      flushRetry: { baseMs: 1, maxMs: 5 },
+      logger: { warn: () => undefined },
+    });
+    await w.put(rows(0, 10));
+    faults.failNext('tableWrite', 2);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect((await w.writeStats()).flushFailureCount).toBe(2);
+    expect(jobs).toContain('buildFlush'); // found through the wrapper's `inner`
+    expect((await w.scan()).numRows).toBe(10);
+    await w.close();
+  });
+
+  it('a flush built on the far side reads WAL entries of older schema versions by their writer: a column dropped and added again reads null', async () => {
+    const { storage, jobs } = remote();
+    const name = storeName();
+    const withX = (x?: Field) => new Schema([new Field('id', new Int64(), false), ...(x ? [x] : [])]);
+    const openAs = (s: Schema) => MemWal.open({ name, schema: s, primaryKey: ['id'], storage, logger: { warn: () => undefined } });
+    const a = await openAs(withX(new Field('x', new Int32(), true)));
+    await a.put([{ id: 1, x: 11 }]);
+    await a.abort(); // in the WAL only, written in version 1
+    await (await openAs(withX())).abort(); // version 2 drops x
+    const c = await openAs(withX(new Field('x', new Int32(), true))); // version 3 adds x again
+    await c.put([{ id: 2, x: 22 }]);
+    await c.forceSealActive();
+    await c.waitForFlushDrain();
+    expect(jobs).toContain('buildFlush');
+    expect(await c.get({ id: 1 })).toEqual({ id: 1n, x: null });
+    expect(await c.get({ id: 2 })).toEqual({ id: 2n, x: 22 });
+    await c.close();
+  });
+});

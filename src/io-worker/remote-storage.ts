@@ -1,0 +1,256 @@
+// RemoteStorage: a StorageAdapter whose calls run in a second worker, the store's I/O worker
+// (io-host.ts), so that synchronous OPFS I/O, table encoding, CRCs and compaction never
+// block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §11).
+// Bytes cross as transferred copies; the caller's buffers are never detached. Browser contexts.
+
+import type { BackgroundJobs, CompactJob, FlushJob, JobsPlace } from '../lsm/jobs.js';
+import type { StoreSchema } from '../data/schema.js';
+import { encodeSchema } from '../data/schema.js';
+import { MemWalError, errorFromWire } from '../util/errors.js';
+import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
+import type { BuiltTable } from '../format/table/writer.js';
+import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
+import {
+  type IoApi,
+  type IoEvent,
+  type IoOp,
+  type IoReply,
+  type IoRequest,
+  type IoResult,
+  transferables,
+  type WireSchemaVersions,
+  type WireStoreSchema,
+} from './io-protocol.js';
+
+/** What RemoteStorage needs of the I/O worker: a Worker or a MessagePort. */
+export interface IoEndpoint {
+  postMessage(message: unknown, transfer: Transferable[]): void;
+  addEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
+  addEventListener(type: 'error', listener: (ev: Event) => void): void;
+  terminate?(): void;
+}
+
+/** A copy of `bytes` that owns its buffer (transferable without detaching the caller's). */
+const own = (bytes: Uint8Array): Uint8Array => bytes.slice();
+
+/** `bytes` itself where it spans its whole buffer (transferred, detaching the caller's), else a copy. */
+const takeOver = (bytes: Uint8Array): Uint8Array =>
+  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
+
+/** The proxy adapter. One I/O worker per RemoteStorage, started on first use. */
+export class RemoteStorage implements StorageAdapter, JobsPlace {
+  private endpoint: IoEndpoint | undefined;
+  private nextId = 1;
+  private nextOpen = 1;
+  private dead: MemWalError | undefined;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: MemWalError) => void }>();
+  private readonly waiting = new Map<number, () => void>();
+  private readonly lost = new Map<number, (reason: string) => void>();
+
+  /**
+   * `layout`: what the I/O worker stores with (`'opfs'` or `'indexeddb'`); `spawn` starts it.
+   * `logger` gets the I/O worker's warnings.
+   */
+  constructor(
+    readonly layout: string,
+    private readonly spawn: () => IoEndpoint,
+    private readonly logger: { warn(message: string): void } = console,
+  ) {}
+
+  async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
+    const open = this.nextOpen++;
+    if (options.onWaiting) this.waiting.set(open, options.onWaiting);
+    const onAbort = (): void => void this.send('abortOpen', open).catch(() => undefined);
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (options.signal?.aborted) throw new MemWalError('Aborted', `opening store "${name}" was aborted`);
+      const handle = await this.send('openStore', open, name, { timeoutMs: options.timeoutMs, steal: options.steal });
+      if (options.onLost) this.lost.set(handle, options.onLost);
+      return new RemoteHandle(this, handle);
+    } finally {
+      this.waiting.delete(open);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  destroyStore(name: string): Promise<void> {
+    return this.send('destroyStore', name);
+  }
+
+  estimate(name: string): Promise<StorageEstimate> {
+    return this.send('estimate', name);
+  }
+
+  /**
+   * The jobs of a store opened through this adapter (`handle`, or a wrapper's handle around it)
+   * run in the I/O worker, next to its files.
+   */
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
+    let own: StoreHandle | undefined = handle;
+    while (own && !(own instanceof RemoteHandle)) own = own.inner;
+    return own ? new RemoteJobs(this, own.id, schema, { versions, currentVersion }) : undefined;
+  }
+
+  /** Call method `op` of the I/O worker (io-host.ts); resolves its result. `IOError` when the I/O worker died. */
+  send<K extends IoOp>(op: K, ...args: Parameters<IoApi[K]>): Promise<IoResult<K>> {
+    if (this.dead) return Promise.reject(this.dead);
+    const endpoint = this.connect();
+    const id = this.nextId++;
+    return new Promise<IoResult<K>>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      const request: IoRequest<K> = { id, op, args };
+      try {
+        endpoint.postMessage(request, transferables(args));
+      } catch (e) {
+        this.pending.delete(id);
+        reject(new MemWalError('IOError', `I/O worker request ${op} could not be sent: ${String(e)}`));
+      }
+    });
+  }
+
+  forget(handle: number): void {
+    this.lost.delete(handle);
+  }
+
+  private connect(): IoEndpoint {
+    if (this.endpoint) return this.endpoint;
+    const endpoint = this.spawn();
+    endpoint.addEventListener('message', (ev: MessageEvent) => this.receive(ev.data as IoReply | IoEvent));
+    endpoint.addEventListener('error', (ev: Event) => {
+      const what = (ev as ErrorEvent).message ?? 'it failed to load or threw';
+      this.die(new MemWalError('IOError', `the store's I/O worker died (${what})`));
+    });
+    this.endpoint = endpoint;
+    return endpoint;
+  }
+
+  private receive(msg: IoReply | IoEvent): void {
+    if ('event' in msg) {
+      if (msg.event === 'lost') this.lost.get(msg.handle)?.(msg.reason);
+      else if (msg.event === 'waiting') this.waiting.get(msg.open)?.();
+      else this.logger.warn(msg.message);
+      return;
+    }
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    this.pending.delete(msg.id);
+    if (msg.ok) p.resolve(msg.value);
+    else p.reject(errorFromWire(msg.error));
+  }
+
+  /** The I/O worker is gone: every call fails, every store loses its lock (it was held there). */
+  private die(err: MemWalError): void {
+    if (this.dead) return;
+    this.dead = err;
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    for (const onLost of this.lost.values()) onLost(err.message);
+    this.lost.clear();
+  }
+}
+
+/** One open store, in the I/O worker. */
+class RemoteHandle implements StoreHandle {
+  constructor(
+    private readonly remote: RemoteStorage,
+    readonly id: number,
+  ) {}
+
+  manifestLoad(): Promise<Manifest | undefined> {
+    return this.remote.send('manifestLoad', this.id);
+  }
+
+  manifestCommit(expectedVersion: number, next: Manifest): Promise<void> {
+    return this.remote.send('manifestCommit', this.id, expectedVersion, next);
+  }
+
+  walList(): Promise<WalSegmentInfo[]> {
+    return this.remote.send('walList', this.id);
+  }
+
+  walRead(name: string, offset?: number): Promise<Uint8Array> {
+    return this.remote.send('walRead', this.id, name, offset);
+  }
+
+  walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void> {
+    return this.remote.send('walAppend', this.id, name, offset, own(bytes));
+  }
+
+  walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
+    return this.remote.send('walAppendEntry', this.id, name, offset, epoch, position, takeOver(payload)); // the caller gave it up
+  }
+
+  walTruncate(name: string, length: number): Promise<void> {
+    return this.remote.send('walTruncate', this.id, name, length);
+  }
+
+  walRemove(name: string): Promise<void> {
+    return this.remote.send('walRemove', this.id, name);
+  }
+
+  /** Streams the chunks (each a transferred copy); the I/O worker writes them as they come. */
+  async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
+    const stream = await this.remote.send('tableWriteOpen', this.id, name);
+    try {
+      for await (const chunk of chunks) await this.remote.send('tableWriteChunk', stream, own(chunk));
+    } catch (e) {
+      await this.remote.send('tableWriteAbort', stream).catch(() => undefined);
+      throw e;
+    }
+    await this.remote.send('tableWriteClose', stream);
+  }
+
+  tableRead(name: string): Promise<Uint8Array> {
+    return this.remote.send('tableRead', this.id, name);
+  }
+
+  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    return this.remote.send('tableReadRange', this.id, name, offset, length);
+  }
+
+  tableList(): Promise<string[]> {
+    return this.remote.send('tableList', this.id);
+  }
+
+  tableRemove(name: string): Promise<void> {
+    return this.remote.send('tableRemove', this.id, name);
+  }
+
+  async release(): Promise<void> {
+    this.remote.forget(this.id);
+    await this.remote.send('release', this.id).catch(() => undefined);
+  }
+}
+
+/** Jobs run by the I/O worker: it reads the rows next to its files and hands back built bytes. */
+class RemoteJobs implements BackgroundJobs {
+  private readonly schema: WireStoreSchema;
+
+  constructor(
+    private readonly remote: RemoteStorage,
+    private readonly handle: number,
+    schema: StoreSchema,
+    private readonly versions: WireSchemaVersions,
+  ) {
+    this.schema = { schema: encodeSchema(schema.base), primaryKey: schema.primaryKey };
+  }
+
+  buildFlush(job: FlushJob): Promise<BuiltTable> {
+    const { generation, firstPosition, lastPosition, segments } = job;
+    return this.remote.send('buildFlush', this.handle, this.schema, { generation, firstPosition, lastPosition, segments }, this.versions);
+  }
+
+  async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<BuiltTable> {
+    const id = await this.remote.send('compactOpen', this.handle, this.schema, job, this.versions);
+    try {
+      for (;;) {
+        if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
+        const out = await this.remote.send('compactNext', id);
+        if (!out) return;
+        yield out;
+      }
+    } finally {
+      await this.remote.send('compactClose', id).catch(() => undefined);
+    }
+  }
+}

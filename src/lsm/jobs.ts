@@ -1,0 +1,197 @@
+// Background jobs behind one seam (docs/impl.md §11): building the table file of a frozen memtable
+// and the outputs of a compaction — the CPU-heavy work (sorting, encoding, CRCs, merging). The
+// inline implementation runs them on the engine's thread (Node, Deno, workerd); a browser store
+// runs them in its I/O worker (io-worker/remote-storage.ts). Either way the engine writes and commits.
+
+import type { RecordBatch } from 'apache-arrow';
+import { MemWalError } from '../util/errors.js';
+import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.js';
+import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import { BLOCK_MAX_ROWS } from '../format/table/format.js';
+import { type MergeSource, mergeSorted } from './merge.js';
+import { type IndexEntries, indexEntries, sortedNewest } from './sorted.js';
+import { type BuiltTable, cutBlocks, encodeTable } from '../format/table/writer.js';
+import { yieldToEventLoop } from '../util/schedule.js';
+import { KeyIndex } from '../data/key-index.js';
+import type { KeyEncoder } from '../data/keys.js';
+import type { MemTable } from './memtable.js';
+import type { StoreSchema } from '../data/schema.js';
+import { estimateBatchBytes } from '../data/size.js';
+import type { OpenTable } from './table-cache.js';
+
+/** A frozen memtable to write: its rows in memory, and where its WAL entries are (remote jobs read them there). */
+export interface FlushJob {
+  memtable: MemTable;
+  generation: number;
+  /** Positions of the WAL entries holding its batches (contiguous: an entry never spans two memtables). */
+  firstPosition: number;
+  lastPosition: number;
+  /** The WAL segments that hold those positions. */
+  segments: { name: string; firstPosition: number; lastPosition: number }[];
+}
+
+/** Table files to merge into level 1. */
+export interface CompactJob {
+  /** Keyed: level-0 inputs (oldest first) then level-1 inputs (key order); append-only: generation order. */
+  inputs: TableFileEntry[];
+  /** How many of `inputs` are level-0 files (keyed). */
+  level0: number;
+  minGeneration: number;
+  maxGeneration: number;
+  /** Output files are cut at about this many estimated bytes. */
+  targetBytes: number;
+}
+
+/** The seam: who builds table files. Implementations must not write or commit anything. */
+export interface BackgroundJobs {
+  /** The table file of `job.memtable`, built. */
+  buildFlush(job: FlushJob): Promise<BuiltTable>;
+  /** The outputs of a compaction, built one at a time (the caller writes each before asking for the next). */
+  compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncIterable<BuiltTable>;
+}
+
+/**
+ * An adapter that runs the jobs of the stores it opens somewhere better than the engine's thread
+ * (the browser's I/O worker, io-worker/remote-storage.ts). A capability beyond `StorageAdapter`,
+ * which knows nothing of jobs: the engine looks for it with `jobsPlaceOf`.
+ */
+export interface JobsPlace {
+  /**
+   * The jobs of the store open on `handle` (this adapter's handle, or a wrapper's around one), or
+   * undefined: they run inline. `schema` is the store's, `versions` every recorded schema version
+   * (data in older ones is projected onto `currentVersion`).
+   */
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined;
+}
+
+/** `adapter` if it is a JobsPlace, else the first adapter it wraps (`inner`, outermost first) that is one. */
+export function jobsPlaceOf(adapter: StorageAdapter): JobsPlace | undefined {
+  for (let a: StorageAdapter | undefined = adapter; a; a = a.inner) {
+    if (typeof (a as Partial<JobsPlace>).backgroundJobs === 'function') return a as StorageAdapter & JobsPlace;
+  }
+  return undefined;
+}
+
+/**
+ * Builds the table file of rows that a key index points at (keyed) or of every row in order
+ * (append-only). `entries` is the index's copy; without it (rows decoded from the WAL) the newest
+ * row per key is found here. Any runtime.
+ */
+export function buildFlushTable(
+  storeSchema: StoreSchema,
+  keyEncoder: KeyEncoder | undefined,
+  batches: readonly RecordBatch[],
+  generation: number,
+  entries?: IndexEntries,
+): BuiltTable {
+  let rows: readonly RecordBatch[] = batches;
+  if (keyEncoder) {
+    let index = entries;
+    if (!index) {
+      const built = new KeyIndex();
+      let base = 0;
+      for (const b of batches) {
+        const keys = keyEncoder(b);
+        for (let r = 0; r < keys.length; r++) built.set(keys[r]!, base + r);
+        base += b.numRows;
+      }
+      index = indexEntries(built);
+    }
+    rows = [sortedNewest(storeSchema.internal, storeSchema, batches, batches.length, index).batch];
+  }
+  return encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, rows), generation, generation);
+}
+
+/** A block-by-block source over one table file's rows (bypassing the block cache). */
+function tableSource(t: OpenTable): MergeSource {
+  let i = 0;
+  return {
+    async next() {
+      if (i >= t.blocks.length) return undefined;
+      const b = await t.block(i++, false);
+      return { batch: b.batch, keys: b.keys ?? [] };
+    },
+  };
+}
+
+/** A source over several non-overlapping files in key order (level 1). */
+function chainSource(files: OpenTable[]): MergeSource {
+  const sources = files.map(tableSource);
+  let i = 0;
+  return {
+    async next() {
+      while (i < sources.length) {
+        const run = await sources[i]!.next();
+        if (run) return run;
+        i++;
+      }
+      return undefined;
+    },
+  };
+}
+
+/** Append-only inputs concatenated in generation order, block by block. */
+async function* concatenated(tables: OpenTable[]): AsyncGenerator<RecordBatch> {
+  for (const t of tables) {
+    for (let i = 0; i < t.blocks.length; i++) yield (await t.block(i, false)).batch;
+  }
+}
+
+/**
+ * The outputs of compacting `tables` (opened `job.inputs`, same order): keyed, a merge in key
+ * order where the newest version wins and deletes are dropped (level 1 is the bottom: nothing
+ * older can hold a deleted key); append-only, the rows concatenated. Cut at `job.targetBytes`.
+ * Holds one block per input and one output's blocks. Any runtime.
+ */
+export async function* buildCompactionOutputs(
+  storeSchema: StoreSchema,
+  keyEncoder: KeyEncoder | undefined,
+  job: CompactJob,
+  tables: OpenTable[],
+  signal: AbortSignal | undefined,
+): AsyncGenerator<BuiltTable> {
+  const rowsOf = keyEncoder
+    ? mergeSorted([...tables.slice(0, job.level0).reverse().map(tableSource), chainSource(tables.slice(job.level0))], {
+        schema: storeSchema.internal,
+        storeSchema,
+        tombstone: storeSchema.internal.fields.length - 1,
+        dropTombstones: true,
+        rows: BLOCK_MAX_ROWS,
+      })
+    : concatenated(tables);
+  let pending: RecordBatch[] = [];
+  let pendingBytes = 0;
+  const build = (): BuiltTable => {
+    const blocks = cutBlocks(storeSchema.internal, pending);
+    pending = [];
+    pendingBytes = 0;
+    return encodeTable(storeSchema, storeSchema.internal, keyEncoder, blocks, job.minGeneration, job.maxGeneration);
+  };
+  for await (const batch of rowsOf) {
+    if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
+    pending.push(batch);
+    pendingBytes += estimateBatchBytes(batch);
+    if (pendingBytes >= job.targetBytes) yield build();
+    await yieldToEventLoop();
+  }
+  if (pending.length > 0) yield build();
+}
+
+/** The jobs run on the engine's own thread. */
+export class InlineJobs implements BackgroundJobs {
+  constructor(
+    private readonly storeSchema: StoreSchema,
+    private readonly keyEncoder: KeyEncoder | undefined,
+    private readonly open: (entry: TableFileEntry) => Promise<OpenTable>,
+  ) {}
+
+  async buildFlush(job: FlushJob): Promise<BuiltTable> {
+    const m = job.memtable;
+    return buildFlushTable(this.storeSchema, this.keyEncoder, m.batches, job.generation, m.keyIndex ? indexEntries(m.keyIndex) : undefined);
+  }
+
+  async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<BuiltTable> {
+    const tables = await Promise.all(job.inputs.map((t) => this.open(t)));
+    yield* buildCompactionOutputs(this.storeSchema, this.keyEncoder, job, tables, signal);
+  }
+}

@@ -1,0 +1,141 @@
+// A memtable: Arrow record batches in insert order, their encoded keys, a key index over the
+// visible prefix, and a slice-aware byte estimate .
+
+import type { RecordBatch } from 'apache-arrow';
+import type { TableFileEntry } from '../format/manifest/manifest.js';
+import { KeyIndex } from '../data/key-index.js';
+import type { Key } from '../data/keys.js';
+import { estimateBatchBytes } from '../data/size.js';
+import type { Timer } from '../util/schedule.js';
+
+/**
+ * Estimated bytes per indexed row with a string key, on top of the key string itself: a Map
+ * entry (hash slot, key pointer, value) plus the string header. An estimate for V8; documented
+ * in docs/impl.md.
+ */
+export const KEY_INDEX_ROW_BYTES = 64;
+/**
+ * Estimated bytes per indexed row with a number key: 8 in the batch's key array, and up to 32 in
+ * the index table (12 bytes a slot, at a load factor between 1/4 and 1/2).
+ */
+export const KEY_INDEX_NUMBER_ROW_BYTES = 40;
+
+/**
+ * Row ordinals: a row's position across a sequence of batches. Key indexes map keys to
+ * ordinals, which stay small integers (unboxed Map values, no GC churn).
+ */
+export class RowOrdinals {
+  private readonly starts: number[] = [];
+  private total = 0;
+
+  /** Register the next batch's row count. */
+  add(rows: number): void {
+    this.starts.push(this.total);
+    this.total += rows;
+  }
+
+  /** Ordinal of row 0 of `batch`. */
+  start(batch: number): number {
+    return this.starts[batch]!;
+  }
+
+  /** The batch holding `ordinal` (binary search) and the row inside it. */
+  locate(ordinal: number): { batch: number; row: number } {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= ordinal) lo = mid;
+      else hi = mid - 1;
+    }
+    return { batch: lo, row: ordinal - this.starts[lo]! };
+  }
+}
+
+/** Estimated bytes of one batch as a memtable holds it (batch plus its share of the key index). */
+export function estimateInsertBytes(batch: RecordBatch, keys: ArrayLike<Key> | undefined): number {
+  let bytes = estimateBatchBytes(batch);
+  if (keys instanceof Float64Array) {
+    bytes += keys.length * KEY_INDEX_NUMBER_ROW_BYTES;
+  } else if (keys) {
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      bytes += typeof k === 'number' ? KEY_INDEX_NUMBER_ROW_BYTES : KEY_INDEX_ROW_BYTES + k.length * 2;
+    }
+  }
+  return bytes;
+}
+
+export type MemTableState = 'active' | 'frozen' | 'committed';
+
+export class MemTable {
+  readonly generation: number;
+  readonly batches: RecordBatch[] = [];
+  /** Encoded primary keys per batch (stores with a primary key only). */
+  readonly batchKeys: ArrayLike<Key>[] = [];
+  /** Newest visible row ordinal per key; covers exactly the visible prefix of batches. */
+  readonly keyIndex: KeyIndex | undefined;
+  readonly ordinals = new RowOrdinals();
+  rows = 0;
+  estimatedBytes = 0;
+  /** Batches [0, visibleBatches) are visible to get/scan (durable, or accepted when not durable). */
+  visibleBatches = 0;
+  /** Batches [0, durableBatches) are in durable WAL entries. */
+  durableBatches = 0;
+  /** Position of the WAL entry holding this memtable's first batch (0: none yet). */
+  firstPosition = 0;
+  /** Position of the WAL entry holding this memtable's last batch (0: none yet). */
+  lastPosition = 0;
+  state: MemTableState = 'active';
+  /** Monotonic time its flush committed (grace bookkeeping). */
+  committedAtMs: number | undefined;
+  flushAttempts = 0;
+  /**
+   * The table file of a flush attempt whose commit was issued but whose outcome is not known yet:
+   * it must not be deleted until the manifest says whether it landed.
+   */
+  pendingTable: TableFileEntry | undefined;
+  graceTimer: Timer | undefined;
+
+  constructor(generation: number, keyed: boolean) {
+    this.generation = generation;
+    this.keyIndex = keyed ? new KeyIndex() : undefined;
+  }
+
+  /** Append batches (with their keys and estimates); not yet visible. Returns the new batch count. */
+  append(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, bytes: number[]): number {
+    for (let i = 0; i < batches.length; i++) {
+      const b = batches[i]!;
+      this.batches.push(b);
+      this.ordinals.add(b.numRows);
+      if (keys) this.batchKeys.push(keys[i]!);
+      this.rows += b.numRows;
+      this.estimatedBytes += bytes[i]!;
+    }
+    return this.batches.length;
+  }
+
+  /** Make batches [visibleBatches, upTo) visible: index their keys, newest last. */
+  publish(upTo: number): void {
+    const index = this.keyIndex;
+    for (let b = this.visibleBatches; b < upTo; b++) {
+      if (index) {
+        const keys = this.batchKeys[b]!;
+        const base = this.ordinals.start(b);
+        for (let r = 0; r < keys.length; r++) index.set(keys[r]!, base + r);
+      }
+    }
+    if (upTo > this.visibleBatches) this.visibleBatches = upTo;
+  }
+
+  /** Is row `row` of batch `batch` the newest visible version of its key in this memtable? */
+  isNewest(batch: number, row: number): boolean {
+    if (!this.keyIndex) return true;
+    return this.keyIndex.get(this.batchKeys[batch]![row]!) === this.ordinals.start(batch) + row;
+  }
+
+  /** True once every batch is in a durable WAL entry (the flush precondition). */
+  get fullyDurable(): boolean {
+    return this.durableBatches >= this.batches.length;
+  }
+}

@@ -1,0 +1,268 @@
+// The table files a writer reads: their indexes (resident for every live file), a block cache
+// bounded by `blockCacheBytes`, read statistics, and pins that keep a file a reader still uses
+// from being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
+// a few at a time. Invariant: cached block bytes never exceed the bound after an insert.
+
+import { RecordBatch, type Schema, type Table, tableFromIPC } from 'apache-arrow';
+import { MemWalError } from '../util/errors.js';
+import type { TableFileEntry } from '../format/manifest/manifest.js';
+import type { BloomFilter } from '../format/table/bloom.js';
+import { TABLE_FORMAT_V1 } from '../format/table/format.js';
+import { decodeBlock, readTableIndex, type TableIndex } from '../format/table/reader.js';
+import { sortKeys } from './sorted.js';
+import { cutBlocks } from '../format/table/writer.js';
+import { crc32c } from '../util/crc32c.js';
+import { KeyIndex } from '../data/key-index.js';
+import { compareKeys, type Key, type KeyEncoder, keyString } from '../data/keys.js';
+import type { StoreSchema } from '../data/schema.js';
+import type { SchemaVersions } from '../format/schema-versions.js';
+import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
+import { estimateBatchBytes } from '../data/size.js';
+import type { ReadStats } from '../metrics/stats.js';
+
+/** A decoded block: its rows and (keyed stores) their keys, in key order. */
+export interface Block {
+  batch: RecordBatch;
+  keys: ArrayLike<Key> | undefined;
+}
+
+/** What a reader knows of one live table file without reading its blocks. */
+export interface OpenTable {
+  readonly entry: TableFileEntry;
+  /** Per block: rows and first/last key (encoded; empty without a key). */
+  readonly blocks: readonly { rows: number; first: string; last: string }[];
+  readonly bloom: BloomFilter | undefined;
+  /**
+   * Block `i` (from the cache, or one ranged read). `fill` false: a bulk reader (compaction) that
+   * neither fills the cache nor counts in the read stats.
+   */
+  block(i: number, fill?: boolean): Promise<Block>;
+}
+
+/** How the cache reaches storage (already time-limited by the caller). */
+export interface TableReads {
+  range(name: string, offset: number, length: number): Promise<Uint8Array>;
+  whole(name: string): Promise<Uint8Array>;
+}
+
+/** Format-1 files held whole (count). */
+const V1_FILES = 4;
+
+export function zeroReadStats(): ReadStats {
+  return {
+    gets: 0,
+    tableFilesConsulted: 0,
+    bloomNegatives: 0,
+    bloomPositives: 0,
+    bloomFalsePositives: 0,
+    blockReads: 0,
+    blockCacheHits: 0,
+    blockCacheBytes: 0,
+  };
+}
+
+/** Indexes, blocks and pins of the live table files of one writer. */
+export class TableCache {
+  private readonly open_ = new Map<string, Promise<OpenTable>>();
+  private readonly v1 = new Map<string, Promise<OpenTable>>();
+  private readonly blocks = new Map<string, { block: Block; bytes: number }>();
+  private readonly pins = new Map<string, number>();
+  private readonly unpinned = new Map<string, (() => void)[]>();
+  readonly stats: ReadStats = zeroReadStats();
+
+  constructor(
+    private readonly storeSchema: StoreSchema,
+    private readonly schema: Schema,
+    private readonly keyEncoder: KeyEncoder | undefined,
+    private readonly reads: TableReads,
+    private readonly cacheBytes: number,
+    /** Schema versions of files written before the current one (absent: one version). */
+    private readonly versions?: SchemaVersions,
+  ) {}
+
+  /** The open table for `entry` (its index read once, then resident). */
+  open(entry: TableFileEntry): Promise<OpenTable> {
+    const v1 = (entry.format ?? TABLE_FORMAT_V1) === TABLE_FORMAT_V1;
+    const map = v1 ? this.v1 : this.open_;
+    let p = map.get(entry.name);
+    if (p) {
+      map.delete(entry.name);
+      map.set(entry.name, p);
+      return p;
+    }
+    p = v1 ? this.openV1(entry) : this.openV2(entry);
+    p.catch(() => map.get(entry.name) === p && map.delete(entry.name));
+    map.set(entry.name, p);
+    if (v1) while (this.v1.size > V1_FILES) this.v1.delete(this.v1.keys().next().value!);
+    return p;
+  }
+
+  /** Drop what is cached of a file that left the manifest. */
+  forget(name: string): void {
+    this.open_.delete(name);
+    this.v1.delete(name);
+    for (const k of [...this.blocks.keys()]) {
+      if (k.startsWith(`${name}#`)) {
+        this.stats.blockCacheBytes -= this.blocks.get(k)!.bytes;
+        this.blocks.delete(k);
+      }
+    }
+  }
+
+  /** The cache's invariants (docs/impl.md §4), checked (cheap; for tests). Throws an Error naming the broken one. */
+  checkInvariants(): void {
+    let bytes = 0;
+    for (const { bytes: b } of this.blocks.values()) bytes += b;
+    if (bytes !== this.stats.blockCacheBytes)
+      throw new Error(`block cache holds ${bytes} bytes, its stats say ${this.stats.blockCacheBytes}`);
+    if (bytes > this.cacheBytes) throw new Error(`block cache holds ${bytes} bytes, above its bound ${this.cacheBytes}`);
+    for (const [name, n] of this.pins) if (!(n > 0)) throw new Error(`table file ${name} pinned ${n} times`);
+  }
+
+  /** A reader uses these files until `unpin`: they are not deleted meanwhile. */
+  pin(names: readonly string[]): void {
+    for (const n of names) this.pins.set(n, (this.pins.get(n) ?? 0) + 1);
+  }
+
+  unpin(names: readonly string[]): void {
+    for (const n of names) {
+      const left = (this.pins.get(n) ?? 1) - 1;
+      if (left > 0) {
+        this.pins.set(n, left);
+        continue;
+      }
+      this.pins.delete(n);
+      const waiters = this.unpinned.get(n) ?? [];
+      this.unpinned.delete(n);
+      for (const w of waiters) w();
+    }
+  }
+
+  /** Resolves once no reader pins `name`. */
+  whenUnused(name: string): Promise<void> {
+    if (!this.pins.has(name)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const list = this.unpinned.get(name) ?? [];
+      list.push(resolve);
+      this.unpinned.set(name, list);
+    });
+  }
+
+  private async openV2(entry: TableFileEntry): Promise<OpenTable> {
+    const written = this.versions ? this.versions.internalOf(entry.schemaVersion) : this.schema;
+    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), written);
+    return {
+      entry,
+      blocks: index.blocks,
+      bloom: index.bloom,
+      block: (i, fill = true) => this.blockV2(entry, index, i, fill),
+    };
+  }
+
+  private async blockV2(entry: TableFileEntry, index: TableIndex, i: number, fill: boolean): Promise<Block> {
+    const key = `${entry.name}#${i}`;
+    const hit = this.blocks.get(key);
+    if (hit) {
+      if (fill) {
+        this.stats.blockCacheHits++;
+        this.blocks.delete(key);
+        this.blocks.set(key, hit);
+      }
+      return hit.block;
+    }
+    if (fill) this.stats.blockReads++;
+    const info = index.blocks[i]!;
+    const bytes = await this.reads.range(entry.name, info.offset, info.length);
+    const batch = this.inSchema(decodeBlock(entry.name, index, i, bytes), entry);
+    const block: Block = { batch, keys: this.keyEncoder?.(batch) };
+    const size = estimateBatchBytes(batch) + (block.keys ? block.keys.length * 8 : 0);
+    if (fill && size <= this.cacheBytes) {
+      this.blocks.set(key, { block, bytes: size });
+      this.stats.blockCacheBytes += size;
+      while (this.stats.blockCacheBytes > this.cacheBytes) {
+        const [oldest, v] = this.blocks.entries().next().value!;
+        this.blocks.delete(oldest);
+        this.stats.blockCacheBytes -= v.bytes;
+      }
+    }
+    return block;
+  }
+
+  /** A format-1 file: read whole, verified, decoded and (keyed) sorted into blocks in memory. */
+  private async openV1(entry: TableFileEntry): Promise<OpenTable> {
+    const bytes = await this.reads.whole(entry.name);
+    if (bytes.length !== entry.bytes || crc32c(bytes).toString(16).padStart(8, '0') !== entry.checksum) {
+      throw new MemWalError('Corruption', `table file ${entry.name}: length or checksum differs from the manifest`);
+    }
+    const batches = (tableFromIPC(bytes) as Table).batches.map((b) => this.inSchema(b, entry));
+    let blocks: RecordBatch[];
+    if (this.keyEncoder) {
+      // One row per key already (flushes dedupe); sort by key.
+      const index = new KeyIndex();
+      let base = 0;
+      for (const b of batches) {
+        const keys = this.keyEncoder(b);
+        for (let r = 0; r < keys.length; r++) index.set(keys[r]!, base + r);
+        base += b.numRows;
+      }
+      const keys: Key[] = [];
+      for (const [k] of index) keys.push(k);
+      const sorted = sortKeys(keys, this.storeSchema);
+      const ordinals = Int32Array.from(sorted, (k) => index.get(k)!);
+      const flat = batches.length === 1 ? batches[0]! : gatherBatch(this.schema, batches.map(allRows), base);
+      const children = this.schema.fields.map((f, j) =>
+        gather(f.type, [{ data: flat.data.children[j]!, idx: ordinals, start: 0, count: ordinals.length }]),
+      );
+      blocks = cutBlocks(this.schema, [makeBatch(this.schema, children, ordinals.length)]);
+    } else {
+      blocks = batches;
+    }
+    const decoded: Block[] = blocks.map((batch) => ({ batch, keys: this.keyEncoder?.(batch) }));
+    const bounds = decoded.map((b) => ({
+      rows: b.batch.numRows,
+      first: b.keys && b.keys.length > 0 ? keyString(b.keys[0]!, this.storeSchema) : '',
+      last: b.keys && b.keys.length > 0 ? keyString(b.keys[b.keys.length - 1]!, this.storeSchema) : '',
+    }));
+    return { entry, blocks: bounds, bloom: undefined, block: (i) => Promise.resolve(decoded[i]!) };
+  }
+
+  /**
+   * A decoded batch of `entry` in the store's current internal schema object: re-wrapped, or
+   * (written in an older schema version) projected: added columns null, dropped ones gone.
+   */
+  private inSchema(b: RecordBatch, entry: TableFileEntry): RecordBatch {
+    if (b.schema === this.schema) return b;
+    if (this.versions) return this.versions.project(b, entry.schemaVersion);
+    return new RecordBatch(this.schema, b.data);
+  }
+}
+
+/**
+ * The block of `t` that may hold key `k` (encoded as `probe`): the first whose last key is not
+ * below the probe, if its first key is not above it. -1 when no block can hold it.
+ */
+export function findBlock(t: OpenTable, probe: string): number {
+  let lo = 0;
+  let hi = t.blocks.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (t.blocks[mid]!.last < probe) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo >= t.blocks.length || t.blocks[lo]!.first > probe) return -1;
+  return lo;
+}
+
+/** The row of key `k` in `keys` (sorted), or -1. */
+export function findRow(keys: ArrayLike<Key>, k: Key, storeSchema: StoreSchema): number {
+  let lo = 0;
+  let hi = keys.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const c = compareKeys(keys[mid]!, k, storeSchema);
+    if (c === 0) return mid;
+    if (c < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
