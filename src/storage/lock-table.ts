@@ -91,9 +91,10 @@ export class InProcessLocks implements LockManagerLike {
           .then(() => callback(null))
           .then(resolve, reject);
       } else {
+        const { signal } = options;
+        if (signal?.aborted) return reject(signal.reason);
         const queue = this.queues.get(name) ?? [];
         this.queues.set(name, queue);
-        const { signal } = options;
         const onAbort = (): void => {
           queue.splice(queue.indexOf(enter), 1);
           reject(signal?.reason);
@@ -184,6 +185,8 @@ export async function claimLock(
   const timer = timeoutMs === undefined ? undefined : setTimer(() => controller.abort(TIMED_OUT), timeoutMs);
   const onAbort = (): void => controller.abort(signal?.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
+  // An abort during the `ifAvailable` request above fired no listener: take it now.
+  if (signal?.aborted) onAbort();
   try {
     return (await requestLock(manager, name, { signal: controller.signal }, onLost))!;
   } catch (e) {
