@@ -159,7 +159,11 @@ export interface WriteStats {
 
 /** The adapter's `StorageEstimate` of this store (each figure defined there), plus table-file totals. */
 export interface StorageStats {
-  /** Bytes of this store in storage (the browser adapters: the whole origin's); see StorageEstimate. */
+  /**
+   * Bytes of this store in storage (the browser adapters: the whole origin's); see StorageEstimate.
+   * Undefined until the adapter's first estimate lands (a call waits at most 200 ms for it) and
+   * when the adapter cannot tell.
+   */
   usageBytes?: number;
   /** Room to grow, where the runtime tells; see StorageEstimate. */
   quotaBytes?: number;
