@@ -42,6 +42,7 @@ import type { PendingEntry, WalWriter } from './wal-writer.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
+export { MAX_GET_MANY_KEYS } from './read-view.js';
 
 /** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
 export interface SchemaReset {
@@ -354,6 +355,19 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     return this.tier.get(key);
+  }
+
+  /**
+   * Many point reads from one snapshot: `out[i]` is the newest version of `keys[i]`'s row, or
+   * undefined (absent or deleted); duplicates allowed. The keys the memtables miss are looked
+   * up in key order, so each table block is read at most once. Rejects `InvalidArgument` (not an
+   * array, more than `MAX_GET_MANY_KEYS` keys, or a bad key, named by its index; nothing read),
+   * `NotSupported` without a primary key or in WAL-only mode.
+   */
+  getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]>;
+  async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
+    this.life.throwIfUnusable();
+    return this.tier.getMany(keys);
   }
 
   /**

@@ -15,7 +15,21 @@ import type { MemtableSet } from './memtable-set.js';
 import { projectBatch, rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
-import { findBlock, findRow, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+import { type Block, findBlock, findRow, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+
+/**
+ * Most keys in one `getMany` call: the answer crosses to the page as one structured-cloned
+ * message, so a batch is bounded (10,000 rows of a few hundred bytes are a few MiB).
+ */
+export const MAX_GET_MANY_KEYS = 10_000;
+
+/** `keys` is an array of at most MAX_GET_MANY_KEYS keys, or `InvalidArgument`. */
+function checkBatch(keys: unknown): void {
+  if (!Array.isArray(keys)) throw new MemWalError('InvalidArgument', 'getMany: keys must be an array of primary keys');
+  if (keys.length > MAX_GET_MANY_KEYS) {
+    throw new MemWalError('InvalidArgument', `getMany: ${keys.length} keys, more than ${MAX_GET_MANY_KEYS} in one call; split the batch`);
+  }
+}
 
 /** A consistent capture of the read view, newest first. */
 interface ViewCapture {
@@ -103,6 +117,102 @@ export class ReadView {
     } finally {
       this.cache.unpin(names);
     }
+  }
+
+  /**
+   * The rows of many primary keys: `out[i]` is the newest version of `keys[i]`'s row, or undefined
+   * (absent or deleted); duplicates are allowed. Every key is checked first (`InvalidArgument`
+   * naming its index, nothing read), then one capture serves the whole batch (a consistent
+   * snapshot), and the keys the memtables do not answer are looked up file by file in key order,
+   * so each table block is read at most once per batch. Each key counts as one get in `readStats`.
+   * `NotSupported` without a primary key.
+   */
+  async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
+    if (!this.keyEncoder) throw new MemWalError('NotSupported', 'getMany needs a primary key (this store is append-only)');
+    checkBatch(keys);
+    const encoded = keys.map((key, i) => {
+      try {
+        return encodeKey(key, this.storeSchema);
+      } catch (e) {
+        throw e instanceof MemWalError ? new MemWalError(e.code, `getMany: keys[${i}]: ${e.message}`) : e;
+      }
+    });
+    const stats = this.cache.stats;
+    stats.gets += keys.length;
+    const out: (Record<string, unknown> | undefined)[] = new Array(keys.length).fill(undefined);
+    const view = this.capture();
+    // The memtables, in this synchronous step; a key they miss waits for the table files.
+    const misses = new Map<string, number[]>();
+    encoded.forEach((k, i) => {
+      const hit = this.inMemtables(view, k);
+      if (hit) out[i] = hit.row;
+      else {
+        const probe = keyString(k, this.storeSchema);
+        const at = misses.get(probe);
+        if (at) at.push(i);
+        else misses.set(probe, [i]);
+      }
+    });
+    // Each file newest first, its keys in key order: consecutive keys share blocks.
+    let left = [...misses.keys()].sort().map((probe) => ({ probe, k: encoded[misses.get(probe)![0]!]! }));
+    const names = view.tables.map((t) => t.name);
+    this.cache.pin(names);
+    try {
+      for (const t of view.tables) {
+        if (left.length === 0) break;
+        let open: OpenTable | undefined;
+        let blockIndex = -1;
+        let block: Block | undefined;
+        const unresolved: typeof left = [];
+        for (const want of left) {
+          const { probe, k } = want;
+          if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) {
+            unresolved.push(want);
+            continue;
+          }
+          open ??= await this.cache.open(t);
+          if (open.bloom) {
+            if (!open.bloom.mayContain(k)) {
+              stats.bloomNegatives++;
+              unresolved.push(want);
+              continue;
+            }
+            stats.bloomPositives++;
+          }
+          stats.tableFilesConsulted++;
+          const i = findBlock(open, probe);
+          if (i >= 0 && i !== blockIndex) {
+            blockIndex = i;
+            block = await open.block(i);
+          }
+          const row = i < 0 ? -1 : findRow(block!.keys!, k, this.storeSchema);
+          if (row < 0) {
+            if (open.bloom) stats.bloomFalsePositives++;
+            unresolved.push(want);
+            continue;
+          }
+          const value = this.isTombstone(block!.batch, row) ? undefined : rowObject(block!.batch, row);
+          for (const at of misses.get(probe)!) out[at] = value;
+        }
+        left = unresolved;
+      }
+      return out;
+    } finally {
+      this.cache.unpin(names);
+    }
+  }
+
+  /** Key `k` in the captured memtables (newest first): `{ row }` (undefined when deleted), or undefined when none holds it. */
+  private inMemtables(view: ViewCapture, k: Key): { row: Record<string, unknown> | undefined } | undefined {
+    for (const { m, visible } of view.memtables) {
+      const loc = m.keyIndex!.get(k);
+      if (loc === undefined) continue;
+      const { batch: b, row } = m.ordinals.locate(loc);
+      if (b >= visible) continue;
+      const batch = m.batches[b]!;
+      return { row: this.isTombstone(batch, row) ? undefined : rowObject(batch, row) };
+    }
+    return undefined;
   }
 
   /**

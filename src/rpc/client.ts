@@ -408,6 +408,11 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     return this.call('get', (r) => r.get(key) as Promise<RowTypesOf<R>['output'] | undefined>);
   }
 
+  /** As `MemWal.getMany`: the keys go in one message, the rows come back in one. */
+  getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]> {
+    return this.call('getMany', (r) => r.getMany(keys as Record<string, unknown>[]) as Promise<(RowTypesOf<R>['output'] | undefined)[]>);
+  }
+
   /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */
   async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     const [codec, w] = await Promise.all([arrowCodec(), this.call('scan', (r) => r.scan(opts))]);

@@ -352,6 +352,7 @@ export function makeHostApi(
       withSignal(signal, (s) => need().delete(decodeData(keys) as Parameters<MemWal['delete']>[0], { signal: s })),
     ),
     get: wire((key: Record<string, unknown>) => need().get(key)),
+    getMany: wire((keys: Record<string, unknown>[]) => need().getMany(keys)),
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
 
     /** Start a worker-side scanBatches; returns the iterator id for `nextBatches`. */
