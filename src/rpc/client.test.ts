@@ -71,6 +71,25 @@ async function calledMethods(run: () => Promise<unknown>): Promise<string[]> {
 }
 
 describe('MemWalClient over a MessageChannel', () => {
+  it("gets the store's storage ready as it connects, before the open arrives", async () => {
+    const events: string[] = [];
+    const storage = new MemoryStorage();
+    const estimate = storage.estimate.bind(storage);
+    storage.estimate = (name: string) => {
+      events.push(`estimate ${name}`);
+      return estimate(name);
+    };
+    const openStore = storage.openStore.bind(storage);
+    storage.openStore = (name, options) => {
+      events.push(`open ${name}`);
+      return openStore(name, options);
+    };
+    const name = storeName();
+    const c = await openMemWal({ name, schema, primaryKey: ['id'], logger: quiet, worker: channelWorker({ resolveStorage: () => storage }) });
+    clients.push(c);
+    expect(events).toEqual([`estimate ${name}`, `open ${name}`]);
+  });
+
   it("getMany: one message each way, rows in the caller's order, undefined for absent keys, errors with their codes", async () => {
     const c = await open(channelWorker());
     await c.put(rows(1, 5));

@@ -126,7 +126,10 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
   if (underTest) return underTest;
   const { wire, logger, tabs } = toWire(options);
-  const link: ClientLink = tabs === 'share' ? new TabsLink(wire, options, logger) : await openWorkerLink(options, logger);
+  const link: ClientLink =
+    tabs === 'share'
+      ? new TabsLink(wire, options, logger)
+      : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage });
   const client = new MemWalClient(link, wire.name, logger, hooks);
   if (options.persist) client.requestPersist();
   try {
