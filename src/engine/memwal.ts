@@ -535,6 +535,12 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       //    so is an abort that cut the close short.
       failure = flushFailure ?? life.poisonError;
       const unfinished = this.wal.queue.length > 0 || this.tier.hasUnflushed();
+      // 4. Checkpoint: every WAL segment the store no longer needs goes, the last one too, so the
+      //    next open has nothing to read or replay.
+      if (!failure && !unfinished && !life.dead) {
+        this.wal.endAppends();
+        await this.retention.run();
+      }
       if (!failure && life.closed && unfinished) {
         failure = new MemWalError(
           'Closed',
@@ -543,7 +549,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       }
     }
     life.stopping = true;
-    // 4. The background lanes whose I/O must not outlive the handle end (WAL retention); the
+    // 5. The background lanes whose I/O must not outlive the handle end (WAL retention); the
     //    others (appends, flushes, compactions) stop at the shutdown below.
     await this.ctx.lanes.settle();
     await this.statsLock.write(async () => {

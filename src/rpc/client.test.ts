@@ -85,7 +85,13 @@ describe('MemWalClient over a MessageChannel', () => {
       return openStore(name, options);
     };
     const name = storeName();
-    const c = await openMemWal({ name, schema, primaryKey: ['id'], logger: quiet, worker: channelWorker({ resolveStorage: () => storage }) });
+    const c = await openMemWal({
+      name,
+      schema,
+      primaryKey: ['id'],
+      logger: quiet,
+      worker: channelWorker({ resolveStorage: () => storage }),
+    });
     clients.push(c);
     expect(events).toEqual([`estimate ${name}`, `open ${name}`]);
   });
