@@ -15,13 +15,16 @@ import type { MemtableSet } from './memtable-set.js';
 import { projectBatch, rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
-import { type Block, findBlock, findRow, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+import { findBlock, findRow, type OpenTable, type TableCache } from '../lsm/table-cache.js';
 
 /**
  * Most keys in one `getMany` call: the answer crosses to the page as one structured-cloned
  * message, so a batch is bounded (10,000 rows of a few hundred bytes are a few MiB).
  */
 export const MAX_GET_MANY_KEYS = 10_000;
+
+/** Blocks one `getMany` reads at once from one table file (64 KiB each at most, as stored). */
+const GET_MANY_BLOCKS_IN_FLIGHT = 4;
 
 /** `keys` is an array of at most MAX_GET_MANY_KEYS keys, or `InvalidArgument`. */
 function checkBatch(keys: unknown): void {
@@ -153,17 +156,18 @@ export class ReadView {
         else misses.set(probe, [i]);
       }
     });
-    // Each file newest first, its keys in key order: consecutive keys share blocks.
-    let left = [...misses.keys()].sort().map((probe) => ({ probe, k: encoded[misses.get(probe)![0]!]! }));
+    // Each file newest first: its keys (in key order) grouped by block, the blocks read a few at a
+    // time, so the I/O of one overlaps the search of another.
+    type Want = { probe: string; k: Key };
+    let left: Want[] = [...misses.keys()].sort().map((probe) => ({ probe, k: encoded[misses.get(probe)![0]!]! }));
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
     try {
       for (const t of view.tables) {
         if (left.length === 0) break;
         let open: OpenTable | undefined;
-        let blockIndex = -1;
-        let block: Block | undefined;
-        const unresolved: typeof left = [];
+        const unresolved: Want[] = [];
+        const byBlock = new Map<number, Want[]>();
         for (const want of left) {
           const { probe, k } = want;
           if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) {
@@ -181,19 +185,33 @@ export class ReadView {
           }
           stats.tableFilesConsulted++;
           const i = findBlock(open, probe);
-          if (i >= 0 && i !== blockIndex) {
-            blockIndex = i;
-            block = await open.block(i);
-          }
-          const row = i < 0 ? -1 : findRow(block!.keys!, k, this.storeSchema);
-          if (row < 0) {
+          if (i < 0) {
             if (open.bloom) stats.bloomFalsePositives++;
             unresolved.push(want);
-            continue;
+          } else {
+            const group = byBlock.get(i);
+            if (group) group.push(want);
+            else byBlock.set(i, [want]);
           }
-          const value = this.isTombstone(block!.batch, row) ? undefined : rowObject(block!.batch, row);
-          for (const at of misses.get(probe)!) out[at] = value;
         }
+        const blocks = [...byBlock];
+        const readBlocks = async (): Promise<void> => {
+          for (let next = blocks.shift(); next; next = blocks.shift()) {
+            const [i, wants] = next;
+            const block = await open!.block(i);
+            for (const want of wants) {
+              const row = findRow(block.keys!, want.k, this.storeSchema);
+              if (row < 0) {
+                if (open!.bloom) stats.bloomFalsePositives++;
+                unresolved.push(want);
+                continue;
+              }
+              const value = this.isTombstone(block.batch, row) ? undefined : rowObject(block.batch, row);
+              for (const at of misses.get(want.probe)!) out[at] = value;
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(GET_MANY_BLOCKS_IN_FLIGHT, blocks.length) }, readBlocks));
         left = unresolved;
       }
       return out;
