@@ -105,6 +105,20 @@ describe('getMany', () => {
     await again.close();
   });
 
+  it('a failed block read rejects the whole batch with the storage error, and the next batch reads', async () => {
+    const storage = new FaultInjectingStorage();
+    const name = storeName();
+    const w = await open(storage, {}, name);
+    await w.put(rows(0, 10_000));
+    await w.close();
+    const again = await open(storage, {}, name);
+    await again.getMany(keys(0)); // the file's footer and first block are read
+    storage.failNext('tableRead'); // one of the two blocks this batch reads at once fails
+    expect((await rejection(again.getMany(keys(1, 9_999, 5_000)))).code).toBe('IOError');
+    expect(ids((await again.getMany(keys(1, 9_999, 5_000))) as { id: bigint }[])).toEqual([1, 9_999, 5_000]);
+    await again.close();
+  });
+
   it('rejects a bad key with InvalidArgument naming its index, and reads nothing', async () => {
     const w = await open();
     await w.put(rows(0, 10));

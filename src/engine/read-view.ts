@@ -211,7 +211,9 @@ export class ReadView {
             }
           }
         };
-        await Promise.all(Array.from({ length: Math.min(GET_MANY_BLOCKS_IN_FLIGHT, blocks.length) }, readBlocks));
+        // Every reader ends before the files are unpinned; then the first failure is the batch's.
+        const readers = await Promise.allSettled(Array.from({ length: Math.min(GET_MANY_BLOCKS_IN_FLIGHT, blocks.length) }, readBlocks));
+        for (const r of readers) if (r.status === 'rejected') throw r.reason;
         left = unresolved;
       }
       return out;
