@@ -84,14 +84,8 @@ export class ReadView {
     const stats = this.cache.stats;
     stats.gets++;
     const view = this.capture();
-    for (const { m, visible } of view.memtables) {
-      const loc = m.keyIndex!.get(k);
-      if (loc === undefined) continue;
-      const { batch: b, row } = m.ordinals.locate(loc);
-      if (b >= visible) continue;
-      const batch = m.batches[b]!;
-      return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
-    }
+    const hit = this.inMemtables(view, k);
+    if (hit) return hit.row;
     const probe = keyString(k, this.storeSchema);
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
