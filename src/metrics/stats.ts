@@ -60,7 +60,7 @@ export interface BackpressureStats {
 
 /** Point reads and table-file reads since this open (MemTable mode). */
 export interface ReadStats {
-  /** `get` calls. */
+  /** `get` calls, plus one per key of each `getMany`. */
   gets: number;
   /** Table files whose key range and Bloom filter admitted a `get` (each costs at most one block read). */
   tableFilesConsulted: number;

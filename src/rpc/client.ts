@@ -126,7 +126,10 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
   if (underTest) return underTest;
   const { wire, logger, tabs } = toWire(options);
-  const link: ClientLink = tabs === 'share' ? new TabsLink(wire, options, logger) : await openWorkerLink(options, logger);
+  const link: ClientLink =
+    tabs === 'share'
+      ? new TabsLink(wire, options, logger)
+      : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage });
   const client = new MemWalClient(link, wire.name, logger, hooks);
   if (options.persist) client.requestPersist();
   try {
@@ -405,6 +408,11 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   /** As `MemWal.get`. */
   get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined> {
     return this.call('get', (r) => r.get(key) as Promise<RowTypesOf<R>['output'] | undefined>);
+  }
+
+  /** As `MemWal.getMany`: the keys go in one message, the rows come back in one. */
+  getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]> {
+    return this.call('getMany', (r) => r.getMany(keys as Record<string, unknown>[]) as Promise<(RowTypesOf<R>['output'] | undefined)[]>);
   }
 
   /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */

@@ -74,12 +74,23 @@ export function hostMemWal(scope?: HostScope, options: HostMemWalOptions = {}): 
   const onMessage = (ev: MessageEvent): void => {
     const msg = ev.data as Partial<ConnectMessage> | null;
     if (msg?.memwal !== 'connect' || !msg.port) return;
+    // A failure here is the open's to report (it resolves the same adapter).
+    if (msg.prepare) prepareStorage(options, msg.prepare.name, msg.prepare.storage).catch(() => undefined);
     Comlink.expose(makeHostApi(msg.port, options, holdLifetimeLock(msg.lockName)), msg.port);
   };
   target.addEventListener('message', onMessage);
   (target as { start?: () => void }).start?.();
   target.postMessage({ memwal: 'host-ready' } satisfies HostReadyMessage);
   return () => target.removeEventListener('message', onMessage);
+}
+
+/**
+ * Get ready to open store `name` without opening it: resolve its storage adapter and ask it for
+ * an estimate, which starts whatever the adapter needs (the browser layouts' I/O worker).
+ */
+async function prepareStorage(options: HostMemWalOptions, name: string, storage: WireStorage | undefined): Promise<void> {
+  const adapter = (await options.resolveStorage?.(storage)) ?? resolveStorage(storage);
+  await adapter.estimate?.(name);
 }
 
 /**
@@ -332,14 +343,10 @@ export function makeHostApi(
     }),
 
     /**
-     * Get ready to open store `name` without opening it: resolve its storage adapter and ask it
-     * for an estimate, which starts whatever the adapter needs (the browser layouts' I/O worker).
-     * A follower's standby worker calls it, so that taking over does not wait for that either.
+     * Get ready to open store `name` without opening it (`prepareStorage`): a follower's standby
+     * worker calls it, so that taking over does not wait for the I/O worker's start either.
      */
-    prepare: wire(async (name: string, storage: WireStorage | undefined): Promise<void> => {
-      const adapter = (await options.resolveStorage?.(storage)) ?? resolveStorage(storage);
-      await adapter.estimate?.(name);
-    }),
+    prepare: wire((name: string, storage: WireStorage | undefined) => prepareStorage(options, name, storage)),
 
     /** Delete store `name` (`Locked` while a writer holds it); for `destroyMemWal`. */
     destroy: wire(async (name: string, storage: WireStorage | undefined): Promise<void> => {
@@ -352,6 +359,7 @@ export function makeHostApi(
       withSignal(signal, (s) => need().delete(decodeData(keys) as Parameters<MemWal['delete']>[0], { signal: s })),
     ),
     get: wire((key: Record<string, unknown>) => need().get(key)),
+    getMany: wire((keys: Record<string, unknown>[]) => need().getMany(keys)),
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
 
     /** Start a worker-side scanBatches; returns the iterator id for `nextBatches`. */

@@ -107,6 +107,11 @@ export interface ConnectMessage {
   port: MessagePort;
   /** Web Lock the host holds for the connection's lifetime (undefined: no Web Locks here). */
   lockName: string | undefined;
+  /**
+   * The store the client is about to open: the host gets its storage ready (starts the browser
+   * layouts' I/O worker) at once, while the handshake and the open message are on their way.
+   */
+  prepare?: { name: string; storage: WireStorage | undefined };
 }
 
 /** Worker scope -> client: posted when `hostMemWal()` starts listening (a late host). */
