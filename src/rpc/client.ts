@@ -140,7 +140,7 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
 
 /**
  * A store open in a worker, used from the main thread: the same `MemWalApi` as `MemWal`, with
- * Arrow data crossing as transferred IPC bytes, errors as `MemWalError` with their codes, signals
+ * Arrow data crossing as its transferred buffers, errors as `MemWalError` with their codes, signals
  * as messages, and `tail` / `scanBatches` pulled page by page. When the worker dies (terminated,
  * crashed, out of memory) every pending and later call rejects `Closed`. After `close()` or
  * `abort()` the worker is gone, so every call (stats too) rejects `Closed`.
@@ -367,7 +367,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   /**
    * As `MemWal.put`. Plain rows are structured-cloned and converted in the worker; Arrow data
-   * crosses as IPC bytes (transferred), encoded by Arrow's IPC writer, which loads on first use.
+   * crosses as a copy of its buffers (transferred; arrow-wire.ts, which loads on first use).
    */
   put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     return this.withSignal(opts.signal, (w) =>
@@ -408,7 +408,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     return this.call('get', (r) => r.get(key) as Promise<RowTypesOf<R>['output'] | undefined>);
   }
 
-  /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */
+  /** As `MemWal.scan`; the table crosses as its buffers (Arrow's data classes load on first use). */
   async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     const [codec, w] = await Promise.all([arrowCodec(), this.call('scan', (r) => r.scan(opts))]);
     return codec.decodeTable(w);
