@@ -1,10 +1,11 @@
 // README "What an app loads": the example todo app (examples/todo) built for production with Vite
 // from the packed tarball, as a user builds it, ships at most 150 kB of JavaScript in all, each
 // file gzipped with zlib at level 9 (the page's chunks and the worker script: every .js file of
-// the build, loaded or not). Prints each file's size. Packs as test/examples/pack.ts does (cached
-// by content), or takes MEMWAL_TARBALL.
+// the build, loaded or not). Prints each file's size. And a worker of the app's own on
+// memwal/worker keeps its I/O worker script in such a build (package.json `sideEffects`). Packs
+// as test/examples/pack.ts does (cached by content), or takes MEMWAL_TARBALL.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -47,4 +48,24 @@ it("the example todo app's production build ships at most 150 kB of JavaScript, 
   );
   expect(files.some((f) => f.file.includes('default-worker'))).toBe(true); // the worker is counted
   expect(total).toBeLessThanOrEqual(MAX_GZIP_BYTES);
+}, 120_000);
+
+it("a worker of the app's own on memwal/worker still starts memwal's I/O worker script in a production build", async () => {
+  const own = join(work, 'own-worker');
+  await mkdir(own, { recursive: true });
+  const files: Record<string, string> = {
+    'index.html': '<script type="module" src="./main.js"></script>\n',
+    'main.js':
+      "import { defineSchema, int64, openMemWal } from 'memwal';\nconst worker = new Worker(new URL('./store.worker.js', import.meta.url), { type: 'module' });\nopenMemWal({ name: 'x', schema: defineSchema({ id: int64() }), primaryKey: ['id'], worker });\n",
+    'store.worker.js': "import { hostMemWal } from 'memwal/worker';\nhostMemWal();\n",
+  };
+  for (const [name, text] of Object.entries(files)) await writeFile(join(own, name), text);
+  const out = (await build({ root: own, configFile: false, logLevel: 'silent', build: { write: false } })) as Rolldown.RolldownOutput;
+  const text = (name: string): string => {
+    const o = out.output.find((x) => x.fileName.includes(name));
+    return o === undefined ? '' : o.type === 'chunk' ? o.code : String(o.source);
+  };
+  const io = out.output.find((o) => o.fileName.includes('io.worker'));
+  expect(io?.fileName).toBeDefined();
+  expect(text('store.worker')).toContain(io!.fileName.split('/').at(-1));
 }, 120_000);
