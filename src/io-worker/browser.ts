@@ -102,8 +102,8 @@ export function resolveBrowserStorage(layout: BrowserLayout, options: BrowserSto
  * The default browser adapter: OPFS when this context has `FileSystemSyncAccessHandle` and
  * `navigator.storage.getDirectory` (dedicated workers of current browsers), else IndexedDB
  * (pages, shared and service workers, browsers without sync handles), run in an I/O worker where
- * this context can start one (`BrowserStorageOptions.ioWorker`). A feature check only: where `getDirectory` exists but rejects (some
- * private modes), opening fails `NotSupported`.
+ * this context can start one (`BrowserStorageOptions.ioWorker`). A feature check only: where
+ * `getDirectory` exists but rejects (some private modes), opening fails `NotSupported`.
  */
 export function defaultBrowserStorage(options: BrowserStorageOptions = {}): StorageAdapter {
   return resolveBrowserStorage(opfsSyncHandlesAvailable() ? 'opfs' : 'indexeddb', options);
