@@ -123,6 +123,16 @@ describe('MemWalClient over a MessageChannel', () => {
     expect(ns.code).toBe('NotSupported');
   });
 
+  it('a put or delete of something that is not data rejects InvalidArgument as in-process (not IOError)', async () => {
+    const c = await open(channelWorker());
+    for (const bad of [null, undefined, 42]) {
+      const put = await rejection(c.put(bad as never));
+      expect([put.code, put.message]).toEqual(['InvalidArgument', expect.stringContaining('put expects')]);
+      const del = await rejection(c.delete(bad as never));
+      expect(del.code).toBe('InvalidArgument');
+    }
+  });
+
   it('an argument that cannot be cloned rejects InvalidArgument', async () => {
     const c = await open(channelWorker());
     const e = await rejection(c.put([{ id: 1, name: (() => 'x') as unknown as string }]));

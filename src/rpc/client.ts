@@ -138,6 +138,9 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   return client;
 }
 
+/** `wire` with its IPC bytes marked for transfer; what is not an object (bad input, which the worker refuses with its own error) crosses as it is. */
+const withTransfers = <T>(wire: T): T => (wire !== null && typeof wire === 'object' ? Comlink.transfer(wire, transfersOf(wire)) : wire);
+
 /**
  * A store open in a worker, used from the main thread: the same `MemWalApi` as `MemWal`, with
  * Arrow data crossing as its transferred buffers, errors as `MemWalError` with their codes, signals
@@ -370,16 +373,12 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
    * crosses as a copy of its buffers (transferred; arrow-wire.ts, which loads on first use).
    */
   put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) =>
-      this.inOrder(data, (wire) => this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w))),
-    );
+    return this.withSignal(opts.signal, (w) => this.inOrder(data, (wire) => this.call('put', (r) => r.put(withTransfers(wire), w))));
   }
 
   /** As `MemWal.delete`. */
   delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) =>
-      this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w))),
-    );
+    return this.withSignal(opts.signal, (w) => this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(withTransfers(wire), w))));
   }
 
   /**
