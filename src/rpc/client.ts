@@ -138,7 +138,7 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   return client;
 }
 
-/** `wire` with its IPC bytes marked for transfer; what is not an object (bad input, which the worker refuses with its own error) crosses as it is. */
+/** `wire` with its Arrow buffers marked for transfer; what is not an object (bad input, which the worker refuses with its own error) crosses as it is. */
 const withTransfers = <T>(wire: T): T => (wire !== null && typeof wire === 'object' ? Comlink.transfer(wire, transfersOf(wire)) : wire);
 
 /**
