@@ -1,6 +1,6 @@
 // The worker side of openMemWal: hostMemWal() answers MemWalClient connections on a worker scope,
 // and makeHostApi() is what one connection exposes through comlink, adding what comlink lacks
-// (Arrow as transferred IPC bytes, MemWalError codes, signals as messages, paged iterators).
+// (Arrow as transferred buffers, MemWalError codes, signals as messages, paged iterators).
 
 import * as Comlink from 'comlink';
 import { MemWal } from '../engine/memwal.js';
@@ -12,6 +12,7 @@ import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
 import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
+import { wireBuffers } from './client-wire.js';
 import { TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
@@ -30,7 +31,7 @@ import type {
 
 /** Most items in one page of `scanBatches` / `tail`. */
 export const PAGE_MAX_ITEMS = 256;
-/** A page stops growing once its IPC bytes reach this (its first item may be larger). */
+/** A page stops growing once its buffers' bytes reach this (its first item may be larger). */
 export const PAGE_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Options of `hostMemWal`. */
@@ -149,7 +150,7 @@ interface Paged {
   ahead: Promise<Settled> | undefined;
 }
 
-const wireArrowOf = (item: WireArrow | WireWalEntry): WireArrow => ('ipc' in item ? item : item.data);
+const wireArrowOf = (item: WireArrow | WireWalEntry): WireArrow => ('batches' in item ? item : item.data);
 
 /** A store another connection of this worker opened, for a connection attached to it (a sharing tab). */
 interface SharedStore {
@@ -280,7 +281,7 @@ export function makeHostApi(
         }
         const item = it.encode(s.r.value) as T;
         items.push(item);
-        bytes += wireArrowOf(item).ipc.byteLength;
+        for (const b of wireBuffers(wireArrowOf(item))) bytes += b.byteLength;
         if (items.length >= PAGE_MAX_ITEMS || bytes >= PAGE_MAX_BYTES) break;
       }
     } catch (e) {
