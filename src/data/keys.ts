@@ -257,6 +257,26 @@ export function makeKeyEncoder(storeSchema: StoreSchema): KeyEncoder {
   };
 }
 
+/**
+ * The encoded key ({@link keyString} form) of one row of a batch, for searching a sorted batch
+ * without encoding every key (a binary search encodes about log2(rows) of them).
+ */
+export type RowKeyEncoder = (batch: RecordBatch) => (row: number) => string;
+
+/** A {@link RowKeyEncoder} of `storeSchema`'s primary key. Throws `NotSupported` without one. Any runtime. */
+export function makeRowKeyEncoder(storeSchema: StoreSchema): RowKeyEncoder {
+  if (storeSchema.keyIndices.length === 0) throw new MemWalError('NotSupported', 'this store has no primary key');
+  const kinds = storeSchema.keyIndices.map((i) => kindOf(storeSchema.base.fields[i]!.type));
+  const w = new KeyWriter();
+  return (batch) => {
+    const writers = storeSchema.keyIndices.map((i, k) => columnWriter(batch.data.children[i]!, kinds[k]!));
+    return (row) => {
+      for (const write of writers) write(w, row);
+      return w.take();
+    };
+  };
+}
+
 const utf8 = new TextEncoder();
 
 /**

@@ -15,7 +15,7 @@ import type { MemtableSet } from './memtable-set.js';
 import { projectBatch, rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
-import { findBlock, findRow, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+import { findBlock, type OpenTable, type TableCache } from '../lsm/table-cache.js';
 
 /** A consistent capture of the read view, newest first. */
 interface ViewCapture {
@@ -62,11 +62,37 @@ export class ReadView {
    * `NotSupported` without a primary key; `InvalidArgument` for a bad key.
    */
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
+    return (await this.getMany([key]))[0];
+  }
+
+  /**
+   * The newest version of each key's row (undefined: absent or deleted), in the order of `keys`,
+   * all from one capture of the view. The keys are looked up in key order, so keys that share a
+   * block read it once. `NotSupported` without a primary key; `InvalidArgument` for a bad key.
+   */
+  async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'get needs a primary key (this store is append-only)');
-    const k = encodeKey(key, this.storeSchema);
-    const stats = this.cache.stats;
-    stats.gets++;
+    const probes = keys.map((key) => {
+      const k = encodeKey(key, this.storeSchema);
+      return { k, probe: keyString(k, this.storeSchema) };
+    });
+    const order = probes.map((_, i) => i);
+    if (order.length > 1) order.sort((a, b) => (probes[a]!.probe < probes[b]!.probe ? -1 : probes[a]!.probe > probes[b]!.probe ? 1 : 0));
+    this.cache.stats.gets += keys.length;
     const view = this.capture();
+    const names = view.tables.map((t) => t.name);
+    this.cache.pin(names);
+    try {
+      const out = new Array<Record<string, unknown> | undefined>(keys.length);
+      for (const i of order) out[i] = await this.lookup(view, probes[i]!.k, probes[i]!.probe);
+      return out;
+    } finally {
+      this.cache.unpin(names);
+    }
+  }
+
+  /** One key (`k`, encoded as `probe`) in a pinned capture: memtables newest first, then table files. */
+  private async lookup(view: ViewCapture, k: Key, probe: string): Promise<Record<string, unknown> | undefined> {
     for (const { m, visible } of view.memtables) {
       const loc = m.keyIndex!.get(k);
       if (loc === undefined) continue;
@@ -75,34 +101,28 @@ export class ReadView {
       const batch = m.batches[b]!;
       return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
     }
-    const probe = keyString(k, this.storeSchema);
-    const names = view.tables.map((t) => t.name);
-    this.cache.pin(names);
-    try {
-      for (const t of view.tables) {
-        if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) continue;
-        const open = await this.cache.open(t);
-        if (open.bloom) {
-          if (!open.bloom.mayContain(k)) {
-            stats.bloomNegatives++;
-            continue;
-          }
-          stats.bloomPositives++;
-        }
-        stats.tableFilesConsulted++;
-        const i = findBlock(open, probe);
-        const block = i < 0 ? undefined : await open.block(i);
-        const row = block ? findRow(block.keys!, k, this.storeSchema) : -1;
-        if (row < 0) {
-          if (open.bloom) stats.bloomFalsePositives++;
+    const stats = this.cache.stats;
+    for (const t of view.tables) {
+      if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) continue;
+      const open = await this.cache.open(t);
+      if (open.bloom) {
+        if (!open.bloom.mayContain(k)) {
+          stats.bloomNegatives++;
           continue;
         }
-        return this.isTombstone(block!.batch, row) ? undefined : rowObject(block!.batch, row);
+        stats.bloomPositives++;
       }
-      return undefined;
-    } finally {
-      this.cache.unpin(names);
+      stats.tableFilesConsulted++;
+      const i = findBlock(open, probe);
+      const block = i < 0 ? undefined : await open.block(i);
+      const row = block ? block.find(probe) : -1;
+      if (row < 0) {
+        if (open.bloom) stats.bloomFalsePositives++;
+        continue;
+      }
+      return this.isTombstone(block!.batch, row) ? undefined : rowObject(block!.batch, row);
     }
+    return undefined;
   }
 
   /**

@@ -13,17 +13,51 @@ import { sortKeys } from './sorted.js';
 import { cutBlocks } from '../format/table/writer.js';
 import { crc32c } from '../util/crc32c.js';
 import { KeyIndex } from '../data/key-index.js';
-import { compareKeys, type Key, type KeyEncoder, keyString } from '../data/keys.js';
+import { type Key, type KeyEncoder, keyString, makeRowKeyEncoder, type RowKeyEncoder } from '../data/keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import type { SchemaVersions } from '../format/schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
 import { estimateBatchBytes } from '../data/size.js';
 import type { ReadStats } from '../metrics/stats.js';
 
-/** A decoded block: its rows and (keyed stores) their keys, in key order. */
-export interface Block {
-  batch: RecordBatch;
-  keys: ArrayLike<Key> | undefined;
+/**
+ * A decoded block: its rows and (keyed stores) their keys, in key order. A point read searches the
+ * key column ({@link Block.find}); the keys of every row are encoded only when a scan or a
+ * compaction asks for them, then kept with the block.
+ */
+export class Block {
+  private keys_: ArrayLike<Key> | undefined;
+  private rowKey: ((row: number) => string) | undefined;
+
+  constructor(
+    readonly batch: RecordBatch,
+    private readonly keyEncoder: KeyEncoder | undefined,
+    private readonly rowKeyEncoder: RowKeyEncoder | undefined,
+  ) {}
+
+  /** Every row's key (keyed stores; undefined for append-only ones), encoded on first use. */
+  get keys(): ArrayLike<Key> | undefined {
+    if (this.keys_ === undefined && this.keyEncoder) this.keys_ = this.keyEncoder(this.batch);
+    return this.keys_;
+  }
+
+  /**
+   * The row whose key is `probe` (encoded, {@link keyString} form), or -1: a binary search that
+   * encodes about log2(rows) keys, straight from the key columns. Keyed stores only.
+   */
+  find(probe: string): number {
+    const key = (this.rowKey ??= this.rowKeyEncoder!(this.batch));
+    let lo = 0;
+    let hi = this.batch.numRows - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const k = key(mid);
+      if (k === probe) return mid;
+      if (k < probe) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
 }
 
 /** What a reader knows of one live table file without reading its blocks. */
@@ -69,6 +103,7 @@ export class TableCache {
   private readonly pins = new Map<string, number>();
   private readonly unpinned = new Map<string, (() => void)[]>();
   readonly stats: ReadStats = zeroReadStats();
+  private readonly rowKeyEncoder: RowKeyEncoder | undefined;
 
   constructor(
     private readonly storeSchema: StoreSchema,
@@ -78,7 +113,9 @@ export class TableCache {
     private readonly cacheBytes: number,
     /** Schema versions of files written before the current one (absent: one version). */
     private readonly versions?: SchemaVersions,
-  ) {}
+  ) {
+    this.rowKeyEncoder = keyEncoder ? makeRowKeyEncoder(storeSchema) : undefined;
+  }
 
   /** The open table for `entry` (its index read once, then resident). */
   open(entry: TableFileEntry): Promise<OpenTable> {
@@ -174,8 +211,9 @@ export class TableCache {
     const info = index.blocks[i]!;
     const bytes = await this.reads.range(entry.name, info.offset, info.length);
     const batch = this.inSchema(decodeBlock(entry.name, index, i, bytes), entry);
-    const block: Block = { batch, keys: this.keyEncoder?.(batch) };
-    const size = estimateBatchBytes(batch) + (block.keys ? block.keys.length * 8 : 0);
+    const block = this.block(batch);
+    // The keys a scan may encode later count from the start (8 bytes a row), as if present.
+    const size = estimateBatchBytes(batch) + (this.keyEncoder ? batch.numRows * 8 : 0);
     if (fill && size <= this.cacheBytes) {
       this.blocks.set(key, { block, bytes: size });
       this.stats.blockCacheBytes += size;
@@ -217,13 +255,17 @@ export class TableCache {
     } else {
       blocks = batches;
     }
-    const decoded: Block[] = blocks.map((batch) => ({ batch, keys: this.keyEncoder?.(batch) }));
+    const decoded = blocks.map((batch) => this.block(batch));
     const bounds = decoded.map((b) => ({
       rows: b.batch.numRows,
       first: b.keys && b.keys.length > 0 ? keyString(b.keys[0]!, this.storeSchema) : '',
       last: b.keys && b.keys.length > 0 ? keyString(b.keys[b.keys.length - 1]!, this.storeSchema) : '',
     }));
     return { entry, blocks: bounds, bloom: undefined, block: (i) => Promise.resolve(decoded[i]!) };
+  }
+
+  private block(batch: RecordBatch): Block {
+    return new Block(batch, this.keyEncoder, this.rowKeyEncoder);
   }
 
   /**
@@ -251,18 +293,4 @@ export function findBlock(t: OpenTable, probe: string): number {
   }
   if (lo >= t.blocks.length || t.blocks[lo]!.first > probe) return -1;
   return lo;
-}
-
-/** The row of key `k` in `keys` (sorted), or -1. */
-export function findRow(keys: ArrayLike<Key>, k: Key, storeSchema: StoreSchema): number {
-  let lo = 0;
-  let hi = keys.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const c = compareKeys(keys[mid]!, k, storeSchema);
-    if (c === 0) return mid;
-    if (c < 0) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
 }
