@@ -15,7 +15,7 @@ import type { MemtableSet } from './memtable-set.js';
 import { projectBatch, rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
-import { findBlock, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+import { type Block, findBlock, type OpenTable, type TableCache } from '../lsm/table-cache.js';
 
 /** A consistent capture of the read view, newest first. */
 interface ViewCapture {
@@ -84,15 +84,24 @@ export class ReadView {
     this.cache.pin(names);
     try {
       const out = new Array<Record<string, unknown> | undefined>(keys.length);
-      for (const i of order) out[i] = await this.lookup(view, probes[i]!.k, probes[i]!.probe);
+      const last = new Map<string, { i: number; block: Block }>();
+      for (const i of order) out[i] = await this.lookup(view, probes[i]!.k, probes[i]!.probe, last);
       return out;
     } finally {
       this.cache.unpin(names);
     }
   }
 
-  /** One key (`k`, encoded as `probe`) in a pinned capture: memtables newest first, then table files. */
-  private async lookup(view: ViewCapture, k: Key, probe: string): Promise<Record<string, unknown> | undefined> {
+  /**
+   * One key (`k`, encoded as `probe`) in a pinned capture: memtables newest first, then table
+   * files. `last`: the block each table file last gave this call (keys in order reuse it).
+   */
+  private async lookup(
+    view: ViewCapture,
+    k: Key,
+    probe: string,
+    last: Map<string, { i: number; block: Block }>,
+  ): Promise<Record<string, unknown> | undefined> {
     for (const { m, visible } of view.memtables) {
       const loc = m.keyIndex!.get(k);
       if (loc === undefined) continue;
@@ -114,7 +123,12 @@ export class ReadView {
       }
       stats.tableFilesConsulted++;
       const i = findBlock(open, probe);
-      const block = i < 0 ? undefined : await open.block(i);
+      let block: Block | undefined;
+      if (i >= 0) {
+        const held = last.get(t.name);
+        block = held?.i === i ? held.block : await open.block(i);
+        last.set(t.name, { i, block });
+      }
       const row = block ? block.find(probe) : -1;
       if (row < 0) {
         if (open.bloom) stats.bloomFalsePositives++;

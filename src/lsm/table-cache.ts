@@ -1,6 +1,7 @@
-// The table files a writer reads: their indexes (resident for every live file), a block cache
-// bounded by `blockCacheBytes`, read statistics, and pins that keep a file a reader still uses
-// from being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
+// The table files a writer reads: their indexes (resident for every open file, outside the block
+// budget), a block cache bounded by `blockCacheBytes` or by default sized from the open files up
+// to BLOCK_CACHE_MAX_BYTES, read statistics, and pins that keep a file a reader still uses from
+// being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
 // a few at a time. Invariant: cached block bytes never exceed the bound after an insert.
 
 import { RecordBatch, type Schema, type Table, tableFromIPC } from 'apache-arrow';
@@ -82,6 +83,23 @@ export interface TableReads {
 /** Format-1 files held whole (count). */
 const V1_FILES = 4;
 
+/** The default block budget's floor: what the cache may hold however little has been opened. */
+export const BLOCK_CACHE_MIN_BYTES = 8 * 1024 * 1024;
+/**
+ * The default block budget's bound: as much as the default unflushed-memtable budget, so that a
+ * tab's two big consumers stay within what a browser tab or a Node process holds comfortably.
+ */
+export const BLOCK_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The default block budget for `openBytes` bytes of open table files: those bytes plus a quarter
+ * (a cached block also counts 8 bytes a row for its keys), at least BLOCK_CACHE_MIN_BYTES, at
+ * most BLOCK_CACHE_MAX_BYTES.
+ */
+export function defaultBlockCacheBytes(openBytes: number): number {
+  return Math.min(BLOCK_CACHE_MAX_BYTES, Math.max(BLOCK_CACHE_MIN_BYTES, Math.ceil(openBytes * 1.25)));
+}
+
 export function zeroReadStats(): ReadStats {
   return {
     gets: 0,
@@ -92,6 +110,8 @@ export function zeroReadStats(): ReadStats {
     blockReads: 0,
     blockCacheHits: 0,
     blockCacheBytes: 0,
+    blockCacheLimitBytes: 0,
+    indexBytes: 0,
   };
 }
 
@@ -104,17 +124,38 @@ export class TableCache {
   private readonly unpinned = new Map<string, (() => void)[]>();
   readonly stats: ReadStats = zeroReadStats();
   private readonly rowKeyEncoder: RowKeyEncoder | undefined;
+  /** File bytes and index bytes of each open format-2 file (what the default budget is sized from). */
+  private readonly sized = new Map<string, { bytes: number; index: number }>();
+  private openBytes = 0;
 
   constructor(
     private readonly storeSchema: StoreSchema,
     private readonly schema: Schema,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly reads: TableReads,
-    private readonly cacheBytes: number,
+    /** The block budget; undefined: sized from the open files ({@link defaultBlockCacheBytes}). */
+    private readonly cacheBytes: number | undefined,
     /** Schema versions of files written before the current one (absent: one version). */
     private readonly versions?: SchemaVersions,
   ) {
     this.rowKeyEncoder = keyEncoder ? makeRowKeyEncoder(storeSchema) : undefined;
+    this.stats.blockCacheLimitBytes = this.limit();
+  }
+
+  /** The block budget now. */
+  private limit(): number {
+    return this.cacheBytes ?? defaultBlockCacheBytes(this.openBytes);
+  }
+
+  /** Evict least recently used blocks until the cache is within its budget. */
+  private evict(): void {
+    const limit = this.limit();
+    this.stats.blockCacheLimitBytes = limit;
+    while (this.stats.blockCacheBytes > limit) {
+      const [oldest, v] = this.blocks.entries().next().value!;
+      this.blocks.delete(oldest);
+      this.stats.blockCacheBytes -= v.bytes;
+    }
   }
 
   /** The open table for `entry` (its index read once, then resident). */
@@ -138,12 +179,22 @@ export class TableCache {
   forget(name: string): void {
     this.open_.delete(name);
     this.v1.delete(name);
+    this.unsize(name);
     for (const k of [...this.blocks.keys()]) {
       if (k.startsWith(`${name}#`)) {
         this.stats.blockCacheBytes -= this.blocks.get(k)!.bytes;
         this.blocks.delete(k);
       }
     }
+    this.evict();
+  }
+
+  private unsize(name: string): void {
+    const s = this.sized.get(name);
+    if (!s) return;
+    this.sized.delete(name);
+    this.openBytes -= s.bytes;
+    this.stats.indexBytes -= s.index;
   }
 
   /** The cache's invariants (docs/impl.md §4), checked (cheap; for tests). Throws an Error naming the broken one. */
@@ -152,7 +203,10 @@ export class TableCache {
     for (const { bytes: b } of this.blocks.values()) bytes += b;
     if (bytes !== this.stats.blockCacheBytes)
       throw new Error(`block cache holds ${bytes} bytes, its stats say ${this.stats.blockCacheBytes}`);
-    if (bytes > this.cacheBytes) throw new Error(`block cache holds ${bytes} bytes, above its bound ${this.cacheBytes}`);
+    if (bytes > this.limit()) throw new Error(`block cache holds ${bytes} bytes, above its bound ${this.limit()}`);
+    let open = 0;
+    for (const s of this.sized.values()) open += s.bytes;
+    if (open !== this.openBytes) throw new Error(`open table files hold ${open} bytes, the cache counts ${this.openBytes}`);
     for (const [name, n] of this.pins) if (!(n > 0)) throw new Error(`table file ${name} pinned ${n} times`);
   }
 
@@ -188,6 +242,12 @@ export class TableCache {
   private async openV2(entry: TableFileEntry): Promise<OpenTable> {
     const written = this.versions ? this.versions.internalOf(entry.schemaVersion) : this.schema;
     const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), written);
+    if (this.open_.has(entry.name) && !this.sized.has(entry.name)) {
+      this.sized.set(entry.name, { bytes: entry.bytes, index: index.footerBytes });
+      this.openBytes += entry.bytes;
+      this.stats.indexBytes += index.footerBytes;
+      this.stats.blockCacheLimitBytes = this.limit();
+    }
     return {
       entry,
       blocks: index.blocks,
@@ -214,14 +274,10 @@ export class TableCache {
     const block = this.block(batch);
     // The keys a scan may encode later count from the start (8 bytes a row), as if present.
     const size = estimateBatchBytes(batch) + (this.keyEncoder ? batch.numRows * 8 : 0);
-    if (fill && size <= this.cacheBytes) {
+    if (fill && size <= this.limit()) {
       this.blocks.set(key, { block, bytes: size });
       this.stats.blockCacheBytes += size;
-      while (this.stats.blockCacheBytes > this.cacheBytes) {
-        const [oldest, v] = this.blocks.entries().next().value!;
-        this.blocks.delete(oldest);
-        this.stats.blockCacheBytes -= v.bytes;
-      }
+      this.evict();
     }
     return block;
   }
