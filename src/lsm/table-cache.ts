@@ -14,7 +14,7 @@ import { sortKeys } from './sorted.js';
 import { cutBlocks } from '../format/table/writer.js';
 import { crc32c } from '../util/crc32c.js';
 import { KeyIndex } from '../data/key-index.js';
-import { type Key, type KeyEncoder, keyString, makeRowKeyEncoder, type RowKeyEncoder } from '../data/keys.js';
+import { type Key, type KeyEncoder, keyString, makeRowKeyComparer, type RowKeyComparer } from '../data/keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import type { SchemaVersions } from '../format/schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
@@ -28,12 +28,12 @@ import type { ReadStats } from '../metrics/stats.js';
  */
 export class Block {
   private keys_: ArrayLike<Key> | undefined;
-  private rowKey: ((row: number) => string) | undefined;
+  private compare: ((row: number, probe: string) => number) | undefined;
 
   constructor(
     readonly batch: RecordBatch,
     private readonly keyEncoder: KeyEncoder | undefined,
-    private readonly rowKeyEncoder: RowKeyEncoder | undefined,
+    private readonly rowKeyComparer: RowKeyComparer | undefined,
   ) {}
 
   /** Every row's key (keyed stores; undefined for append-only ones), encoded on first use. */
@@ -47,14 +47,14 @@ export class Block {
    * encodes about log2(rows) keys, straight from the key columns. Keyed stores only.
    */
   find(probe: string): number {
-    const key = (this.rowKey ??= this.rowKeyEncoder!(this.batch));
+    const compare = (this.compare ??= this.rowKeyComparer!(this.batch));
     let lo = 0;
     let hi = this.batch.numRows - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      const k = key(mid);
-      if (k === probe) return mid;
-      if (k < probe) lo = mid + 1;
+      const c = compare(mid, probe);
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
       else hi = mid - 1;
     }
     return -1;
@@ -123,7 +123,7 @@ export class TableCache {
   private readonly pins = new Map<string, number>();
   private readonly unpinned = new Map<string, (() => void)[]>();
   readonly stats: ReadStats = zeroReadStats();
-  private readonly rowKeyEncoder: RowKeyEncoder | undefined;
+  private readonly rowKeyComparer: RowKeyComparer | undefined;
   /** File bytes and index bytes of each open format-2 file (what the default budget is sized from). */
   private readonly sized = new Map<string, { bytes: number; index: number }>();
   private openBytes = 0;
@@ -138,7 +138,7 @@ export class TableCache {
     /** Schema versions of files written before the current one (absent: one version). */
     private readonly versions?: SchemaVersions,
   ) {
-    this.rowKeyEncoder = keyEncoder ? makeRowKeyEncoder(storeSchema) : undefined;
+    this.rowKeyComparer = keyEncoder ? makeRowKeyComparer(storeSchema) : undefined;
     this.stats.blockCacheLimitBytes = this.limit();
   }
 
@@ -321,7 +321,7 @@ export class TableCache {
   }
 
   private block(batch: RecordBatch): Block {
-    return new Block(batch, this.keyEncoder, this.rowKeyEncoder);
+    return new Block(batch, this.keyEncoder, this.rowKeyComparer);
   }
 
   /**
