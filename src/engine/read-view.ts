@@ -112,7 +112,8 @@ export class ReadView {
     }
     const stats = this.cache.stats;
     for (const t of view.tables) {
-      if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) continue;
+      const range = keyRange(t);
+      if (range && (probe < range.min || probe > range.max)) continue;
       const open = await this.cache.open(t);
       if (open.bloom) {
         if (!open.bloom.mayContain(k)) {
@@ -229,6 +230,17 @@ export class ReadView {
       },
     };
   }
+}
+
+/** Decoded key ranges of manifest entries (entries are immutable; a get checks every file's). */
+const keyRanges = new WeakMap<TableFileEntry, { min: string; max: string }>();
+
+/** The key range of a keyed table file (encoded), or undefined when the entry has none. */
+function keyRange(t: TableFileEntry): { min: string; max: string } | undefined {
+  if (t.minKey === undefined) return undefined;
+  let r = keyRanges.get(t);
+  if (!r) keyRanges.set(t, (r = { min: keyFromHex(t.minKey), max: keyFromHex(t.maxKey!) }));
+  return r;
 }
 
 function byMinKey(a: TableFileEntry, b: TableFileEntry): number {
