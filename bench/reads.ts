@@ -436,6 +436,8 @@ export async function readsPass(
       blockReads: after.blockReads - before.blockReads,
       blockCacheHits: after.blockCacheHits - before.blockCacheHits,
       blockCacheBytes: after.blockCacheBytes,
+      blockCacheLimitBytes: after.blockCacheLimitBytes,
+      indexBytes: after.indexBytes,
     };
   }
   return out;

@@ -80,8 +80,11 @@ export interface MemWalOptions {
   maxUnflushedMemtableBytes?: number;
   /**
    * Bytes of decoded table-file blocks kept for reads (point reads and scans of the same keys hit
-   * it instead of storage). Block indexes and Bloom filters of live files are kept besides.
-   * Default 8 MiB.
+   * it instead of storage). Block indexes and Bloom filters of open files are kept besides
+   * (`readStats().indexBytes`). Default: sized from the data — the bytes of the table files reads
+   * have opened plus a quarter, at least 8 MiB, at most 64 MiB (as much as the default
+   * unflushed-memtable budget), so a store of up to about 50 MiB of table files is read from
+   * memory once warm; `readStats().blockCacheLimitBytes` shows the bound in force.
    */
   blockCacheBytes?: number;
   /**
@@ -132,7 +135,8 @@ export interface ResolvedOptions {
   maxMemtableRows: number;
   maxMemtableBatches: number;
   maxUnflushedMemtableBytes: number;
-  blockCacheBytes: number;
+  /** Undefined: sized from the open table files (the default). */
+  blockCacheBytes: number | undefined;
   maxPendingCompactionBytes: number;
   onSchemaMismatch: 'throw' | 'reset';
   frozenMemtableGraceMs: number;
@@ -150,7 +154,6 @@ export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
 export const DEFAULT_MAX_WAL_FLUSH_INTERVAL_MS = 100;
 export const DEFAULT_MAX_MEMTABLE_BYTES = 16 * MiB;
 export const DEFAULT_MAX_PUT_BYTES = 32 * MiB;
-export const DEFAULT_BLOCK_CACHE_BYTES = 8 * MiB;
 export const DEFAULT_MAX_PENDING_COMPACTION_BYTES = 1024 * MiB;
 export const DEFAULT_MAX_MEMTABLE_ROWS = 500_000;
 export const DEFAULT_MAX_MEMTABLE_BATCHES = 4096;
@@ -289,7 +292,7 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
       DEFAULT_MAX_UNFLUSHED_MEMTABLE_BYTES,
       1,
     ),
-    blockCacheBytes: nonNegativeInt('blockCacheBytes', o.blockCacheBytes, DEFAULT_BLOCK_CACHE_BYTES),
+    blockCacheBytes: o.blockCacheBytes === undefined ? undefined : nonNegativeInt('blockCacheBytes', o.blockCacheBytes, 0),
     maxPendingCompactionBytes: nonNegativeInt(
       'maxPendingCompactionBytes',
       o.maxPendingCompactionBytes,

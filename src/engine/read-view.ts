@@ -15,7 +15,7 @@ import type { MemtableSet } from './memtable-set.js';
 import { projectBatch, rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
-import { findBlock, findRow, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+import { findBlock, type OpenTable, type TableCache } from '../lsm/table-cache.js';
 
 /**
  * Most keys in one `getMany` call: the answer crosses to the page as one structured-cloned
@@ -91,7 +91,8 @@ export class ReadView {
     this.cache.pin(names);
     try {
       for (const t of view.tables) {
-        if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) continue;
+        const range = keyRange(t);
+        if (range && (probe < range.min || probe > range.max)) continue;
         const open = await this.cache.open(t);
         if (open.bloom) {
           if (!open.bloom.mayContain(k)) {
@@ -103,7 +104,7 @@ export class ReadView {
         stats.tableFilesConsulted++;
         const i = findBlock(open, probe);
         const block = i < 0 ? undefined : await open.block(i);
-        const row = block ? findRow(block.keys!, k, this.storeSchema) : -1;
+        const row = block ? block.find(probe) : -1;
         if (row < 0) {
           if (open.bloom) stats.bloomFalsePositives++;
           continue;
@@ -164,7 +165,8 @@ export class ReadView {
         const byBlock = new Map<number, Want[]>();
         for (const want of left) {
           const { probe, k } = want;
-          if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) {
+          const range = keyRange(t);
+          if (range && (probe < range.min || probe > range.max)) {
             unresolved.push(want);
             continue;
           }
@@ -194,7 +196,7 @@ export class ReadView {
             const [i, wants] = next;
             const block = await open!.block(i);
             for (const want of wants) {
-              const row = findRow(block.keys!, want.k, this.storeSchema);
+              const row = block.find(want.probe);
               if (row < 0) {
                 if (open!.bloom) stats.bloomFalsePositives++;
                 unresolved.push(want);
@@ -377,4 +379,15 @@ function lazyRun(build: () => SortedRun): MergeSource {
       return Promise.resolve(build());
     },
   };
+}
+
+/** Decoded key ranges of manifest entries (entries are immutable; a get checks every file's). */
+const keyRanges = new WeakMap<TableFileEntry, { min: string; max: string }>();
+
+/** The key range of a keyed table file (encoded), or undefined when the entry has none. */
+function keyRange(t: TableFileEntry): { min: string; max: string } | undefined {
+  if (t.minKey === undefined) return undefined;
+  let r = keyRanges.get(t);
+  if (!r) keyRanges.set(t, (r = { min: keyFromHex(t.minKey), max: keyFromHex(t.maxKey!) }));
+  return r;
 }

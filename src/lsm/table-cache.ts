@@ -1,6 +1,7 @@
-// The table files a writer reads: their indexes (resident for every live file), a block cache
-// bounded by `blockCacheBytes`, read statistics, and pins that keep a file a reader still uses
-// from being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
+// The table files a writer reads: their indexes (resident for every open file, outside the block
+// budget), a block cache bounded by `blockCacheBytes` or by default sized from the open files up
+// to BLOCK_CACHE_MAX_BYTES, read statistics, and pins that keep a file a reader still uses from
+// being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
 // a few at a time. Invariant: cached block bytes never exceed the bound after an insert.
 
 import { RecordBatch, type Schema, type Table, tableFromIPC } from 'apache-arrow';
@@ -13,17 +14,51 @@ import { sortKeys } from './sorted.js';
 import { cutBlocks } from '../format/table/writer.js';
 import { crc32c } from '../util/crc32c.js';
 import { KeyIndex } from '../data/key-index.js';
-import { compareKeys, type Key, type KeyEncoder, keyString } from '../data/keys.js';
+import { type Key, type KeyEncoder, keyString, makeRowKeyComparer, type RowKeyComparer } from '../data/keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import type { SchemaVersions } from '../format/schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
 import { estimateBatchBytes } from '../data/size.js';
 import type { ReadStats } from '../metrics/stats.js';
 
-/** A decoded block: its rows and (keyed stores) their keys, in key order. */
-export interface Block {
-  batch: RecordBatch;
-  keys: ArrayLike<Key> | undefined;
+/**
+ * A decoded block: its rows and (keyed stores) their keys, in key order. A point read searches the
+ * key column ({@link Block.find}); the keys of every row are encoded only when a scan or a
+ * compaction asks for them, then kept with the block.
+ */
+export class Block {
+  private keys_: ArrayLike<Key> | undefined;
+  private compare: ((row: number, probe: string) => number) | undefined;
+
+  constructor(
+    readonly batch: RecordBatch,
+    private readonly keyEncoder: KeyEncoder | undefined,
+    private readonly rowKeyComparer: RowKeyComparer | undefined,
+  ) {}
+
+  /** Every row's key (keyed stores; undefined for append-only ones), encoded on first use. */
+  get keys(): ArrayLike<Key> | undefined {
+    if (this.keys_ === undefined && this.keyEncoder) this.keys_ = this.keyEncoder(this.batch);
+    return this.keys_;
+  }
+
+  /**
+   * The row whose key is `probe` (encoded, {@link keyString} form), or -1: a binary search that
+   * encodes about log2(rows) keys, straight from the key columns. Keyed stores only.
+   */
+  find(probe: string): number {
+    const compare = (this.compare ??= this.rowKeyComparer!(this.batch));
+    let lo = 0;
+    let hi = this.batch.numRows - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const c = compare(mid, probe);
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
 }
 
 /** What a reader knows of one live table file without reading its blocks. */
@@ -48,6 +83,23 @@ export interface TableReads {
 /** Format-1 files held whole (count). */
 const V1_FILES = 4;
 
+/** The default block budget's floor: what the cache may hold however little has been opened. */
+export const BLOCK_CACHE_MIN_BYTES = 8 * 1024 * 1024;
+/**
+ * The default block budget's bound: as much as the default unflushed-memtable budget, so that a
+ * tab's two big consumers stay within what a browser tab or a Node process holds comfortably.
+ */
+export const BLOCK_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The default block budget for `openBytes` bytes of open table files: those bytes plus a quarter
+ * (a cached block also counts 8 bytes a row for its keys), at least BLOCK_CACHE_MIN_BYTES, at
+ * most BLOCK_CACHE_MAX_BYTES.
+ */
+export function defaultBlockCacheBytes(openBytes: number): number {
+  return Math.min(BLOCK_CACHE_MAX_BYTES, Math.max(BLOCK_CACHE_MIN_BYTES, Math.ceil(openBytes * 1.25)));
+}
+
 export function zeroReadStats(): ReadStats {
   return {
     gets: 0,
@@ -58,6 +110,8 @@ export function zeroReadStats(): ReadStats {
     blockReads: 0,
     blockCacheHits: 0,
     blockCacheBytes: 0,
+    blockCacheLimitBytes: 0,
+    indexBytes: 0,
   };
 }
 
@@ -69,16 +123,40 @@ export class TableCache {
   private readonly pins = new Map<string, number>();
   private readonly unpinned = new Map<string, (() => void)[]>();
   readonly stats: ReadStats = zeroReadStats();
+  private readonly rowKeyComparer: RowKeyComparer | undefined;
+  /** File bytes and index bytes of each open format-2 file (what the default budget is sized from). */
+  private readonly sized = new Map<string, { bytes: number; index: number }>();
+  private openBytes = 0;
 
   constructor(
     private readonly storeSchema: StoreSchema,
     private readonly schema: Schema,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly reads: TableReads,
-    private readonly cacheBytes: number,
+    /** The block budget; undefined: sized from the open files ({@link defaultBlockCacheBytes}). */
+    private readonly cacheBytes: number | undefined,
     /** Schema versions of files written before the current one (absent: one version). */
     private readonly versions?: SchemaVersions,
-  ) {}
+  ) {
+    this.rowKeyComparer = keyEncoder ? makeRowKeyComparer(storeSchema) : undefined;
+    this.stats.blockCacheLimitBytes = this.limit();
+  }
+
+  /** The block budget now. */
+  private limit(): number {
+    return this.cacheBytes ?? defaultBlockCacheBytes(this.openBytes);
+  }
+
+  /** Evict least recently used blocks until the cache is within its budget. */
+  private evict(): void {
+    const limit = this.limit();
+    this.stats.blockCacheLimitBytes = limit;
+    while (this.stats.blockCacheBytes > limit) {
+      const [oldest, v] = this.blocks.entries().next().value!;
+      this.blocks.delete(oldest);
+      this.stats.blockCacheBytes -= v.bytes;
+    }
+  }
 
   /** The open table for `entry` (its index read once, then resident). */
   open(entry: TableFileEntry): Promise<OpenTable> {
@@ -101,12 +179,22 @@ export class TableCache {
   forget(name: string): void {
     this.open_.delete(name);
     this.v1.delete(name);
+    this.unsize(name);
     for (const k of [...this.blocks.keys()]) {
       if (k.startsWith(`${name}#`)) {
         this.stats.blockCacheBytes -= this.blocks.get(k)!.bytes;
         this.blocks.delete(k);
       }
     }
+    this.evict();
+  }
+
+  private unsize(name: string): void {
+    const s = this.sized.get(name);
+    if (!s) return;
+    this.sized.delete(name);
+    this.openBytes -= s.bytes;
+    this.stats.indexBytes -= s.index;
   }
 
   /** The cache's invariants (docs/impl.md §4), checked (cheap; for tests). Throws an Error naming the broken one. */
@@ -115,7 +203,10 @@ export class TableCache {
     for (const { bytes: b } of this.blocks.values()) bytes += b;
     if (bytes !== this.stats.blockCacheBytes)
       throw new Error(`block cache holds ${bytes} bytes, its stats say ${this.stats.blockCacheBytes}`);
-    if (bytes > this.cacheBytes) throw new Error(`block cache holds ${bytes} bytes, above its bound ${this.cacheBytes}`);
+    if (bytes > this.limit()) throw new Error(`block cache holds ${bytes} bytes, above its bound ${this.limit()}`);
+    let open = 0;
+    for (const s of this.sized.values()) open += s.bytes;
+    if (open !== this.openBytes) throw new Error(`open table files hold ${open} bytes, the cache counts ${this.openBytes}`);
     for (const [name, n] of this.pins) if (!(n > 0)) throw new Error(`table file ${name} pinned ${n} times`);
   }
 
@@ -151,6 +242,12 @@ export class TableCache {
   private async openV2(entry: TableFileEntry): Promise<OpenTable> {
     const written = this.versions ? this.versions.internalOf(entry.schemaVersion) : this.schema;
     const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), written);
+    if (this.open_.has(entry.name) && !this.sized.has(entry.name)) {
+      this.sized.set(entry.name, { bytes: entry.bytes, index: index.footerBytes });
+      this.openBytes += entry.bytes;
+      this.stats.indexBytes += index.footerBytes;
+      this.stats.blockCacheLimitBytes = this.limit();
+    }
     return {
       entry,
       blocks: index.blocks,
@@ -174,16 +271,13 @@ export class TableCache {
     const info = index.blocks[i]!;
     const bytes = await this.reads.range(entry.name, info.offset, info.length);
     const batch = this.inSchema(decodeBlock(entry.name, index, i, bytes), entry);
-    const block: Block = { batch, keys: this.keyEncoder?.(batch) };
-    const size = estimateBatchBytes(batch) + (block.keys ? block.keys.length * 8 : 0);
-    if (fill && size <= this.cacheBytes) {
+    const block = this.block(batch);
+    // The keys a scan may encode later count from the start (8 bytes a row), as if present.
+    const size = estimateBatchBytes(batch) + (this.keyEncoder ? batch.numRows * 8 : 0);
+    if (fill && size <= this.limit()) {
       this.blocks.set(key, { block, bytes: size });
       this.stats.blockCacheBytes += size;
-      while (this.stats.blockCacheBytes > this.cacheBytes) {
-        const [oldest, v] = this.blocks.entries().next().value!;
-        this.blocks.delete(oldest);
-        this.stats.blockCacheBytes -= v.bytes;
-      }
+      this.evict();
     }
     return block;
   }
@@ -217,13 +311,17 @@ export class TableCache {
     } else {
       blocks = batches;
     }
-    const decoded: Block[] = blocks.map((batch) => ({ batch, keys: this.keyEncoder?.(batch) }));
+    const decoded = blocks.map((batch) => this.block(batch));
     const bounds = decoded.map((b) => ({
       rows: b.batch.numRows,
       first: b.keys && b.keys.length > 0 ? keyString(b.keys[0]!, this.storeSchema) : '',
       last: b.keys && b.keys.length > 0 ? keyString(b.keys[b.keys.length - 1]!, this.storeSchema) : '',
     }));
     return { entry, blocks: bounds, bloom: undefined, block: (i) => Promise.resolve(decoded[i]!) };
+  }
+
+  private block(batch: RecordBatch): Block {
+    return new Block(batch, this.keyEncoder, this.rowKeyComparer);
   }
 
   /**
@@ -251,18 +349,4 @@ export function findBlock(t: OpenTable, probe: string): number {
   }
   if (lo >= t.blocks.length || t.blocks[lo]!.first > probe) return -1;
   return lo;
-}
-
-/** The row of key `k` in `keys` (sorted), or -1. */
-export function findRow(keys: ArrayLike<Key>, k: Key, storeSchema: StoreSchema): number {
-  let lo = 0;
-  let hi = keys.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const c = compareKeys(keys[mid]!, k, storeSchema);
-    if (c === 0) return mid;
-    if (c < 0) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
 }

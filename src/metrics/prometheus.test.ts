@@ -249,6 +249,8 @@ describe('promtool check metrics', () => {
           blockReads: 800,
           blockCacheHits: 400,
           blockCacheBytes: 6_000_000,
+          blockCacheLimitBytes: 8_388_608,
+          indexBytes: 120_000,
         },
       }),
     ],

@@ -74,8 +74,15 @@ export interface ReadStats {
   blockReads: number;
   /** Blocks served from the block cache. */
   blockCacheHits: number;
-  /** Bytes held by the block cache now (bounded by `blockCacheBytes`). */
+  /** Bytes held by the block cache now (bounded by `blockCacheLimitBytes`). */
   blockCacheBytes: number;
+  /**
+   * The block cache's bound now: the `blockCacheBytes` option, or by default sized from the table
+   * files reads have opened (docs/impl.md §4).
+   */
+  blockCacheLimitBytes: number;
+  /** Bytes of the block indexes and Bloom filters held for the open table files, outside the block cache's bound. */
+  indexBytes: number;
 }
 
 /** Table files per LSM level. */

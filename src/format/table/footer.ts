@@ -1,6 +1,7 @@
-// Reads the two things memwal needs from an Arrow IPC file footer — the record-batch blocks and
-// the schema's custom metadata — straight from its FlatBuffer (Arrow's File.fbs / Schema.fbs), so
-// that table files are indexed without apache-arrow internals. Pure; any runtime.
+// Reads what memwal needs from Arrow IPC FlatBuffers — from a file footer the record-batch blocks
+// and the schema's custom metadata (Arrow's File.fbs / Schema.fbs), from a record-batch message
+// its field nodes and buffers (Message.fbs) — so that table files are indexed and their blocks
+// located without apache-arrow internals. Pure; any runtime.
 
 /** A record batch's place in the file (Arrow's `Block`). */
 export interface FooterBlock {
@@ -28,6 +29,10 @@ class Fb {
       throw new Error(`footer: read of ${size} bytes at ${at} is outside its ${this.bytes.length}`);
   }
 
+  u8(at: number): number {
+    this.need(at, 1);
+    return this.bytes[at]!;
+  }
   u16(at: number): number {
     this.need(at, 2);
     return this.view.getUint16(at, true);
@@ -108,4 +113,61 @@ export function readFooter(footer: Uint8Array): FooterInfo {
     }
   }
   return { blocks, metadata };
+}
+
+/** One field node of a record batch (Arrow's `FieldNode`). */
+export interface FieldNode {
+  length: number;
+  nullCount: number;
+}
+
+/** One buffer of a record batch's body (Arrow's `Buffer`): bytes from the start of the body. */
+export interface BodyBuffer {
+  offset: number;
+  length: number;
+}
+
+/** What `readRecordBatchHeader` returns. */
+export interface RecordBatchHeader {
+  length: number;
+  nodes: FieldNode[];
+  buffers: BodyBuffer[];
+  /** The body is compressed (memwal never writes that; a reader falls back to apache-arrow). */
+  compressed: boolean;
+}
+
+/** Arrow's `MessageHeader` union tag of a record batch. */
+const HEADER_RECORD_BATCH = 3;
+
+/**
+ * The row count, field nodes and body buffers of an Arrow IPC record-batch message (`message`:
+ * the Message FlatBuffer, without the continuation marker and length). Throws an Error when it is
+ * not a record batch or anything is out of bounds.
+ */
+export function readRecordBatchHeader(message: Uint8Array): RecordBatchHeader {
+  const fb = new Fb(message);
+  const root = fb.deref(0);
+  // Message: 0 version, 1 header_type, 2 header, 3 bodyLength, 4 custom_metadata.
+  const typeAt = fb.field(root, 1);
+  const headerAt = fb.field(root, 2);
+  if (typeAt === undefined || fb.u8(typeAt) !== HEADER_RECORD_BATCH || headerAt === undefined)
+    throw new Error('not a record batch message');
+  const rb = fb.deref(headerAt);
+  // RecordBatch: 0 length, 1 nodes, 2 buffers, 3 compression, 4 variadicBufferCounts.
+  const lengthAt = fb.field(rb, 0);
+  const pairs = (index: number): [number, number][] => {
+    const at = fb.field(rb, index);
+    if (at === undefined) return [];
+    const vec = fb.deref(at);
+    const n = fb.u32(vec);
+    const out: [number, number][] = [];
+    for (let i = 0; i < n; i++) out.push([fb.i64(vec + 4 + 16 * i), fb.i64(vec + 12 + 16 * i)]); // two longs per struct
+    return out;
+  };
+  return {
+    length: lengthAt === undefined ? 0 : fb.i64(lengthAt),
+    nodes: pairs(1).map(([length, nullCount]) => ({ length, nullCount })),
+    buffers: pairs(2).map(([offset, length]) => ({ offset, length })),
+    compressed: fb.field(rb, 3) !== undefined,
+  };
 }

@@ -1,14 +1,16 @@
 // Reads table files of format 2 (docs/format.md §8) without reading them whole: the footer gives
 // the block offsets (Arrow's own) and memwal's block index and Bloom filter (schema metadata); a
-// block is one ranged read, checked against its CRC, decoded on its own. Pure; any runtime.
+// block is one ranged read, checked against its CRC, decoded on its own: its columns are views of
+// the block's bytes, nothing copied or materialised. Pure; any runtime.
 
-import { type RecordBatch, type Schema, Table, tableFromIPC, tableToIPC } from 'apache-arrow';
+import { type Data, type DataType, type RecordBatch, type Schema, Table, Type, makeData, tableFromIPC, tableToIPC } from 'apache-arrow';
 import { MemWalError } from '../../util/errors.js';
 import { keyFromBytes } from '../../data/keys.js';
 import { concatBytes, fromBase64 } from '../../util/bytes.js';
 import { crc32c } from '../../util/crc32c.js';
 import { BloomFilter } from './bloom.js';
-import { type FooterInfo, readFooter } from './footer.js';
+import { type FooterInfo, type RecordBatchHeader, readFooter, readRecordBatchHeader } from './footer.js';
+import { makeBatch } from '../../data/select.js';
 import { ARROW_FILE_TRAILER_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
 
 /** Where one block lives in the file, and what memwal's index says of it. */
@@ -140,16 +142,123 @@ export async function readTableIndex(
   };
 }
 
-/** Decodes block `i` from its bytes (one ranged read), checking its CRC. Throws `Corruption`. */
+/**
+ * Decodes block `i` from its bytes (one ranged read), checking its CRC. Throws `Corruption`. The
+ * columns are views of `bytes` (copied once only when the body is not 8-byte aligned).
+ */
 export function decodeBlock(name: string, index: TableIndex, i: number, bytes: Uint8Array): RecordBatch {
   const info = index.blocks[i]!;
   if (bytes.length !== info.length || crc32c(bytes) !== info.crc)
     throw corrupt(name, `block ${i} (at byte ${info.offset}) fails its checksum`);
   try {
+    const batch = loadBlock(index.schema, bytes);
+    if (batch) {
+      if (batch.numRows !== info.rows) throw new Error(`${batch.numRows} rows, expected ${info.rows}`);
+      return batch;
+    }
     const t = tableFromIPC(concatBytes([index.streamHead, bytes, EOS])) as Table;
     if (t.batches.length !== 1 || t.numRows !== info.rows) throw new Error(`${t.numRows} rows, expected ${info.rows}`);
     return t.batches[0]!;
   } catch (e) {
     throw corrupt(name, `block ${i} does not decode (${String(e)})`);
+  }
+}
+
+/**
+ * A record-batch message (`bytes`: continuation marker, length, Message FlatBuffer, body) as a
+ * batch of `schema` whose buffers are views of the body, or undefined when a column's type is one
+ * this loader leaves to apache-arrow (unions, views, dictionaries, null) or the body is
+ * compressed. Throws an Error on anything out of bounds.
+ */
+function loadBlock(schema: Schema, bytes: Uint8Array): RecordBatch | undefined {
+  if (!schema.fields.every((f) => loadable(f.type))) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const continued = view.getInt32(0, true) === -1;
+  const prefix = continued ? 8 : 4;
+  const metaLength = view.getInt32(continued ? 4 : 0, true);
+  if (!(metaLength > 0 && prefix + metaLength <= bytes.length)) throw new Error(`message length ${metaLength} does not fit`);
+  const header = readRecordBatchHeader(bytes.subarray(prefix, prefix + metaLength));
+  if (header.compressed) return undefined;
+  let body = bytes.subarray(prefix + metaLength);
+  if (body.byteOffset % 8 !== 0) body = body.slice();
+  const children = new BodyLoader(body, header).many(schema.fields.map((f) => f.type));
+  return makeBatch(schema, children, header.length);
+}
+
+/** Types {@link BodyLoader} builds (the rest decode through apache-arrow). */
+function loadable(type: DataType): boolean {
+  switch (type.typeId) {
+    case Type.Int:
+    case Type.Float:
+    case Type.Bool:
+    case Type.Decimal:
+    case Type.Date:
+    case Type.Time:
+    case Type.Timestamp:
+    case Type.Interval:
+    case Type.Duration:
+    case Type.FixedSizeBinary:
+    case Type.Utf8:
+    case Type.LargeUtf8:
+    case Type.Binary:
+    case Type.LargeBinary:
+      return true;
+    case Type.List:
+    case Type.LargeList:
+    case Type.FixedSizeList:
+    case Type.Struct:
+    case Type.Map:
+      return type.children.every((c) => loadable(c.type));
+    default:
+      return false;
+  }
+}
+
+/** Arrow's column layout over one record batch's nodes and buffers, depth first (as Arrow's VectorLoader). */
+class BodyLoader {
+  private node = 0;
+  private buffer = 0;
+
+  constructor(
+    private readonly body: Uint8Array,
+    private readonly header: RecordBatchHeader,
+  ) {}
+
+  many(types: readonly DataType[]): Data[] {
+    return types.map((t) => this.one(t));
+  }
+
+  private one(type: DataType): Data {
+    const node = this.header.nodes[this.node++];
+    if (!node) throw new Error('fewer field nodes than columns');
+    const { length, nullCount } = node;
+    const validity = this.next();
+    const nullBitmap = nullCount > 0 ? validity : new Uint8Array(0);
+    const base = { type, length, nullCount, nullBitmap } as const;
+    switch (type.typeId) {
+      case Type.Utf8:
+      case Type.LargeUtf8:
+      case Type.Binary:
+      case Type.LargeBinary:
+        return makeData({ ...base, valueOffsets: this.next(), data: this.next() } as never);
+      case Type.List:
+      case Type.LargeList:
+      case Type.Map:
+        return makeData({ ...base, valueOffsets: this.next(), child: this.one(type.children[0]!.type) } as never);
+      case Type.FixedSizeList:
+        return makeData({ ...base, child: this.one(type.children[0]!.type) } as never);
+      case Type.Struct:
+        return makeData({ ...base, children: this.many(type.children.map((c) => c.type)) } as never);
+      default:
+        return makeData({ ...base, data: this.next() } as never);
+    }
+  }
+
+  /** The next body buffer, as a view. */
+  private next(): Uint8Array {
+    const b = this.header.buffers[this.buffer++];
+    if (!b) throw new Error('fewer buffers than the columns need');
+    if (b.offset + b.length > this.body.length) throw new Error(`buffer at ${b.offset} (${b.length} bytes) is outside the body`);
+    return this.body.subarray(b.offset, b.offset + b.length);
   }
 }

@@ -1,0 +1,72 @@
+// Point reads through the read view: the block cache sized from the data by default, and getMany
+// (many keys from one capture, in key order, each block read once).
+
+import { describe, expect, it } from 'vitest';
+import { BLOCK_CACHE_MAX_BYTES, BLOCK_CACHE_MIN_BYTES, defaultBlockCacheBytes } from '../lsm/table-cache.js';
+import { MemoryStorage } from '../storage/memory.js';
+import type { MemWal } from './memwal.js';
+import type { ReadView } from './read-view.js';
+import { open, rejection, rows } from './testkit.test-util.js';
+
+const MiB = 1024 * 1024;
+
+/** The writer's read view (getMany is not on the public API yet). */
+const readView = (w: MemWal): ReadView => (w as unknown as { tier: { reads: ReadView } }).tier.reads;
+
+/** `n` rows in 1,000-row puts, sealed, flushed and compacted into level 1. */
+async function compacted(w: MemWal, n: number, tag = 'v'): Promise<void> {
+  for (let i = 0; i < n; i += 1000) await w.put(rows(i, Math.min(1000, n - i), tag));
+  await w.forceSealActive();
+  await w.waitForFlushDrain();
+  await w.compact();
+}
+
+describe('read view', () => {
+  it('the default block budget is the open table bytes plus a quarter, from 8 MiB up to 64 MiB', () => {
+    expect(defaultBlockCacheBytes(0)).toBe(BLOCK_CACHE_MIN_BYTES);
+    expect(defaultBlockCacheBytes(6 * MiB)).toBe(BLOCK_CACHE_MIN_BYTES);
+    expect(defaultBlockCacheBytes(40 * MiB)).toBe(50 * MiB);
+    expect(defaultBlockCacheBytes(4096 * MiB)).toBe(BLOCK_CACHE_MAX_BYTES);
+    expect([BLOCK_CACHE_MIN_BYTES, BLOCK_CACHE_MAX_BYTES]).toEqual([8 * MiB, 64 * MiB]);
+  });
+
+  it('by default a store of more than 8 MiB of tables is read from memory once warm: the second pass reads no block', async () => {
+    const w = await open();
+    await compacted(w, 100_000, 'x'.repeat(80));
+    const { tableBytes } = await w.compactionStats();
+    expect(tableBytes).toBeGreaterThan(9 * MiB);
+    const pass = async (): Promise<number> => {
+      const before = (await w.readStats()).blockReads;
+      for (let id = 0; id < 100_000; id += 100) expect((await w.get({ id }))?.id).toBe(BigInt(id));
+      return (await w.readStats()).blockReads - before;
+    };
+    expect(await pass()).toBeGreaterThan(100);
+    expect(await pass()).toBe(0);
+    const s = await w.readStats();
+    expect(s.blockCacheLimitBytes).toBeGreaterThan(BLOCK_CACHE_MIN_BYTES);
+    expect(s.blockCacheLimitBytes).toBe(defaultBlockCacheBytes(tableBytes));
+    expect(s.blockCacheBytes).toBeLessThanOrEqual(s.blockCacheLimitBytes);
+    expect(s.indexBytes).toBeGreaterThan(0);
+    await w.close();
+    // An explicit budget is kept as given.
+    const small = await open(new MemoryStorage(), { blockCacheBytes: 4096 });
+    expect((await small.readStats()).blockCacheLimitBytes).toBe(4096);
+    await small.close();
+  });
+
+  it('getMany answers in the order asked from one capture, and keys sharing a block read it once', async () => {
+    const w = await open(new MemoryStorage(), { blockCacheBytes: 0 });
+    await compacted(w, 5000);
+    await w.delete([{ id: 7 }]);
+    await w.put(rows(4, 1, 'new'));
+    const view = readView(w);
+    const before = (await w.readStats()).blockReads;
+    const got = await view.getMany([{ id: 9 }, { id: 4 }, { id: 7 }, { id: 123_456 }, { id: 3 }, { id: 9 }]);
+    expect(got.map((r) => r?.name)).toEqual(['v9', 'new4', undefined, undefined, 'v3', 'v9']);
+    // 3 and 9 live in the first block of the one table file: read once, with no cache at all.
+    expect((await w.readStats()).blockReads - before).toBe(1);
+    expect(await view.getMany([])).toEqual([]);
+    expect((await rejection(view.getMany([{ id: 1 }, { nope: 1 }]))).code).toBe('InvalidArgument');
+    await w.close();
+  });
+});
