@@ -389,6 +389,10 @@ describe('drain() to an endpoint', () => {
     expect(post.headers.authorization).toBe('Bearer s3cret');
     expect(post.headers[DRAIN_HEADERS.firstPosition]).toBe('1');
     expect(post.headers['content-type']).toBe('application/vnd.apache.arrow.stream');
+    // The store's incarnation goes with the GET and every POST, so the sink can tell a store created again under the id.
+    const incarnation = (await store.walStats()).incarnation;
+    expect(incarnation).toMatch(/^[0-9a-f]{32}$/);
+    expect(requests.map((r) => r.headers[DRAIN_HEADERS.incarnation])).toEqual(requests.map(() => incarnation));
     await d.stop();
     await store.close();
   });

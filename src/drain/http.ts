@@ -6,12 +6,17 @@
 import type { WalEntry } from '../engine/api.js';
 import { MemWalError } from '../util/errors.js';
 import { clearTimer, setTimer, type Timer } from '../util/schedule.js';
-import { STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
+import { DRAIN_HEADERS, STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
 
 /** How a drain talks to its sink: ask the applied position, ship a run. */
 export interface Transport {
-  applied(signal: AbortSignal): Promise<number>;
-  ship(entries: readonly WalEntry[], signal: AbortSignal): Promise<{ appliedPosition: number; bytes: number }>;
+  /** `incarnation`: the store's (`walStats().incarnation`), undefined if it keeps none. */
+  applied(signal: AbortSignal, incarnation: string | undefined): Promise<number>;
+  ship(
+    entries: readonly WalEntry[],
+    signal: AbortSignal,
+    incarnation: string | undefined,
+  ): Promise<{ appliedPosition: number; bytes: number }>;
 }
 
 /** What the HTTP transport takes from DrainOptions (each documented there). */
@@ -84,12 +89,15 @@ export function httpTransport(endpoint: string, o: HttpOptions): Transport {
     return { appliedPosition: body.appliedPosition };
   };
   return {
-    applied: async (signal) => (await call({ method: 'GET', headers: { ...o.headers, ...auth }, signal })).appliedPosition,
-    ship: async (entries, signal) => {
+    applied: async (signal, incarnation) => {
+      const headers = { ...o.headers, ...auth, ...(incarnation !== undefined ? { [DRAIN_HEADERS.incarnation]: incarnation } : {}) };
+      return (await call({ method: 'GET', headers, signal })).appliedPosition;
+    },
+    ship: async (entries, signal, incarnation) => {
       const batch = encodeDrainBatch(entries);
       const result = await call({
         method: 'POST',
-        headers: { ...o.headers, ...auth, ...drainRequestHeaders(batch) },
+        headers: { ...o.headers, ...auth, ...drainRequestHeaders({ ...batch, incarnation }) },
         body: batch.body,
         signal,
       });

@@ -158,6 +158,81 @@ describe('drain into a LanceSink in-process', () => {
   });
 });
 
+describe('a store created again under the same id', () => {
+  for (const keyed of [true, false]) {
+    it(`${keyed ? 'keyed' : 'append-only'}: after a destroy, the new store's entries all land (from position 1), the old store's rows go, and the old incarnation is refused`, async () => {
+      const r = rng(7);
+      const root = tempDir('store');
+      const uri = tempDir('lance');
+      const schema = keyed ? keyedSchema : appendSchema;
+      const load = (s: MemWal, ops: number) => (keyed ? randomKeyedLoad(s, r, ops) : randomAppendLoad(s, r, ops));
+      const sink = new LanceSink({ uri, table: 'events', ...(keyed ? { primaryKey: ['id'] } : {}), logger: quiet });
+      let store = await openStore(root, 'events', schema, keyed);
+      const old = (await store.walStats()).incarnation!;
+      let d = drain(store, { sink, storeId: 'events', logger: quiet });
+      await load(store, 40);
+      await d.waitForApplied((await store.sync()).position);
+      await d.stop();
+      const oldEntries = await entries(store);
+      await store.close();
+      await MemWal.destroy('events', { storage: new NodeFileStorage(root) });
+
+      store = await openStore(root, 'events', schema, keyed);
+      const incarnation = (await store.walStats()).incarnation!;
+      expect(incarnation > old).toBe(true);
+      await load(store, 10); // fewer entries than the old store had: positions the sink already holds
+      // A second sink on the same tables reads the recorded incarnation from Lance.
+      for (const s of [sink, new LanceSink({ uri, table: 'events', ...(keyed ? { primaryKey: ['id'] } : {}), logger: quiet })]) {
+        d = drain(store, { sink: s, storeId: 'events', logger: quiet });
+        await d.waitForApplied((await store.sync()).position);
+        await d.stop();
+        expect(await lanceRows(uri, 'events', 'events', schema)).toEqual(await scanRows(store, schema));
+        await expect(s.appliedPosition('events', old)).rejects.toMatchObject({ code: 'InvalidArgument', message: /created again/ });
+        await expect(s.apply('events', oldEntries.slice(-1), old)).rejects.toMatchObject({ code: 'InvalidArgument' });
+        expect(await s.appliedPosition('events', incarnation)).toBe((await store.walStats()).nextPosition - 1);
+        if (s !== sink) await s.close();
+      }
+      expect((await sink.positions()).map((p) => p.incarnation)).toEqual([incarnation]);
+      await store.close();
+      await sink.close();
+    }, 60_000);
+  }
+
+  it('a positions table recorded without incarnations gains the column, and its stores keep their positions', async () => {
+    const uri = tempDir('lance');
+    const db = await lancedb.connect(uri);
+    const a = lanceArrow;
+    const fields = [
+      new a.Field('store', new a.Utf8(), false),
+      new a.Field('position', new a.Int64(), false),
+      new a.Field('epoch', new a.Int64(), false),
+    ];
+    const children = [
+      a.vectorFromArray(['other'], new a.Utf8()).data[0]!,
+      a.vectorFromArray([7n], new a.Int64()).data[0]!,
+      a.vectorFromArray([1n], new a.Int64()).data[0]!,
+    ];
+    const schema = new a.Schema(fields);
+    const legacy = new a.Table(schema, [
+      new a.RecordBatch(schema, a.makeData({ type: new a.Struct(fields), length: 1, nullCount: 0, children })),
+    ]);
+    (await db.createTable('events_memwal_positions', legacy)).close();
+    db.close();
+    const root = tempDir('store');
+    const store = await openStore(root, 'events', keyedSchema, true);
+    await store.put([{ id: 1, name: 'a', score: 1 }]);
+    const sink = new LanceSink({ uri, table: 'events', primaryKey: ['id'], logger: quiet });
+    expect(await sink.appliedPosition('other', (await store.walStats()).incarnation)).toBe(7); // none recorded: the same store
+    await sink.apply('events', await entries(store), (await store.walStats()).incarnation);
+    expect(await sink.positions()).toEqual([
+      { storeId: 'other', position: 7, epoch: 1 },
+      { storeId: 'events', position: 1, epoch: 1, incarnation: (await store.walStats()).incarnation },
+    ]);
+    await store.close();
+    await sink.close();
+  });
+});
+
 describe('schema rules of the Lance table', () => {
   const v1 = new Schema([new Field('seq', new Int64(), false), new Field('note', new Utf8(), true)]);
   const v2 = new Schema([...v1.fields, new Field('tag', new Utf8(), true)]);
