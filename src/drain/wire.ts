@@ -169,14 +169,14 @@ const END_OF_STREAM = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
 /**
  * Throws `InvalidArgument` unless `body` has the CRC-32C the headers announced and ends with the
  * IPC end-of-stream marker (a stream cut at a message boundary would otherwise decode as a
- * shorter, valid one).
+ * shorter, valid one). `actual`: the body's CRC-32C when the caller computed it already (in
+ * slices, say); computed here otherwise.
  */
-export function checkDrainBody(meta: DrainRequestMeta, body: Uint8Array): void {
+export function checkDrainBody(meta: DrainRequestMeta, body: Uint8Array, actual = crc32c(body)): void {
   const tail = body.subarray(body.length - END_OF_STREAM.length);
   if (body.length < END_OF_STREAM.length || END_OF_STREAM.some((b, i) => tail[i] !== b)) {
     throw new MemWalError('InvalidArgument', 'body: the Arrow IPC stream has no end-of-stream marker (truncated)');
   }
-  const actual = crc32c(body);
   if (actual !== meta.crc32c) {
     throw new MemWalError(
       'InvalidArgument',

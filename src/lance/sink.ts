@@ -269,16 +269,24 @@ export class LanceSink implements DrainSink {
    */
   applyEncoded(storeId: string, meta: DrainRequestMeta, body: Uint8Array): Promise<LanceApplyResult> {
     this.counters.bytesReceived += body.byteLength;
-    let request: CheckedRequest;
     try {
       checkStoreId(storeId);
       parseIncarnation(meta.incarnation);
-      request = checkRequest(meta, body, this.rules);
     } catch (e) {
       return Promise.reject(this.count(toMemWalError(e, `apply to ${storeId}`)));
     }
+    // In the store's lane (its requests in order, a bounded number at once), checked in time
+    // slices that let other stores' requests run (src/lance/request.ts), then in the table's turns.
     return this.lanes
-      .run(storeId, () => this.applyChecked(storeId, request))
+      .run(storeId, async () => {
+        let request: CheckedRequest;
+        try {
+          request = await checkRequest(meta, body, this.rules);
+        } catch (e) {
+          throw this.count(toMemWalError(e, `apply to ${storeId}`));
+        }
+        return this.applyChecked(storeId, request);
+      })
       .catch((e: unknown) => {
         if ((e as MemWalError).code === 'Locked') this.counters.busy += 1;
         throw e;
