@@ -403,9 +403,13 @@ class Drainer {
         `drain: the sink answered applied position ${applied} for entries ${run[0]!.position}..${run[run.length - 1]!.position} (it lost entries it had applied)`,
       );
     }
+    // Only what this drain shipped is consumed: a sink may answer a position another drain of the
+    // same store id shipped (two drains racing, or another store under the id), and entries this
+    // drain has not sent are sent first (a sink that has them answers duplicate).
+    const done = Math.min(applied, run[run.length - 1]!.position);
     let rows = 0;
     let entries = 0;
-    while (this.queue.length > 0 && this.queue[0]!.entry.position <= applied) {
+    while (this.queue.length > 0 && this.queue[0]!.entry.position <= done) {
       const q = this.queue.shift()!;
       this.queuedBytes -= q.bytes;
       rows += q.entry.data.numRows;
@@ -418,7 +422,7 @@ class Drainer {
     this.stats.appliedPosition = Math.max(this.stats.appliedPosition, applied);
     this.succeeded();
     this.changed.notify();
-    void this.consume(this.stats.appliedPosition);
+    void this.consume(done);
   }
 
   /** markConsumed up to `position`; a failure is counted and retried with the next shipment. */
