@@ -277,6 +277,22 @@ describe('schema rules of the Lance table', () => {
     expect(await lanceSnapshot(uri, 'strict')).toEqual(before);
     await Promise.all([base.close(), retyped.close(), strict.close(), keyed.close()]);
   });
+
+  it('a refusal names no column of the table that the request does not bring (other stores’ columns)', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'shared' });
+    const first = await openStore(root, 'first', new Schema([new Field('seq', new Int64(), false), new Field('salary_eur', new Int64(), false)]), false);
+    await first.put([{ seq: 1, salary_eur: 90_000 }]);
+    await sink.apply('first', await entries(first));
+    const other = await openStore(root, 'other', new Schema([new Field('seq', new Int64(), false)]), false);
+    await other.put([{ seq: 2 }]);
+    const refusal = sink.apply('other', await entries(other));
+    await expect(refusal).rejects.toMatchObject({ code: 'InvalidArgument', message: /non-nullable column this request lacks/ });
+    expect(String(((await refusal.catch((e: unknown) => e)) as Error).message)).not.toMatch(/salary/);
+    await Promise.all([first.close(), other.close()]);
+    await sink.close();
+  });
 });
 
 describe('the operator owns the schema', () => {

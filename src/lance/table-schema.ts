@@ -48,7 +48,8 @@ export function planSchema(columns: ArrowField[], table: ArrowSchema, rules: Sin
     if (RESERVED.has(t.name)) continue;
     const w = wire.get(t.name);
     if (!w) {
-      if (!t.nullable) throw new MemWalError('InvalidArgument', `schema: column ${t.name} of the Lance table is missing and not nullable`);
+      // Not named: the table's columns are other stores' too, and a refusal tells a store only of its own.
+      if (!t.nullable) throw new MemWalError('InvalidArgument', 'schema: the Lance table has a non-nullable column this request lacks');
       continue;
     }
     if (!fitsType(w.type, t.type)) {
