@@ -15,6 +15,7 @@ import type { WalEntry } from '../engine/api.js';
 import { drain } from '../drain/drain.js';
 import { NodeFileStorage } from '../node.js';
 import { rng } from '../testing/rng.js';
+import { until } from '../engine/testkit.test-util.js';
 import { LanceSink, lanceArrow } from './sink.js';
 import { appendSchema, keyedSchema, lanceRows, lanceSnapshot, randomAppendLoad, randomKeyedLoad, scanRows } from './testkit.test-util.js';
 
@@ -282,7 +283,12 @@ describe('schema rules of the Lance table', () => {
     const root = tempDir('store');
     const uri = tempDir('lance');
     const sink = new LanceSink({ uri, table: 'shared' });
-    const first = await openStore(root, 'first', new Schema([new Field('seq', new Int64(), false), new Field('salary_eur', new Int64(), false)]), false);
+    const first = await openStore(
+      root,
+      'first',
+      new Schema([new Field('seq', new Int64(), false), new Field('salary_eur', new Int64(), false)]),
+      false,
+    );
     await first.put([{ seq: 1, salary_eur: 90_000 }]);
     await sink.apply('first', await entries(first));
     const other = await openStore(root, 'other', new Schema([new Field('seq', new Int64(), false)]), false);
@@ -384,6 +390,34 @@ describe('the operator owns the schema', () => {
       '["2",null,"t"]',
     ]);
     await Promise.all([v1.close(), v2.close()]);
+  });
+});
+
+describe('a kill between a column’s addition and the data commit', () => {
+  it('leaves the column, nullable and all null: the retry writes into it, and stores without it are not hindered', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const tagged = new Schema([...appendSchema.fields, new Field('tag', new Utf8(), true)]);
+    const sink = new LanceSink({ uri, table: 'killed', logger: quiet });
+    const v1 = await openStore(root, 'v1', appendSchema, false);
+    await v1.put([{ seq: 1, note: 'n' }]);
+    await sink.apply('v1', await entries(v1));
+    // The kill: after addColumns, neither the data commit nor the clean-up happens.
+    const table = (await sink.table())!;
+    table.add = () => new Promise(() => undefined);
+    const v2 = await openStore(root, 'v2', tagged, false);
+    await v2.put([{ seq: 2, tag: 't' }]);
+    void sink.apply('v2', await entries(v2));
+    await until(async () => (await table.schema()).fields.some((f) => f.name === 'tag'));
+    // The restarted server: a new sink on the same dataset.
+    const restarted = new LanceSink({ uri, table: 'killed', logger: quiet });
+    expect((await (await restarted.table())!.schema()).fields.find((f) => f.name === 'tag')?.nullable).toBe(true);
+    await v1.put([{ seq: 3, note: 'still' }]);
+    await restarted.apply('v1', (await entries(v1)).slice(1)); // a store without the column
+    await restarted.apply('v2', await entries(v2)); // the drain's retry of the killed request
+    expect(await lanceRows(uri, 'killed', 'v2', tagged)).toEqual(await scanRows(v2, tagged));
+    expect(await lanceRows(uri, 'killed', 'v1', appendSchema)).toEqual(await scanRows(v1, appendSchema));
+    await Promise.all([v1.close(), v2.close(), restarted.close()]);
   });
 });
 
