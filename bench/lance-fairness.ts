@@ -118,9 +118,8 @@ async function main(): Promise<void> {
     const bodies = Array.from({ length: FLOOD_REQUESTS }, (_, i) =>
       i > 0 && refused ? refused : request(refused ? 1000 : floodRows, i + 1, 0, 1),
     );
-    console.log(
-      `flood requests: ${floodRows} rows, ${(bodies[0]!.body.byteLength / 2 ** 20).toFixed(2)} MiB each (limit ${BODY_LIMIT / 2 ** 20} MiB)`,
-    );
+    const floodBytes = bodies[bodies.length - 1]!.body.byteLength;
+    console.log(`flood requests: ${floodRows} rows, ${(floodBytes / 2 ** 20).toFixed(2)} MiB each (limit ${BODY_LIMIT / 2 ** 20} MiB)`);
     const flood = `${server.url}/drain/flood`;
     await post(flood, 'flood', bodies[0]!); // the table holds the flood's rows before either phase
     let next = 1;
@@ -178,7 +177,7 @@ async function main(): Promise<void> {
       maxRowsPerCommit: ROWS_PER_COMMIT ?? DEFAULT_MAX_ROWS_PER_COMMIT,
       flood: REFUSED ? 'refused after their check' : 'applied',
       floodRequestRows: floodRows,
-      floodRequestMiB: bodies[0]!.body.byteLength / 2 ** 20,
+      floodRequestMiB: floodBytes / 2 ** 20,
       floodRequestsAnswered: floodDone,
       floodRowsPerS: Math.round((floodDone * floodRows) / floodSeconds),
       unloadedMs: { p50: quantile(unloaded, 0.5), p99: quantile(unloaded, 0.99) },

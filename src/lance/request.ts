@@ -65,7 +65,7 @@ export function countFields(f: ArrowField): number {
 }
 
 /** Longest the check of one request runs without giving the event loop a turn, ms. */
-export const SLICE_MS = 10;
+export const SLICE_MS = 2;
 /** Rows (or checksum KiB) between two looks at the clock. */
 const SLICE_STEP = 4096;
 
