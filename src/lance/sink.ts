@@ -238,7 +238,7 @@ export class LanceSink implements DrainSink {
     return isNewer(storeId, state, incarnation) ? 0 : state.position;
   }
 
-  /** Every store's recorded position and epoch, for monitoring. */
+  /** Every store's recorded position, epoch and incarnation id (absent if recorded without one), for monitoring. */
   async positions(): Promise<{ storeId: string; position: number; epoch: number; incarnation?: string }[]> {
     const t = await this.openPositions();
     if (!t) return [];
