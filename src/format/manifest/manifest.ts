@@ -2,6 +2,7 @@
 // IndexedDB record, a Durable Object value); its fields are specified in docs/format.md.
 
 import { MemWalError } from '../../util/errors.js';
+import { wallClockMs } from '../../util/schedule.js';
 
 /**
  * Written to disk: never renumber. Version 2 adds `commitId`, schema versions and the table
@@ -100,7 +101,7 @@ let lastIncarnationMs = 0;
  * (docs/format.md §9).
  */
 export function newIncarnationId(): string {
-  lastIncarnationMs = Math.max(Date.now(), lastIncarnationMs + 1);
+  lastIncarnationMs = Math.max(wallClockMs(), lastIncarnationMs + 1);
   const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
   const bytes = new Uint8Array(10);
   if (c?.getRandomValues) c.getRandomValues(bytes);
