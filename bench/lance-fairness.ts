@@ -11,7 +11,9 @@
 // 5297), FAIRNESS_BODY_BYTES (the server's body limit, default the handler's 8 MiB),
 // FAIRNESS_FLOOD_REQUESTS (flood requests prepared, default 80), FAIRNESS_ROWS_PER_COMMIT (the
 // sink's maxRowsPerCommit, default the sink's), FAIRNESS_OPTIMIZE_EVERY (the sink's
-// optimizeEvery, default the sink's).
+// optimizeEvery, default the sink's), FAIRNESS_FLOOD=refused (the flood sends keyed requests of
+// 500,000 narrow rows, 7.7 MiB, that the sink checks in full and then refuses: their positions
+// skip; the small store then waits only for their checks, not for commits).
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -35,6 +37,8 @@ const FLOOD_REQUESTS = Number(process.env.FAIRNESS_FLOOD_REQUESTS ?? 80);
 const ROWS_PER_COMMIT = process.env.FAIRNESS_ROWS_PER_COMMIT ? Number(process.env.FAIRNESS_ROWS_PER_COMMIT) : undefined;
 /** The sink's optimizeEvery (default: the sink's). */
 const OPTIMIZE_EVERY = process.env.FAIRNESS_OPTIMIZE_EVERY ? Number(process.env.FAIRNESS_OPTIMIZE_EVERY) : undefined;
+/** `refused`: the flood's requests are refused after their check (see the file header). */
+const REFUSED = process.env.FAIRNESS_FLOOD === 'refused';
 
 const schema = new Schema([
   new Field('id', new Int64(), false),
@@ -64,14 +68,28 @@ function request(rows: number, position: number, first = 0, from = position) {
   return { body, headers: drainRequestHeaders({ firstPosition: from, lastPosition: position, epoch: 1, rows, crc32c: crc32c(body) }) };
 }
 
-async function post(url: string, token: string, req: { body: Uint8Array; headers: Record<string, string> }): Promise<void> {
+/** A keyed request of `rows` rows of the key alone (8 + 1 bytes a row with the drain's columns) at `position`. */
+function narrow(rows: number, position: number) {
+  const fields = [schema.fields[0]!, schema.fields[3]!, schema.fields[4]!];
+  const children = [
+    makeData({ type: new Int64(), length: rows, nullCount: 0, data: BigInt64Array.from({ length: rows }, (_, i) => BigInt(i)) }),
+    makeData({ type: new Bool(), length: rows, nullCount: 0, data: new Uint8Array(Math.ceil(rows / 8)) }),
+    makeData({ type: new Int64(), length: rows, nullCount: 0, data: new BigInt64Array(rows).fill(BigInt(position)) }),
+  ];
+  const narrowSchema = new Schema(fields);
+  const data = makeData({ type: new Struct(fields), length: rows, nullCount: 0, children });
+  const body = tableToIPC(new Table(narrowSchema, [new RecordBatch(narrowSchema, data)]), 'stream');
+  return { body, headers: drainRequestHeaders({ firstPosition: position, lastPosition: position, epoch: 1, rows, crc32c: crc32c(body) }) };
+}
+
+async function post(url: string, token: string, req: { body: Uint8Array; headers: Record<string, string> }, expected = 200): Promise<void> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { ...req.headers, authorization: `Bearer ${token}` },
     body: req.body as Uint8Array<ArrayBuffer>,
   });
   const text = await res.text();
-  if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${text} (${req.headers[DRAIN_HEADERS.firstPosition]})`);
+  if (res.status !== expected) throw new Error(`${url} answered ${res.status}: ${text} (${req.headers[DRAIN_HEADERS.firstPosition]})`);
 }
 
 const quantile = (xs: number[], q: number): number => {
@@ -93,12 +111,15 @@ async function main(): Promise<void> {
   try {
     // The flood's rows per request: as many as fit under the body limit.
     const perRow = request(10_000, 1).body.byteLength / 10_000;
-    const floodRows = Math.floor((BODY_LIMIT * 0.9) / perRow);
+    const floodRows = REFUSED ? 500_000 : Math.floor((BODY_LIMIT * 0.9) / perRow);
     // Flood request i covers positions 1..i, so one overtaken by another is a cheap duplicate, never a skip.
-    const bodies = Array.from({ length: FLOOD_REQUESTS }, (_, i) => request(floodRows, i + 1, 0, 1));
-    console.log(
-      `flood requests: ${floodRows} rows, ${(bodies[0]!.body.byteLength / 2 ** 20).toFixed(2)} MiB each (limit ${BODY_LIMIT / 2 ** 20} MiB)`,
+    // Refused: each starts far beyond the flood's applied position (a skip), found after the check.
+    const refused = REFUSED ? narrow(floodRows, 1_000_000_000) : undefined; // one body, sent again and again
+    const bodies = Array.from({ length: FLOOD_REQUESTS }, (_, i) =>
+      i > 0 && refused ? refused : request(refused ? 1000 : floodRows, i + 1, 0, 1),
     );
+    const floodBytes = bodies[bodies.length - 1]!.body.byteLength;
+    console.log(`flood requests: ${floodRows} rows, ${(floodBytes / 2 ** 20).toFixed(2)} MiB each (limit ${BODY_LIMIT / 2 ** 20} MiB)`);
     const flood = `${server.url}/drain/flood`;
     await post(flood, 'flood', bodies[0]!); // the table holds the flood's rows before either phase
     let next = 1;
@@ -133,7 +154,7 @@ async function main(): Promise<void> {
       // The flood keeps as many requests in flight as the server lets one store queue.
       const flooders = Array.from({ length: DEFAULT_MAX_PENDING_PER_STORE }, async () => {
         while (flooding && next < bodies.length) {
-          await post(flood, 'flood', bodies[next++]!);
+          await post(flood, 'flood', bodies[next++]!, REFUSED ? 400 : 200);
           floodDone += 1;
         }
       });
@@ -154,8 +175,9 @@ async function main(): Promise<void> {
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, load average ${loadavg()[0]!.toFixed(1)} at the end`,
       samples: { unloaded: unloaded.length, loaded: loaded.length },
       maxRowsPerCommit: ROWS_PER_COMMIT ?? DEFAULT_MAX_ROWS_PER_COMMIT,
+      flood: REFUSED ? 'refused after their check' : 'applied',
       floodRequestRows: floodRows,
-      floodRequestMiB: bodies[0]!.body.byteLength / 2 ** 20,
+      floodRequestMiB: floodBytes / 2 ** 20,
       floodRequestsAnswered: floodDone,
       floodRowsPerS: Math.round((floodDone * floodRows) / floodSeconds),
       unloadedMs: { p50: quantile(unloaded, 0.5), p99: quantile(unloaded, 0.99) },

@@ -3,6 +3,7 @@
 // the metrics pass promtool. Stores are in-memory; the Lance side is tested in src/lance/.
 
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { Bool, Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
@@ -389,6 +390,10 @@ describe('drain() to an endpoint', () => {
     expect(post.headers.authorization).toBe('Bearer s3cret');
     expect(post.headers[DRAIN_HEADERS.firstPosition]).toBe('1');
     expect(post.headers['content-type']).toBe('application/vnd.apache.arrow.stream');
+    // The store's incarnation goes with the GET and every POST, so the sink can tell a store created again under the id.
+    const incarnation = (await store.walStats()).incarnation;
+    expect(incarnation).toMatch(/^[0-9a-f]{32}$/);
+    expect(requests.map((r) => r.headers[DRAIN_HEADERS.incarnation])).toEqual(requests.map(() => incarnation));
     await d.stop();
     await store.close();
   });
@@ -435,6 +440,102 @@ describe('drain() to an endpoint', () => {
     await store.close();
   });
 
+  it('a redirect is not followed: the drain ends naming it, and the redirect’s target gets no request and no token', async () => {
+    const base = Number(process.env.MEMWAL_TEST_PORT_BASE ?? 5290) + 21;
+    const seen: string[] = [];
+    const target = createServer((req, res) => {
+      seen.push(`${req.method} ${req.headers.authorization}`);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"appliedPosition":0}');
+    });
+    const redirecting = createServer((_req, res) => res.writeHead(307, { location: `http://127.0.0.1:${base + 1}/drain/d` }).end());
+    await Promise.all([
+      new Promise<void>((resolve) => redirecting.listen(base, '127.0.0.1', resolve)),
+      new Promise<void>((resolve) => target.listen(base + 1, '127.0.0.1', resolve)),
+    ]);
+    try {
+      const store = await storeWith(1);
+      const d = drain(store, { endpoint: `http://127.0.0.1:${base}/drain/d`, token: 'secret', retry: fast, logger: quiet });
+      await expect(d.done).rejects.toMatchObject({
+        code: 'InvalidArgument',
+        message: /answered 307 with a redirect, which a drain does not follow/,
+      });
+      expect(seen).toEqual([]);
+      await store.close();
+    } finally {
+      await Promise.all([redirecting, target].map((s) => new Promise((resolve) => s.close(resolve))));
+    }
+  });
+
+  it('reads at most MAX_ANSWER_BYTES of an answer’s body, however much the endpoint sends', async () => {
+    const store = await storeWith(1);
+    let pulled = 0;
+    /** An endpoint whose 401 or 503 answer is 16 MiB long: 64 KiB chunks, each made when read. */
+    const endless = (status: number) => async (): Promise<Response> =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled += 65_536;
+            controller.enqueue(new Uint8Array(65_536).fill(0x20));
+            if (pulled % (16 * 2 ** 20) === 0) controller.close();
+          },
+        }),
+        { status },
+      );
+    const down = drain(store, {
+      endpoint: 'http://127.0.0.1:1/drain/d',
+      fetch: endless(503),
+      retry: fast,
+      requestTimeoutMs: 1000,
+      logger: quiet,
+    });
+    await until(async () => (await down.drainStats()).failureCount >= 3);
+    await down.stop();
+    expect((await down.drainStats()).lastError!.message).toBe('drain endpoint answered 503 (the sink is unavailable)');
+    const unauthorized = drain(store, {
+      endpoint: 'http://127.0.0.1:1/drain/d',
+      fetch: endless(401),
+      retry: fast,
+      requestTimeoutMs: 1000,
+      logger: quiet,
+    });
+    await expect(unauthorized.done).rejects.toMatchObject({ code: 'InvalidArgument', message: /answered 401/ });
+    expect(pulled).toBeLessThan(20 * 65_536); // before: read until the time limit, without bound
+    await store.close();
+  });
+
+  it('two drains of one store racing: neither marks consumed past what it shipped itself, whatever the sink answers', async () => {
+    const store = await storeWith(10);
+    let applied = 0;
+    let firstDone!: () => void;
+    const bigDone = new Promise<void>((resolve) => (firstDone = resolve));
+    /** A sink shared by both drains; `shipped` keeps what each handed it. */
+    const sinkFor = (shipped: number[], wait: Promise<void> | undefined): DrainSink => ({
+      appliedPosition: async () => applied,
+      apply: async (_id, entries) => {
+        shipped.push(entries[entries.length - 1]!.position);
+        await wait; // the second drain's answers come after the first drain applied everything
+        applied = Math.max(applied, entries[entries.length - 1]!.position);
+        if (!wait) firstDone();
+        return { appliedPosition: applied };
+      },
+    });
+    const a = recording(store);
+    const b = recording(store);
+    const shippedA: number[] = [];
+    const shippedB: number[] = [];
+    const big = drain(a.api, { sink: sinkFor(shippedA, undefined), storeId: 'd', logger: quiet });
+    const small = drain(b.api, { sink: sinkFor(shippedB, bigDone), storeId: 'd', batchBytes: 1, logger: quiet });
+    await big.waitForApplied(10);
+    await small.waitForApplied(10);
+    await until(async () => (await small.drainStats()).consumedPosition >= 1);
+    await Promise.all([big.stop(), small.stop()]);
+    const maxOf = (xs: number[]) => Math.max(0, ...xs);
+    // Each consume after its start's (0, or the position the sink had when it asked) stays within what that drain shipped.
+    expect(maxOf(b.consumed.slice(2))).toBeLessThanOrEqual(maxOf(shippedB));
+    expect(maxOf(a.consumed.slice(2))).toBeLessThanOrEqual(maxOf(shippedA));
+    await store.close();
+  });
+
   it('a refused token or shipment ends the drain with the reason in lastError, counted in failureCount', async () => {
     const store = await storeWith(3);
     const wrongToken = endpoint(new MemorySink(), () => Response.json({ code: 'Unauthorized', message: 'unknown token' }, { status: 401 }));
@@ -468,8 +569,9 @@ describe('drain() to an endpoint', () => {
   it('quotes an endpoint only as a short printable message, and not at all with quoteEndpointMessages: false', async () => {
     const store = await storeWith(1);
     const noisy = () =>
-      endpoint(new MemorySink(), () =>
-        Response.json({ code: '<b>evil</b>', message: `secret\n\u0000${'x'.repeat(10_000)}`, extra: 'y'.repeat(1000) }, { status: 400 }),
+      endpoint(
+        new MemorySink(),
+        () => Response.json({ code: '<b>evil</b>', message: `secret\n\u0000${'x'.repeat(3000)}`, extra: 'y'.repeat(500) }, { status: 400 }), // within MAX_ANSWER_BYTES
       );
     const quoted = drain(store, { endpoint: 'http://127.0.0.1:1/drain/d', fetch: noisy().fetch, logger: quiet });
     await expect(quoted.done).rejects.toMatchObject({ code: 'InvalidArgument' });

@@ -25,14 +25,21 @@ import { STORE_ID_PATTERN } from './wire.js';
  * (`memwal/lance`) is one; a test double is another.
  */
 export interface DrainSink {
-  /** Highest position of `storeId` applied and durable in the sink (0: none). */
-  appliedPosition(storeId: string): Promise<number>;
+  /**
+   * Highest position of `storeId` applied and durable in the sink (0: none). `incarnation` is the
+   * store's (`walStats().incarnation`; undefined if it keeps none): an incarnation newer than the
+   * one the sink recorded for `storeId` (a store created again under the id: its positions start
+   * at 1 again) answers 0; an older one rejects `InvalidArgument`.
+   */
+  appliedPosition(storeId: string, incarnation?: string): Promise<number>;
   /**
    * Apply consecutive entries of `storeId` (one schema) and resolve once they are durable, with
    * the highest position now applied. Entries at or below the applied position are skipped; a
-   * first position beyond applied + 1 rejects `InvalidArgument` and changes nothing.
+   * first position beyond applied + 1 rejects `InvalidArgument` and changes nothing. A newer
+   * `incarnation` than the recorded one replaces the old incarnation's rows and position (applied
+   * position 0 before it); an older one rejects `InvalidArgument`.
    */
-  apply(storeId: string, entries: readonly WalEntry[]): Promise<{ appliedPosition: number }>;
+  apply(storeId: string, entries: readonly WalEntry[], incarnation?: string): Promise<{ appliedPosition: number }>;
 }
 
 /** Options of {@link drain}. Exactly one of `endpoint` and `sink`. */
@@ -205,6 +212,8 @@ class Drainer {
   private readEntries = 0;
   private readBytes = 0;
   private headPosition = 0;
+  /** The store's incarnation id, sent with every request (read at the start). */
+  private incarnation: string | undefined;
   private readonly stats = {
     shippedPosition: 0,
     appliedPosition: 0,
@@ -301,7 +310,10 @@ class Drainer {
     // Pin the WAL before the sink answers, which may take long (an offline page): from here on
     // the store keeps every entry until one is consumed. A consumer cursor already set stays.
     if ((await this.withRetry(() => this.store.markConsumed(0).then(() => true))) === undefined) return undefined;
-    const applied = await this.withRetry(() => this.transport.applied(this.stopper.signal));
+    const wal = await this.withRetry(() => this.store.walStats());
+    if (wal === undefined) return undefined;
+    this.incarnation = wal.incarnation;
+    const applied = await this.withRetry(() => this.transport.applied(this.stopper.signal, this.incarnation));
     if (applied === undefined) return undefined;
     this.succeeded();
     this.stats.appliedPosition = applied;
@@ -365,7 +377,7 @@ class Drainer {
       const run = this.takeRun();
       const last = run[run.length - 1]!.position;
       this.stats.shippedPosition = Math.max(this.stats.shippedPosition, last);
-      const result = await this.withRetry(() => this.transport.ship(run, this.stopper.signal));
+      const result = await this.withRetry(() => this.transport.ship(run, this.stopper.signal, this.incarnation));
       if (result === undefined) return; // stopped during the shipment or its backoff
       this.accept(run, result);
     }
@@ -391,9 +403,13 @@ class Drainer {
         `drain: the sink answered applied position ${applied} for entries ${run[0]!.position}..${run[run.length - 1]!.position} (it lost entries it had applied)`,
       );
     }
+    // Only what this drain shipped is consumed: a sink may answer a position another drain of the
+    // same store id shipped (two drains racing, or another store under the id), and entries this
+    // drain has not sent are sent first (a sink that has them answers duplicate).
+    const done = Math.min(applied, run[run.length - 1]!.position);
     let rows = 0;
     let entries = 0;
-    while (this.queue.length > 0 && this.queue[0]!.entry.position <= applied) {
+    while (this.queue.length > 0 && this.queue[0]!.entry.position <= done) {
       const q = this.queue.shift()!;
       this.queuedBytes -= q.bytes;
       rows += q.entry.data.numRows;
@@ -406,7 +422,7 @@ class Drainer {
     this.stats.appliedPosition = Math.max(this.stats.appliedPosition, applied);
     this.succeeded();
     this.changed.notify();
-    void this.consume(this.stats.appliedPosition);
+    void this.consume(done);
   }
 
   /** markConsumed up to `position`; a failure is counted and retried with the next shipment. */
@@ -528,9 +544,9 @@ class Drainer {
 /** The transport to an in-process sink: its own calls. */
 function sinkTransport(sink: DrainSink, storeId: string): Transport {
   return {
-    applied: (signal) => untilStopped(sink.appliedPosition(storeId), signal),
-    ship: async (entries, signal) => {
-      const { appliedPosition } = await untilStopped(sink.apply(storeId, entries), signal);
+    applied: (signal, incarnation) => untilStopped(sink.appliedPosition(storeId, incarnation), signal),
+    ship: async (entries, signal, incarnation) => {
+      const { appliedPosition } = await untilStopped(sink.apply(storeId, entries, incarnation), signal);
       return { appliedPosition, bytes: entries.reduce((n, e) => n + entryBytes(e), 0) };
     },
   };

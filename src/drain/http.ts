@@ -6,12 +6,17 @@
 import type { WalEntry } from '../engine/api.js';
 import { MemWalError } from '../util/errors.js';
 import { clearTimer, setTimer, type Timer } from '../util/schedule.js';
-import { STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
+import { DRAIN_HEADERS, STORE_ID_PATTERN, drainRequestHeaders, encodeDrainBatch } from './wire.js';
 
 /** How a drain talks to its sink: ask the applied position, ship a run. */
 export interface Transport {
-  applied(signal: AbortSignal): Promise<number>;
-  ship(entries: readonly WalEntry[], signal: AbortSignal): Promise<{ appliedPosition: number; bytes: number }>;
+  /** `incarnation`: the store's (`walStats().incarnation`), undefined if it keeps none. */
+  applied(signal: AbortSignal, incarnation: string | undefined): Promise<number>;
+  ship(
+    entries: readonly WalEntry[],
+    signal: AbortSignal,
+    incarnation: string | undefined,
+  ): Promise<{ appliedPosition: number; bytes: number }>;
 }
 
 /** What the HTTP transport takes from DrainOptions (each documented there). */
@@ -23,11 +28,17 @@ export interface HttpOptions {
   quoteEndpointMessages: boolean;
 }
 
+/** Most bytes of an answer's body a drain reads (a memwal sink's answers are a few hundred). */
+export const MAX_ANSWER_BYTES = 4096;
+
 /**
  * The transport to the drain resource at `endpoint` (docs/scale-out.md §4): `GET` answers the
  * applied position, `POST` applies a run encoded by wire.ts. A request that takes longer than
  * `requestTimeoutMs`, answers 5xx, 408 or 429, or does not arrive is `IOError` (retried); any
- * other 4xx is a refusal (`InvalidArgument`, the drain ends).
+ * other 4xx is a refusal (`InvalidArgument`, the drain ends), and so is a redirect: the drain
+ * never follows one (`redirect: 'manual'`), so an endpoint that was checked (an allowlist) is the
+ * only place its requests and token go. Of an answer's body it reads at most
+ * {@link MAX_ANSWER_BYTES}.
  */
 export function httpTransport(endpoint: string, o: HttpOptions): Transport {
   const doFetch = o.fetch ?? ((input: string, init: RequestInit) => fetch(input, init));
@@ -57,8 +68,8 @@ export function httpTransport(endpoint: string, o: HttpOptions): Transport {
       throw new MemWalError('IOError', `drain endpoint ${endpoint} unreachable: ${(e as Error)?.message ?? e}`, { cause: e });
     };
     try {
-      const res = await Promise.race([doFetch(endpoint, { ...init, signal: request.signal }), deadline]).catch(fail);
-      const text = await Promise.race([res.text().catch(() => ''), deadline]).catch(fail);
+      const res = await Promise.race([doFetch(endpoint, { ...init, redirect: 'manual', signal: request.signal }), deadline]).catch(fail);
+      const text = await Promise.race([readAnswer(res), deadline]).catch(fail);
       return { res, text };
     } finally {
       if (timer !== undefined) clearTimer(timer);
@@ -73,6 +84,14 @@ export function httpTransport(endpoint: string, o: HttpOptions): Transport {
     } catch {
       // a proxy's HTML error page: reported by status below
     }
+    if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
+      // A browser's fetch hides the status of a redirect it did not follow (type opaqueredirect, status 0).
+      const status = res.status >= 300 ? `${res.status} ` : '';
+      throw new MemWalError(
+        'InvalidArgument',
+        `drain endpoint answered ${status}with a redirect, which a drain does not follow: configure the URL it redirects to as the endpoint`,
+      );
+    }
     if (!res.ok) {
       // The sink refused this request: repeating it cannot succeed. Anything else may pass later.
       const refused = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
@@ -84,18 +103,43 @@ export function httpTransport(endpoint: string, o: HttpOptions): Transport {
     return { appliedPosition: body.appliedPosition };
   };
   return {
-    applied: async (signal) => (await call({ method: 'GET', headers: { ...o.headers, ...auth }, signal })).appliedPosition,
-    ship: async (entries, signal) => {
+    applied: async (signal, incarnation) => {
+      const headers = { ...o.headers, ...auth, ...(incarnation !== undefined ? { [DRAIN_HEADERS.incarnation]: incarnation } : {}) };
+      return (await call({ method: 'GET', headers, signal })).appliedPosition;
+    },
+    ship: async (entries, signal, incarnation) => {
       const batch = encodeDrainBatch(entries);
       const result = await call({
         method: 'POST',
-        headers: { ...o.headers, ...auth, ...drainRequestHeaders(batch) },
+        headers: { ...o.headers, ...auth, ...drainRequestHeaders({ ...batch, incarnation }) },
         body: batch.body,
         signal,
       });
       return { ...result, bytes: batch.body.byteLength };
     },
   };
+}
+
+/** The first {@link MAX_ANSWER_BYTES} of an answer's body as text (the rest is not read: the stream is cancelled). */
+async function readAnswer(res: Response): Promise<string> {
+  const reader = res.body?.getReader();
+  if (!reader) return '';
+  const bytes = new Uint8Array(MAX_ANSWER_BYTES);
+  let length = 0;
+  try {
+    while (length < MAX_ANSWER_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const take = Math.min(value.byteLength, MAX_ANSWER_BYTES - length);
+      bytes.set(value.subarray(0, take), length);
+      length += take;
+    }
+  } catch {
+    // a body cut short: what arrived is reported (or, not being JSON, only the status)
+  } finally {
+    reader.cancel().catch(() => undefined);
+  }
+  return new TextDecoder().decode(bytes.subarray(0, length));
 }
 
 /** What a status means to a drain, for the statuses the wire format gives (docs/scale-out.md §4). */

@@ -26,7 +26,11 @@ export const DRAIN_HEADERS = {
   epoch: 'memwal-epoch',
   rows: 'memwal-rows',
   crc32c: 'memwal-crc32c',
+  incarnation: 'memwal-incarnation',
 } as const;
+
+/** An incarnation id (docs/format.md §9): 32 lowercase hex digits, the first 12 its creation time. */
+export const INCARNATION_PATTERN = /^[0-9a-f]{32}$/;
 
 /**
  * Store ids that may travel in a drain URL and a Lance predicate: memwal's store-name rule,
@@ -46,6 +50,12 @@ export interface DrainRequestMeta {
   rows: number;
   /** CRC-32C (Castagnoli) of the body bytes. */
   crc32c: number;
+  /**
+   * The store's incarnation id (`walStats().incarnation`; sent by drains that know it, optional
+   * on the wire). A sink refuses an incarnation older than the one it recorded for the store id
+   * and starts a newer one from position 0 (docs/scale-out.md "Exactly once").
+   */
+  incarnation?: string;
 }
 
 /** One encoded drain request: headers' values plus the Arrow IPC stream body. */
@@ -101,13 +111,29 @@ export function drainRequestHeaders(batch: DrainRequestMeta): Record<string, str
     [DRAIN_HEADERS.epoch]: String(batch.epoch),
     [DRAIN_HEADERS.rows]: String(batch.rows),
     [DRAIN_HEADERS.crc32c]: String(batch.crc32c),
+    ...(batch.incarnation !== undefined ? { [DRAIN_HEADERS.incarnation]: batch.incarnation } : {}),
   };
 }
 
 /**
+ * The `memwal-incarnation` header's value, or undefined without one; `InvalidArgument` when it is
+ * not an incarnation id.
+ */
+export function parseIncarnation(raw: string | null | undefined): string | undefined {
+  if (raw === null || raw === undefined) return undefined;
+  if (!INCARNATION_PATTERN.test(raw)) {
+    throw new MemWalError(
+      'InvalidArgument',
+      `header ${DRAIN_HEADERS.incarnation}: expected 32 lowercase hex digits, got ${raw.slice(0, 40)}`,
+    );
+  }
+  return raw;
+}
+
+/**
  * Reads and checks the drain headers of a request (`get` returns a header by lower-case name).
- * Throws `InvalidArgument` naming the header for a missing or malformed one, an unknown version,
- * or `lastPosition < firstPosition`.
+ * Throws `InvalidArgument` naming the header for a missing or malformed one (`memwal-incarnation`
+ * may be absent), an unknown version, or `lastPosition < firstPosition`.
  */
 export function parseDrainHeaders(get: (name: string) => string | null | undefined): DrainRequestMeta {
   const version = get(DRAIN_HEADERS.version);
@@ -129,6 +155,8 @@ export function parseDrainHeaders(get: (name: string) => string | null | undefin
     rows: int(DRAIN_HEADERS.rows, 0),
     crc32c: int(DRAIN_HEADERS.crc32c, 0, 0xffffffff),
   };
+  const incarnation = parseIncarnation(get(DRAIN_HEADERS.incarnation));
+  if (incarnation !== undefined) meta.incarnation = incarnation;
   if (meta.lastPosition < meta.firstPosition) {
     throw new MemWalError('InvalidArgument', `positions go backwards: first ${meta.firstPosition}, last ${meta.lastPosition}`);
   }
@@ -141,14 +169,14 @@ const END_OF_STREAM = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
 /**
  * Throws `InvalidArgument` unless `body` has the CRC-32C the headers announced and ends with the
  * IPC end-of-stream marker (a stream cut at a message boundary would otherwise decode as a
- * shorter, valid one).
+ * shorter, valid one). `actual`: the body's CRC-32C when the caller computed it already (in
+ * slices, say); computed here otherwise.
  */
-export function checkDrainBody(meta: DrainRequestMeta, body: Uint8Array): void {
+export function checkDrainBody(meta: DrainRequestMeta, body: Uint8Array, actual = crc32c(body)): void {
   const tail = body.subarray(body.length - END_OF_STREAM.length);
   if (body.length < END_OF_STREAM.length || END_OF_STREAM.some((b, i) => tail[i] !== b)) {
     throw new MemWalError('InvalidArgument', 'body: the Arrow IPC stream has no end-of-stream marker (truncated)');
   }
-  const actual = crc32c(body);
   if (actual !== meta.crc32c) {
     throw new MemWalError(
       'InvalidArgument',

@@ -59,6 +59,20 @@ describe('stores written by release 0.1', () => {
     await again.close();
   });
 
+  it('a store without an incarnation id gets one at its first open, and keeps it across reopens', async () => {
+    const root = await copy();
+    expect(await newestManifest(root, 'keyed')).not.toHaveProperty('incarnation');
+    const opts = { name: 'keyed', schema, primaryKey: ['id'], storage: new NodeFileStorage(root), logger: quiet };
+    const w = await MemWal.open(opts);
+    const incarnation = (await w.walStats()).incarnation;
+    expect(incarnation).toMatch(/^[0-9a-f]{32}$/);
+    await w.close();
+    expect(await newestManifest(root, 'keyed')).toHaveProperty('incarnation', incarnation);
+    const again = await MemWal.open(opts);
+    expect((await again.walStats()).incarnation).toBe(incarnation);
+    await again.close();
+  });
+
   it('an append-only store keeps its rows in insertion order', async () => {
     const root = await copy();
     const w = await MemWal.open({ name: 'log', schema, storage: new NodeFileStorage(root), logger: quiet });

@@ -458,7 +458,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   /** WAL positions and bytes (never checks poison). */
   async walStats(): Promise<WalStats> {
-    return this.statsLock.read(() => this.wal.snapshot());
+    return this.statsLock.read(() => ({ ...this.wal.snapshot(), incarnation: this.ctx.log.manifest.incarnation }));
   }
 
   /** Counters and times of puts, appends, flushes and replay since this open. */

@@ -4,7 +4,7 @@
 // changes before recovery's claim; a failure releases the lock.
 
 import { encodeSchema } from '../data/schema.js';
-import { cloneManifest, MANIFEST_FORMAT_VERSION, type Manifest, type StoreMode } from '../format/manifest/manifest.js';
+import { cloneManifest, MANIFEST_FORMAT_VERSION, type Manifest, newIncarnationId, type StoreMode } from '../format/manifest/manifest.js';
 import {
   decodeVersions,
   evolutionProblem,
@@ -144,7 +144,10 @@ function checkStored({ options, schema }: EngineContext, layout: string, mode: S
   }
 }
 
-/** The manifest that claims the store: epoch + 1 over `stored`, or a new store's first. */
+/**
+ * The manifest that claims the store: epoch + 1 over `stored` (with an incarnation id if it had
+ * none, as manifests written before they were kept), or a new store's first, a new incarnation.
+ */
 function claimOf({ options, schema }: EngineContext, layout: string, mode: StoreMode, stored: Manifest | undefined): Manifest {
   if (stored) {
     return {
@@ -152,6 +155,7 @@ function claimOf({ options, schema }: EngineContext, layout: string, mode: Store
       ...evolveManifest(stored, schema.base, schema.primaryKey, options.name, stored.writerEpoch + 1),
       writerEpoch: stored.writerEpoch + 1,
       version: stored.version + 1,
+      incarnation: stored.incarnation ?? newIncarnationId(),
     };
   }
   return {
@@ -168,6 +172,7 @@ function claimOf({ options, schema }: EngineContext, layout: string, mode: Store
     replayCursor: 0,
     consumerCursor: null,
     positionHint: 0,
+    incarnation: newIncarnationId(),
     tables: [],
   };
 }

@@ -13,12 +13,16 @@ import type { LanceSink } from './sink.js';
 
 const port = Number(process.env.MEMWAL_TEST_PORT_BASE ?? 5290) + 11;
 const logged: unknown[][] = [];
+const asked: unknown[][] = [];
 let failWith: MemWalError;
 let server: Server;
 
 beforeAll(async () => {
   const sink = {
-    appliedPosition: async () => 0,
+    appliedPosition: async (...args: unknown[]) => {
+      asked.push(args);
+      return 0;
+    },
     applyEncoded: async () => {
       throw failWith;
     },
@@ -67,4 +71,15 @@ it('a store with too many requests waiting is answered 503 with retry-after, and
   const refused = await post();
   expect(refused.status).toBe(400);
   expect(await refused.json()).toMatchObject({ code: 'InvalidArgument', message: 'schema: column "a.b": names may not hold "."' });
+});
+
+it('GET passes the store’s incarnation to the sink, and a malformed one is a 400 naming the header', async () => {
+  const incarnation = '0123456789abcdef0123456789abcdef';
+  const url = `http://127.0.0.1:${port}/drain/s`;
+  const ok = await fetch(url, { headers: { authorization: 'Bearer t', 'memwal-incarnation': incarnation } });
+  expect(ok.status).toBe(200);
+  expect(asked.at(-1)).toEqual(['s', incarnation]);
+  const bad = await fetch(url, { headers: { authorization: 'Bearer t', 'memwal-incarnation': 'x' } });
+  expect(bad.status).toBe(400);
+  expect(await bad.json()).toMatchObject({ code: 'InvalidArgument', message: /memwal-incarnation/ });
 });

@@ -5,7 +5,7 @@
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { STORE_ID_PATTERN, parseDrainHeaders } from '../drain/wire.js';
+import { DRAIN_HEADERS, STORE_ID_PATTERN, parseDrainHeaders, parseIncarnation } from '../drain/wire.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { DEFAULT_MAX_PENDING_PER_STORE, type LanceSink } from './sink.js';
@@ -101,8 +101,7 @@ export function createDrainRequestHandler(
     ? {
         'access-control-allow-origin': options.allowOrigin,
         'access-control-allow-methods': 'GET, POST, OPTIONS',
-        'access-control-allow-headers':
-          'authorization, content-type, memwal-drain-version, memwal-first-position, memwal-last-position, memwal-epoch, memwal-rows, memwal-crc32c',
+        'access-control-allow-headers': `authorization, content-type, ${Object.values(DRAIN_HEADERS).join(', ')}`,
         'access-control-max-age': '600',
       }
     : {};
@@ -144,7 +143,8 @@ export function createDrainRequestHandler(
     let counted = false;
     try {
       if (req.method === 'GET') {
-        reply(res, 200, { storeId, appliedPosition: await options.sink.appliedPosition(storeId) });
+        const incarnation = parseIncarnation(single(req.headers[DRAIN_HEADERS.incarnation]));
+        reply(res, 200, { storeId, appliedPosition: await options.sink.appliedPosition(storeId, incarnation) });
         return true;
       }
       const pending = inFlight.get(storeId) ?? 0;

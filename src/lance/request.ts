@@ -1,10 +1,13 @@
 // A drain request as a LanceSink takes it (docs/scale-out.md "Limits"): everything that can be
 // checked without the table — checksum, stream structure, values, the sink's column rules and the
 // operator's schema, positions — is checked here, before the request waits for its turn, and the
-// rows are reduced to what will be written (keyed sinks: the newest row of each key). Node only.
+// rows are reduced to what will be written (keyed sinks: the newest row of each key). The per-row
+// work runs in slices of at most SLICE_MS, each followed by a turn of the event loop, so a large
+// request being checked does not hold the server's other requests. Node only.
 
 import { TOMBSTONE_COLUMN } from '../data/schema.js';
 import { POSITION_COLUMN, checkDrainBody } from '../drain/wire.js';
+import { crc32c } from '../util/crc32c.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
 import { MemWalError } from '../util/errors.js';
 import { checkField, decodeStream, quote, takeRows } from './arrow-check.js';
@@ -61,18 +64,43 @@ export function countFields(f: ArrowField): number {
   return 1 + (f.type.children ?? []).reduce((n: number, c: ArrowField) => n + countFields(c), 0);
 }
 
+/** Longest the check of one request runs without giving the event loop a turn, ms. */
+export const SLICE_MS = 2;
+/** Rows (or checksum KiB) between two looks at the clock. */
+const SLICE_STEP = 4096;
+
+/** The time slices of one check: {@link Slices.pause} gives the event loop a turn once one is used up. */
+class Slices {
+  private start = performance.now();
+
+  /** Gives the event loop a turn (other requests' I/O and checks) if this slice has run SLICE_MS. */
+  async pause(): Promise<void> {
+    if (performance.now() - this.start < SLICE_MS) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.start = performance.now();
+  }
+}
+
 /**
- * Checks a drain request against the sink's rules and reduces it to the rows to write. Throws
- * `InvalidArgument` with a plain message for anything a client got wrong.
+ * Checks a drain request against the sink's rules and reduces it to the rows to write, in time
+ * slices (the file header). Rejects `InvalidArgument` with a plain message for anything a client
+ * got wrong.
  */
-export function checkRequest(meta: DrainRequestMeta, body: Uint8Array, rules: SinkRules): CheckedRequest {
-  checkDrainBody(meta, body);
+export async function checkRequest(meta: DrainRequestMeta, body: Uint8Array, rules: SinkRules): Promise<CheckedRequest> {
+  const slices = new Slices();
+  let crc = 0;
+  for (let at = 0; at < body.length; at += SLICE_STEP * 1024) {
+    crc = crc32c(body.subarray(at, at + SLICE_STEP * 1024), crc);
+    await slices.pause();
+  }
+  checkDrainBody(meta, body, crc);
   const userFields = rules.schema ? rules.schema.fields.reduce((n, f) => n + countFields(f), 0) : rules.maxColumns;
   const table = decodeStream(body, meta.rows, { maxFields: userFields + 2 }); // + _tombstone, _memwal_position
+  await slices.pause();
   const columns = checkColumns(table.schema, rules);
-  const positions = checkPositions(table, meta);
+  const positions = await checkPositions(table, meta, slices);
   if (!rules.primaryKey) return { meta, columns, rows: table, positions, bodyRows: table.numRows };
-  return { meta, columns, ...newestPerKey(table, positions, rules.primaryKey), bodyRows: table.numRows };
+  return { meta, columns, ...(await newestPerKey(table, positions, rules.primaryKey, slices)), bodyRows: table.numRows };
 }
 
 /** Key column types: those memwal accepts as keys. */
@@ -168,7 +196,7 @@ function checkColumns(schema: ArrowSchema, rules: SinkRules): ArrowField[] {
  * present for every row: the stream checks saw to that). Returns them as numbers, exact since
  * `last` is a safe integer.
  */
-function checkPositions(t: ArrowTable, meta: DrainRequestMeta): Float64Array {
+async function checkPositions(t: ArrowTable, meta: DrainRequestMeta, slices: Slices): Promise<Float64Array> {
   const out = new Float64Array(t.numRows);
   const last = BigInt(meta.lastPosition);
   let prev = BigInt(meta.firstPosition);
@@ -177,6 +205,7 @@ function checkPositions(t: ArrowTable, meta: DrainRequestMeta): Float64Array {
     const data = batch.getChild(POSITION_COLUMN)!.data[0]!;
     const values = data.values as BigInt64Array;
     for (let k = 0; k < data.length; k++, i++) {
+      if (k % SLICE_STEP === 0) await slices.pause();
       const p = values[k]!;
       if (p < prev) throw invalid(`positions go backwards: row ${i} has position ${p} after ${prev}`);
       if (p > last) throw invalid(`row ${i} has position ${p}, beyond the request's last position ${last}`);
@@ -220,7 +249,12 @@ function compositeKeyOf(cols: ArrowData[], i: number): string {
  * position order, with their positions. Re-applying such a run converges to the same rows
  * whatever was applied before (docs/scale-out.md "Exactly once").
  */
-function newestPerKey(t: ArrowTable, positions: Float64Array, key: readonly string[]): { rows: ArrowTable; positions: Float64Array } {
+async function newestPerKey(
+  t: ArrowTable,
+  positions: Float64Array,
+  key: readonly string[],
+  slices: Slices,
+): Promise<{ rows: ArrowTable; positions: Float64Array }> {
   const seen = new Set<string>();
   const keep = new Uint8Array(t.numRows);
   let kept = 0;
@@ -231,6 +265,7 @@ function newestPerKey(t: ArrowTable, positions: Float64Array, key: readonly stri
     const cols = key.map((k) => batch.getChild(k)!.data[0]!);
     end -= batch.numRows;
     for (let i = batch.numRows - 1; i >= 0; i--) {
+      if (i % SLICE_STEP === 0) await slices.pause();
       const id = cols.length === 1 ? keyOf(cols[0]!, i) : compositeKeyOf(cols, i);
       if (seen.has(id)) continue;
       seen.add(id);
@@ -246,6 +281,7 @@ function newestPerKey(t: ArrowTable, positions: Float64Array, key: readonly stri
   for (const batch of batches) {
     const local: number[] = [];
     for (let i = 0; i < batch.numRows; i++) {
+      if (i % SLICE_STEP === 0) await slices.pause();
       if (keep[base + i]) {
         local.push(i);
         keptPositions[at++] = positions[base + i]!;

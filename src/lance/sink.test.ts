@@ -15,6 +15,7 @@ import type { WalEntry } from '../engine/api.js';
 import { drain } from '../drain/drain.js';
 import { NodeFileStorage } from '../node.js';
 import { rng } from '../testing/rng.js';
+import { until } from '../engine/testkit.test-util.js';
 import { LanceSink, lanceArrow } from './sink.js';
 import { appendSchema, keyedSchema, lanceRows, lanceSnapshot, randomAppendLoad, randomKeyedLoad, scanRows } from './testkit.test-util.js';
 
@@ -158,6 +159,81 @@ describe('drain into a LanceSink in-process', () => {
   });
 });
 
+describe('a store created again under the same id', () => {
+  for (const keyed of [true, false]) {
+    it(`${keyed ? 'keyed' : 'append-only'}: after a destroy, the new store's entries all land (from position 1), the old store's rows go, and the old incarnation is refused`, async () => {
+      const r = rng(7);
+      const root = tempDir('store');
+      const uri = tempDir('lance');
+      const schema = keyed ? keyedSchema : appendSchema;
+      const load = (s: MemWal, ops: number) => (keyed ? randomKeyedLoad(s, r, ops) : randomAppendLoad(s, r, ops));
+      const sink = new LanceSink({ uri, table: 'events', ...(keyed ? { primaryKey: ['id'] } : {}), logger: quiet });
+      let store = await openStore(root, 'events', schema, keyed);
+      const old = (await store.walStats()).incarnation!;
+      let d = drain(store, { sink, storeId: 'events', logger: quiet });
+      await load(store, 40);
+      await d.waitForApplied((await store.sync()).position);
+      await d.stop();
+      const oldEntries = await entries(store);
+      await store.close();
+      await MemWal.destroy('events', { storage: new NodeFileStorage(root) });
+
+      store = await openStore(root, 'events', schema, keyed);
+      const incarnation = (await store.walStats()).incarnation!;
+      expect(incarnation > old).toBe(true);
+      await load(store, 10); // fewer entries than the old store had: positions the sink already holds
+      // A second sink on the same tables reads the recorded incarnation from Lance.
+      for (const s of [sink, new LanceSink({ uri, table: 'events', ...(keyed ? { primaryKey: ['id'] } : {}), logger: quiet })]) {
+        d = drain(store, { sink: s, storeId: 'events', logger: quiet });
+        await d.waitForApplied((await store.sync()).position);
+        await d.stop();
+        expect(await lanceRows(uri, 'events', 'events', schema)).toEqual(await scanRows(store, schema));
+        await expect(s.appliedPosition('events', old)).rejects.toMatchObject({ code: 'InvalidArgument', message: /created again/ });
+        await expect(s.apply('events', oldEntries.slice(-1), old)).rejects.toMatchObject({ code: 'InvalidArgument' });
+        expect(await s.appliedPosition('events', incarnation)).toBe((await store.walStats()).nextPosition - 1);
+        if (s !== sink) await s.close();
+      }
+      expect((await sink.positions()).map((p) => p.incarnation)).toEqual([incarnation]);
+      await store.close();
+      await sink.close();
+    }, 60_000);
+  }
+
+  it('a positions table recorded without incarnations gains the column, and its stores keep their positions', async () => {
+    const uri = tempDir('lance');
+    const db = await lancedb.connect(uri);
+    const a = lanceArrow;
+    const fields = [
+      new a.Field('store', new a.Utf8(), false),
+      new a.Field('position', new a.Int64(), false),
+      new a.Field('epoch', new a.Int64(), false),
+    ];
+    const children = [
+      a.vectorFromArray(['other'], new a.Utf8()).data[0]!,
+      a.vectorFromArray([7n], new a.Int64()).data[0]!,
+      a.vectorFromArray([1n], new a.Int64()).data[0]!,
+    ];
+    const schema = new a.Schema(fields);
+    const legacy = new a.Table(schema, [
+      new a.RecordBatch(schema, a.makeData({ type: new a.Struct(fields), length: 1, nullCount: 0, children })),
+    ]);
+    (await db.createTable('events_memwal_positions', legacy)).close();
+    db.close();
+    const root = tempDir('store');
+    const store = await openStore(root, 'events', keyedSchema, true);
+    await store.put([{ id: 1, name: 'a', score: 1 }]);
+    const sink = new LanceSink({ uri, table: 'events', primaryKey: ['id'], logger: quiet });
+    expect(await sink.appliedPosition('other', (await store.walStats()).incarnation)).toBe(7); // none recorded: the same store
+    await sink.apply('events', await entries(store), (await store.walStats()).incarnation);
+    expect(await sink.positions()).toEqual([
+      { storeId: 'other', position: 7, epoch: 1 },
+      { storeId: 'events', position: 1, epoch: 1, incarnation: (await store.walStats()).incarnation },
+    ]);
+    await store.close();
+    await sink.close();
+  });
+});
+
 describe('schema rules of the Lance table', () => {
   const v1 = new Schema([new Field('seq', new Int64(), false), new Field('note', new Utf8(), true)]);
   const v2 = new Schema([...v1.fields, new Field('tag', new Utf8(), true)]);
@@ -201,6 +277,27 @@ describe('schema rules of the Lance table', () => {
     await expect(sink.apply('keyed', await entries(keyed))).rejects.toMatchObject({ code: 'InvalidArgument', message: /append-only/ });
     expect(await lanceSnapshot(uri, 'strict')).toEqual(before);
     await Promise.all([base.close(), retyped.close(), strict.close(), keyed.close()]);
+  });
+
+  it('a refusal names no column of the table that the request does not bring (other stores’ columns)', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'shared' });
+    const first = await openStore(
+      root,
+      'first',
+      new Schema([new Field('seq', new Int64(), false), new Field('salary_eur', new Int64(), false)]),
+      false,
+    );
+    await first.put([{ seq: 1, salary_eur: 90_000 }]);
+    await sink.apply('first', await entries(first));
+    const other = await openStore(root, 'other', new Schema([new Field('seq', new Int64(), false)]), false);
+    await other.put([{ seq: 2 }]);
+    const refusal = sink.apply('other', await entries(other));
+    await expect(refusal).rejects.toMatchObject({ code: 'InvalidArgument', message: /non-nullable column this request lacks/ });
+    expect(String(((await refusal.catch((e: unknown) => e)) as Error).message)).not.toMatch(/salary/);
+    await Promise.all([first.close(), other.close()]);
+    await sink.close();
   });
 });
 
@@ -293,6 +390,34 @@ describe('the operator owns the schema', () => {
       '["2",null,"t"]',
     ]);
     await Promise.all([v1.close(), v2.close()]);
+  });
+});
+
+describe('a kill between a column’s addition and the data commit', () => {
+  it('leaves the column, nullable and all null: the retry writes into it, and stores without it are not hindered', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const tagged = new Schema([...appendSchema.fields, new Field('tag', new Utf8(), true)]);
+    const sink = new LanceSink({ uri, table: 'killed', logger: quiet });
+    const v1 = await openStore(root, 'v1', appendSchema, false);
+    await v1.put([{ seq: 1, note: 'n' }]);
+    await sink.apply('v1', await entries(v1));
+    // The kill: after addColumns, neither the data commit nor the clean-up happens.
+    const table = (await sink.table())!;
+    table.add = () => new Promise(() => undefined);
+    const v2 = await openStore(root, 'v2', tagged, false);
+    await v2.put([{ seq: 2, tag: 't' }]);
+    void sink.apply('v2', await entries(v2));
+    await until(async () => (await table.schema()).fields.some((f) => f.name === 'tag'));
+    // The restarted server: a new sink on the same dataset.
+    const restarted = new LanceSink({ uri, table: 'killed', logger: quiet });
+    expect((await (await restarted.table())!.schema()).fields.find((f) => f.name === 'tag')?.nullable).toBe(true);
+    await v1.put([{ seq: 3, note: 'still' }]);
+    await restarted.apply('v1', (await entries(v1)).slice(1)); // a store without the column
+    await restarted.apply('v2', await entries(v2)); // the drain's retry of the killed request
+    expect(await lanceRows(uri, 'killed', 'v2', tagged)).toEqual(await scanRows(v2, tagged));
+    expect(await lanceRows(uri, 'killed', 'v1', appendSchema)).toEqual(await scanRows(v1, appendSchema));
+    await Promise.all([v1.close(), v2.close(), restarted.close()]);
   });
 });
 

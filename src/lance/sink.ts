@@ -5,7 +5,7 @@
 // Tables: the data table `<table>` holds the stores' columns plus `_memwal_store` (the store id),
 // `_memwal_position` (the WAL position that wrote the row) and, for keyed stores, `_tombstone`
 // (always false at rest). `<table>_memwal_positions` holds one row per store: the highest
-// position applied and the epoch of that entry.
+// position applied, the epoch of that entry and the store's incarnation id.
 //
 // Exactly once, by idempotent re-check (Lance commits one dataset at a time):
 //  (1) a request is validated completely (checksum, stream structure against the body, values,
@@ -25,29 +25,23 @@
 //  (5) one LanceSink per table at a time: a store's requests run one after another, and the
 //      table's commits are handed out in turns round-robin over the stores (src/lance/turns.ts);
 //  (6) a dataset that a kill left half-created (a directory without a version: Lance's "not
-//      found") reads as absent, and the next creation finishes it.
+//      found") reads as absent, and the next creation finishes it;
+//  (7) the position is kept with the store's incarnation id: a request of a newer incarnation
+//      (a store created again under the id, its positions starting at 1 again) starts from 0 and
+//      its first turn deletes the store id's rows; an older incarnation is refused.
 
-import { Schema as EsmSchema, Table as EsmTable, tableToIPC as esmTableToIPC } from 'apache-arrow';
+import type { Schema as EsmSchema } from 'apache-arrow';
 import type { Connection, Table as LanceTable } from '@lancedb/lancedb';
 import type { DrainSink } from '../drain/drain.js';
-import { POSITION_COLUMN, STORE_ID_PATTERN, encodeDrainBatch } from '../drain/wire.js';
+import { POSITION_COLUMN, STORE_ID_PATTERN, encodeDrainBatch, parseIncarnation } from '../drain/wire.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
 import { TOMBSTONE_COLUMN } from '../data/schema.js';
 import type { WalEntry } from '../engine/api.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { checkValues } from './arrow-check.js';
-import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow, lancedb } from './lancedb.js';
-import {
-  type CheckedRequest,
-  RESERVED,
-  STORE_COLUMN,
-  type SinkRules,
-  checkOperatorSchema,
-  checkRequest,
-  countFields,
-  fitsType,
-} from './request.js';
+import { type ArrowField, type ArrowTable, arrow, lancedb } from './lancedb.js';
+import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest } from './request.js';
+import { ownColumns, planSchema, toLance, toLanceSchema, withSchema } from './table-schema.js';
 import { Lanes, Turns } from './turns.js';
 
 export { STORE_COLUMN };
@@ -154,6 +148,8 @@ export interface LanceSinkStats {
 interface StoreState {
   position: number;
   epoch: number;
+  /** The store's incarnation the position belongs to; undefined when recorded without one. */
+  incarnation: string | undefined;
   /** Leftovers of an interrupted apply have been removed in this process (guarantee 4). */
   recovered: boolean;
 }
@@ -230,27 +226,38 @@ export class LanceSink implements DrainSink {
     this.options = options;
   }
 
-  /** Highest applied position of `storeId` (0: none). Rejects `InvalidArgument` for a bad id. */
-  async appliedPosition(storeId: string): Promise<number> {
+  /**
+   * Highest applied position of `storeId` (0: none, or `incarnation` is newer than the recorded
+   * one: a store created again under the id). Rejects `InvalidArgument` for a bad id or
+   * incarnation, and for an incarnation older than the recorded one.
+   */
+  async appliedPosition(storeId: string, incarnation?: string): Promise<number> {
     checkStoreId(storeId);
-    return (await this.stateOf(storeId)).position;
+    parseIncarnation(incarnation);
+    const state = await this.stateOf(storeId);
+    return isNewer(storeId, state, incarnation) ? 0 : state.position;
   }
 
-  /** Every store's recorded position and epoch, for monitoring. */
-  async positions(): Promise<{ storeId: string; position: number; epoch: number }[]> {
+  /** Every store's recorded position, epoch and incarnation id (absent if recorded without one), for monitoring. */
+  async positions(): Promise<{ storeId: string; position: number; epoch: number; incarnation?: string }[]> {
     const t = await this.openPositions();
     if (!t) return [];
-    const rows = (await t.query().toArrow()).toArray() as { store: string; position: bigint; epoch: bigint }[];
-    return rows.map((r) => ({ storeId: r.store, position: Number(r.position), epoch: Number(r.epoch) }));
+    const rows = (await t.query().toArrow()).toArray() as PositionRow[];
+    return rows.map((r) => ({
+      storeId: r.store,
+      position: Number(r.position),
+      epoch: Number(r.epoch),
+      ...(r.incarnation ? { incarnation: r.incarnation } : {}),
+    }));
   }
 
   /**
    * In-process apply (the {@link DrainSink} contract): consecutive entries of one schema, made
    * by memwal's Arrow; they cross to LanceDB's Arrow as IPC bytes.
    */
-  async apply(storeId: string, entries: readonly WalEntry[]): Promise<{ appliedPosition: number }> {
+  async apply(storeId: string, entries: readonly WalEntry[], incarnation?: string): Promise<{ appliedPosition: number }> {
     const batch = encodeDrainBatch(entries);
-    return this.applyEncoded(storeId, batch, batch.body);
+    return this.applyEncoded(storeId, { ...batch, ...(incarnation !== undefined ? { incarnation } : {}) }, batch.body);
   }
 
   /**
@@ -262,15 +269,24 @@ export class LanceSink implements DrainSink {
    */
   applyEncoded(storeId: string, meta: DrainRequestMeta, body: Uint8Array): Promise<LanceApplyResult> {
     this.counters.bytesReceived += body.byteLength;
-    let request: CheckedRequest;
     try {
       checkStoreId(storeId);
-      request = checkRequest(meta, body, this.rules);
+      parseIncarnation(meta.incarnation);
     } catch (e) {
       return Promise.reject(this.count(toMemWalError(e, `apply to ${storeId}`)));
     }
+    // In the store's lane (its requests in order, a bounded number at once), checked in time
+    // slices that let other stores' requests run (src/lance/request.ts), then in the table's turns.
     return this.lanes
-      .run(storeId, () => this.applyChecked(storeId, request))
+      .run(storeId, async () => {
+        let request: CheckedRequest;
+        try {
+          request = await checkRequest(meta, body, this.rules);
+        } catch (e) {
+          throw this.count(toMemWalError(e, `apply to ${storeId}`));
+        }
+        return this.applyChecked(storeId, request);
+      })
       .catch((e: unknown) => {
         if ((e as MemWalError).code === 'Locked') this.counters.busy += 1;
         throw e;
@@ -315,24 +331,32 @@ export class LanceSink implements DrainSink {
     } catch (e) {
       throw this.count(toMemWalError(e, `apply to ${storeId}: reading its position`));
     }
-    if (meta.lastPosition <= state.position) {
-      this.counters.duplicates += 1;
-      return { storeId, appliedPosition: state.position, epoch: state.epoch, rows: 0, duplicate: true };
+    // A newer incarnation of the store (created again under this id) starts from nothing applied.
+    let newer: boolean;
+    try {
+      newer = isNewer(storeId, state, meta.incarnation);
+    } catch (e) {
+      throw this.count(toMemWalError(e, `apply to ${storeId}`));
     }
-    if (meta.firstPosition > state.position + 1) {
+    const applied = newer ? { position: 0, epoch: 0 } : { position: state.position, epoch: state.epoch };
+    if (meta.lastPosition <= applied.position) {
+      this.counters.duplicates += 1;
+      return { storeId, appliedPosition: applied.position, epoch: applied.epoch, rows: 0, duplicate: true };
+    }
+    if (meta.firstPosition > applied.position + 1) {
       throw this.count(
         new MemWalError(
           'InvalidArgument',
-          `positions skip: request starts at ${meta.firstPosition}, but ${storeId} has applied up to ${state.position}`,
+          `positions skip: request starts at ${meta.firstPosition}, but ${storeId} has applied up to ${applied.position}`,
         ),
       );
     }
-    if (meta.epoch < state.epoch) {
-      throw this.count(new MemWalError('InvalidArgument', `epoch goes backwards: request epoch ${meta.epoch}, recorded ${state.epoch}`));
+    if (meta.epoch < applied.epoch) {
+      throw this.count(new MemWalError('InvalidArgument', `epoch goes backwards: request epoch ${meta.epoch}, recorded ${applied.epoch}`));
     }
     // Rows at or below the applied position were applied before: skip them (a retry).
     let skip = 0;
-    while (skip < request.positions.length && request.positions[skip]! <= state.position) skip++;
+    while (skip < request.positions.length && request.positions[skip]! <= applied.position) skip++;
     const fresh = skip === 0 ? request.rows : request.rows.slice(skip);
     const deletes = this.rules.primaryKey !== undefined && hasTrue(fresh, TOMBSTONE_COLUMN);
     try {
@@ -343,10 +367,12 @@ export class LanceSink implements DrainSink {
           // While other stores are active a turn is one commit of maxRowsPerCommit rows; alone, larger.
           const alone = !this.turns.othersActive(storeId, ACTIVE_WITHIN_MS);
           const rows = fresh.slice(at, Math.min(fresh.numRows, at + this.maxRowsPerCommit * (alone ? ALONE_FACTOR : 1)));
-          if (!state.recovered) {
+          if (newer && at === 0) {
+            await this.recover(storeId, 0, true); // the old incarnation's rows, and any of an earlier try
+          } else if (!state.recovered) {
             await this.recover(storeId, state.position);
-            state.recovered = true;
           }
+          state.recovered = true;
           if (rows.numRows > 0) await this.write(storeId, request.columns, rows);
           at += rows.numRows;
           done = at >= fresh.numRows;
@@ -355,9 +381,11 @@ export class LanceSink implements DrainSink {
             await (await this.openData())!.delete(`${STORE_COLUMN} = '${storeId}' AND ${TOMBSTONE_COLUMN} = true`);
             this.counters.commits += 1;
           }
-          await this.recordPosition(storeId, meta.lastPosition, meta.epoch);
+          const incarnation = meta.incarnation ?? state.incarnation;
+          await this.recordPosition(storeId, meta.lastPosition, meta.epoch, incarnation);
           state.position = meta.lastPosition;
           state.epoch = meta.epoch;
+          state.incarnation = incarnation;
         });
       }
     } catch (e) {
@@ -443,31 +471,43 @@ export class LanceSink implements DrainSink {
     });
   }
 
-  /** Remove what an interrupted apply of `storeId` left beyond `position` (guarantees 3, 4). */
-  private async recover(storeId: string, position: number): Promise<void> {
+  /**
+   * Remove what an interrupted apply of `storeId` left beyond `position` (guarantees 3, 4), or
+   * with `everything` all its rows (a newer incarnation replaces the old one's, guarantee 7).
+   */
+  private async recover(storeId: string, position: number, everything = false): Promise<void> {
     const table = await this.openData();
     if (!table) return;
-    const leftovers = this.rules.primaryKey
-      ? `${STORE_COLUMN} = '${storeId}' AND ${TOMBSTONE_COLUMN} = true`
-      : `${STORE_COLUMN} = '${storeId}' AND ${POSITION_COLUMN} > ${position}`;
+    const leftovers = everything
+      ? `${STORE_COLUMN} = '${storeId}'`
+      : this.rules.primaryKey
+        ? `${STORE_COLUMN} = '${storeId}' AND ${TOMBSTONE_COLUMN} = true`
+        : `${STORE_COLUMN} = '${storeId}' AND ${POSITION_COLUMN} > ${position}`;
     if ((await table.countRows(leftovers)) === 0) return;
     await table.delete(leftovers);
     this.counters.commits += 1;
   }
 
-  private async recordPosition(storeId: string, position: number, epoch: number): Promise<void> {
+  private async recordPosition(storeId: string, position: number, epoch: number, incarnation: string | undefined): Promise<void> {
     const row = new arrow.Table({
       store: arrow.vectorFromArray([storeId], new arrow.Utf8()),
       position: arrow.vectorFromArray([BigInt(position)], new arrow.Int64()),
       epoch: arrow.vectorFromArray([BigInt(epoch)], new arrow.Int64()),
+      incarnation: arrow.vectorFromArray([incarnation ?? null], new arrow.Utf8()),
     });
     const schema = new arrow.Schema([
       new arrow.Field('store', new arrow.Utf8(), false),
       new arrow.Field('position', new arrow.Int64(), false),
       new arrow.Field('epoch', new arrow.Int64(), false),
+      INCARNATION_FIELD,
     ]);
     const t = await this.openPositions();
     if (t) {
+      // A positions table made before incarnations were kept gains the column (null for its rows).
+      if (!(await t.schema()).fields.some((f) => f.name === INCARNATION_FIELD.name)) {
+        await t.addColumns([INCARNATION_FIELD]);
+        this.counters.commits += 1;
+      }
       await t.mergeInsert('store').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(withSchema(row, schema));
     } else {
       const db = await this.connect();
@@ -490,12 +530,13 @@ export class LanceSink implements DrainSink {
 
   private async loadState(storeId: string): Promise<StoreState> {
     const t = await this.openPositions();
-    if (!t) return { position: 0, epoch: 0, recovered: false };
-    const rows = (await t.query().where(`store = '${storeId}'`).toArrow()).toArray() as { position: bigint; epoch: bigint }[];
+    if (!t) return { position: 0, epoch: 0, incarnation: undefined, recovered: false };
+    const rows = (await t.query().where(`store = '${storeId}'`).toArrow()).toArray() as PositionRow[];
     if (rows.length > 1) throw new MemWalError('Corruption', `${this.positionsName()} holds ${rows.length} rows for ${storeId}`);
-    return rows[0]
-      ? { position: Number(rows[0].position), epoch: Number(rows[0].epoch), recovered: false }
-      : { position: 0, epoch: 0, recovered: false };
+    const r = rows[0];
+    return r
+      ? { position: Number(r.position), epoch: Number(r.epoch), incarnation: r.incarnation ?? undefined, recovered: false }
+      : { position: 0, epoch: 0, incarnation: undefined, recovered: false };
   }
 
   private connect(): Promise<Connection> {
@@ -545,154 +586,35 @@ export class LanceSink implements DrainSink {
   }
 }
 
-interface SchemaPlan {
-  /** The data table's schema after this write (the table's columns + the added ones). */
-  target: ArrowSchema;
-  /** Nullable columns the rows have and the table lacks: added (all null) before the data commit. */
-  added: ArrowField[];
-}
-
-/** `columns` followed by the sink's own columns. */
-function ownColumns(columns: ArrowField[], keyed: boolean): ArrowSchema {
-  return new arrow.Schema([
-    ...columns,
-    new arrow.Field(STORE_COLUMN, new arrow.Utf8(), false),
-    new arrow.Field(POSITION_COLUMN, new arrow.Int64(), false),
-    ...(keyed ? [new arrow.Field(TOMBSTONE_COLUMN, new arrow.Bool(), false)] : []),
-  ]);
-}
-
-/**
- * How the rows' user columns fit the table: same names and types; a column the table lacks is
- * added if nullable (docs/impl.md §12) and within `maxColumns` (or the operator's schema); a
- * table column the rows lack is written as null if nullable (a dropped field). Anything else is
- * `InvalidArgument`.
- */
-function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules): SchemaPlan {
-  for (const f of ownColumns([], rules.primaryKey !== undefined).fields) {
-    const t = table.fields.find((x) => x.name === f.name);
-    if (!t || !arrow.util.compareTypes(t.type, f.type)) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `schema: the Lance table has no ${f.name} column of type ${f.type} (was it made for a different kind of store?)`,
-      );
-    }
-  }
-  const wire = new Map(columns.map((f) => [f.name, f]));
-  for (const t of table.fields) {
-    if (RESERVED.has(t.name)) continue;
-    const w = wire.get(t.name);
-    if (!w) {
-      if (!t.nullable) throw new MemWalError('InvalidArgument', `schema: column ${t.name} of the Lance table is missing and not nullable`);
-      continue;
-    }
-    if (!fitsType(w.type, t.type)) {
-      throw new MemWalError('InvalidArgument', `schema: column ${t.name} is ${w.type} in the body but ${t.type} in the Lance table`);
-    }
-    if (w.nullable && !t.nullable) {
-      throw new MemWalError('InvalidArgument', `schema: column ${t.name} is nullable in the body but not in the Lance table`);
-    }
-  }
-  const added = columns.filter((f) => !table.fields.some((t) => t.name === f.name));
-  const notNull = added.find((f) => !f.nullable);
-  if (notNull) {
-    throw new MemWalError(
-      'InvalidArgument',
-      `schema: column ${notNull.name} is new and not nullable; Lance can only add nullable columns to existing rows`,
-    );
-  }
-  const nested = added.find((f) => !allNullable(f));
-  if (nested) {
-    throw new MemWalError(
-      'InvalidArgument',
-      `schema: column ${nested.name} is new and has nested fields that are not nullable; Lance can only add columns whose fields are all nullable to existing rows (an operator's schema can hold it from the start)`,
-    );
-  }
-  if (added.length > 0 && !rules.schema) {
-    const count = (fields: ArrowField[]) => fields.reduce((n, f) => n + (RESERVED.has(f.name) ? 0 : countFields(f)), 0);
-    const after = count(table.fields) + count(added);
-    if (after > rules.maxColumns) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `schema: adding ${added.map((f) => f.name).join(', ')} would give the table ${after} columns, more than the ${rules.maxColumns} this sink takes`,
-      );
-    }
-  }
-  return { target: new arrow.Schema([...table.fields, ...added]), added };
-}
-
-/** Whether `f` and every field nested in it are nullable. */
-function allNullable(f: ArrowField): boolean {
-  return f.nullable && (f.type.children ?? []).every((c: ArrowField) => allNullable(c));
-}
-
-/**
- * An operator's schema in LanceDB's Arrow (an apache-arrow Schema of either module instance),
- * through IPC, so that its types are of the classes decoded bodies have (`compareTypes` checks
- * constructors).
- */
-function toLanceSchema(schema: EsmSchema | ArrowSchema): ArrowSchema {
-  if (!(schema instanceof EsmSchema) || schema.fields.length === 0) {
-    throw new MemWalError('InvalidArgument', 'LanceSink: schema must be an apache-arrow Schema with at least one field');
-  }
-  // Schema's instanceof answers for either module instance; a type's tells them apart.
-  const bytes = schema.fields.every((f) => (f.type as unknown) instanceof arrow.DataType)
-    ? arrow.tableToIPC(new arrow.Table(schema as unknown as ArrowSchema), 'stream')
-    : esmTableToIPC(new EsmTable(schema), 'stream');
-  return arrow.tableFromIPC(bytes).schema;
-}
-
 function hasTrue(t: ArrowTable, column: string): boolean {
   for (const v of t.getChild(column)!) if (v === true) return true;
   return false;
 }
 
+/** A row of `<table>_memwal_positions` (`incarnation` absent from tables made before it was kept). */
+interface PositionRow {
+  store: string;
+  position: bigint;
+  epoch: bigint;
+  incarnation?: string | null;
+}
+
+/** The positions table's incarnation column (nullable: positions recorded without one). */
+const INCARNATION_FIELD = new arrow.Field('incarnation', new arrow.Utf8(), true);
+
 /**
- * The rows of `t` in the data table's schema: its columns by name, `_memwal_store` filled with
- * the store id, columns the rows lack filled with nulls.
+ * Whether `incarnation` (of a request) is newer than the one recorded for the store: then its
+ * positions start again from 0. Throws `InvalidArgument` for an older one, whose store was
+ * created again under the same id since. Without an incarnation on either side: the same.
+ * Incarnation ids sort by creation time (docs/format.md §9).
  */
-function toLance(t: ArrowTable, target: ArrowSchema, storeId: string): ArrowTable {
-  const batches = t.batches.map((b) => {
-    const children = target.fields.map((f): ArrowData => {
-      if (f.name === STORE_COLUMN) return constantUtf8(storeId, b.numRows);
-      const child = b.getChild(f.name);
-      if (child) return withType(child.data[0]!, f.type); // the table's nested nullability (fitsType)
-      // A column the rows lack: null, its non-nullable nested fields without nulls (Lance refuses those).
-      return checkValues(f, arrow.vectorFromArray(new Array(b.numRows).fill(null), f.type).data[0]!, f.name);
-    });
-    const data = arrow.makeData({ type: new arrow.Struct(target.fields), length: b.numRows, nullCount: 0, children });
-    return new arrow.RecordBatch(target, data);
-  });
-  return new arrow.Table(target, batches);
-}
-
-/** `data` as of type `type`, which it fits ({@link fitsType}): the same buffers, the column's nested fields. */
-function withType(data: ArrowData, type: ArrowType): ArrowData {
-  const children = (type.children ?? []).map((c: ArrowField, i: number) => withType(data.children[i]!, c.type));
-  return data.clone(type, data.offset, data.length, data.nullCount, data.buffers, children);
-}
-
-/** `t`'s data under `schema` (same column order and types; nullability and metadata from `schema`). */
-function withSchema(t: ArrowTable, schema: ArrowSchema): ArrowTable {
-  const batches = t.batches.map((b) => {
-    const children = schema.fields.map((f) => b.getChild(f.name)!.data[0]!);
-    return new arrow.RecordBatch(
-      schema,
-      arrow.makeData({ type: new arrow.Struct(schema.fields), length: b.numRows, nullCount: 0, children }),
-    );
-  });
-  return new arrow.Table(schema, batches);
-}
-
-function constantUtf8(value: string, length: number): ArrowData {
-  const bytes = new TextEncoder().encode(value);
-  const data = new Uint8Array(bytes.length * length);
-  const offsets = new Int32Array(length + 1);
-  for (let i = 0; i < length; i++) {
-    data.set(bytes, i * bytes.length);
-    offsets[i + 1] = (i + 1) * bytes.length;
-  }
-  return arrow.makeData({ type: new arrow.Utf8(), length, nullCount: 0, valueOffsets: offsets, data });
+function isNewer(storeId: string, state: StoreState, incarnation: string | undefined): boolean {
+  if (incarnation === undefined || state.incarnation === undefined || incarnation === state.incarnation) return false;
+  if (incarnation > state.incarnation) return true;
+  throw new MemWalError(
+    'InvalidArgument',
+    `store ${storeId} was created again since this request's store (incarnation ${incarnation} is older than the recorded ${state.incarnation}); nothing of the older store is applied any more`,
+  );
 }
 
 function checkStoreId(storeId: string): void {

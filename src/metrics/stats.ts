@@ -141,6 +141,12 @@ export interface WalStats {
   entriesWritten: number;
   /** Bytes cut from torn tails at this open. */
   tornTailBytes: number;
+  /**
+   * The store's incarnation id (docs/format.md §9): new when the store is created, so a store
+   * destroyed and created again under the same name, whose positions start again at 1, has
+   * another. A drain sends it to its sink. Absent only from implementations that keep none.
+   */
+  incarnation?: string;
 }
 
 export interface WriteStats {

@@ -10,8 +10,8 @@ export type Timer = ReturnType<typeof setTimeout>;
  * default the host's own ({@link hostClock}); a deterministic simulation installs a virtual one
  * with {@link setClock}, so that a run depends on its seed alone. Engine code never calls
  * `setTimeout`, `Date.now`, `performance.now` or `Math.random` itself: it calls {@link nowMs},
- * {@link setTimer}, {@link clearTimer}, {@link setRepeating}, {@link yieldToEventLoop} and
- * {@link random}.
+ * {@link setTimer}, {@link clearTimer}, {@link setRepeating}, {@link yieldToEventLoop},
+ * {@link random} and {@link wallClockMs}.
  */
 export interface Clock {
   /** Monotonic milliseconds. */
@@ -26,6 +26,8 @@ export interface Clock {
   yield(): Promise<void>;
   /** A float in [0, 1). */
   random(): number;
+  /** Milliseconds since 1970: the wall clock, for ids that sort by creation time (never for durations). */
+  wallMs(): number;
 }
 
 /**
@@ -40,6 +42,7 @@ export const hostClock: Clock = {
   clearInterval: (timer) => clearInterval(timer),
   yield: () => hostYield(),
   random: () => Math.random(),
+  wallMs: () => Date.now(),
 };
 
 let clock: Clock = hostClock;
@@ -57,6 +60,11 @@ export function setClock(next: Clock | undefined): Clock {
 /** Monotonic milliseconds (performance.now where the runtime has it). */
 export function nowMs(): number {
   return clock.now();
+}
+
+/** Milliseconds since 1970 through the clock (ids ordered by creation time; not for durations). */
+export function wallClockMs(): number {
+  return clock.wallMs();
 }
 
 /** `setTimeout` through the clock. */

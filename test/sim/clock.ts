@@ -56,6 +56,11 @@ export class VirtualClock implements Clock {
     return this.t;
   }
 
+  /** The wall clock: virtual time from 2026-01-01. */
+  wallMs(): number {
+    return Date.UTC(2026, 0, 1) + this.t;
+  }
+
   setTimeout(fn: () => void, ms: number): Timer {
     return this.add(fn, ms, undefined);
   }

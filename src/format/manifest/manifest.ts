@@ -2,6 +2,7 @@
 // IndexedDB record, a Durable Object value); its fields are specified in docs/format.md.
 
 import { MemWalError } from '../../util/errors.js';
+import { wallClockMs } from '../../util/schedule.js';
 
 /**
  * Written to disk: never renumber. Version 2 adds `commitId`, schema versions and the table
@@ -80,7 +81,34 @@ export interface Manifest {
    * unknown outcome (the reply was lost) re-reads the manifest and finds out by this id.
    */
   commitId?: string;
+  /**
+   * The id of this incarnation of the store (format 2, {@link newIncarnationId}): created with the
+   * store, kept by every commit. A store destroyed (or reset) and created again under the same
+   * name gets a new one, so a drain's sink can tell its positions, which start again at 1, from
+   * the old store's. Absent in manifests written before it was kept; the next claim adds one.
+   */
+  incarnation?: string;
   tables: TableFileEntry[];
+}
+
+/** The time part of the last incarnation id made here: ids made in one process always increase. */
+let lastIncarnationMs = 0;
+
+/**
+ * A new incarnation id: 32 lowercase hex digits, the creation time (milliseconds since 1970, 12
+ * digits; one more than the previous id's when made within the same millisecond in this process)
+ * then 20 random ones, so that of two incarnations the later created sorts after the earlier
+ * (docs/format.md §9).
+ */
+export function newIncarnationId(): string {
+  lastIncarnationMs = Math.max(wallClockMs(), lastIncarnationMs + 1);
+  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
+  const bytes = new Uint8Array(10);
+  if (c?.getRandomValues) c.getRandomValues(bytes);
+  else for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256);
+  let random = '';
+  for (const b of bytes) random += b.toString(16).padStart(2, '0');
+  return lastIncarnationMs.toString(16).padStart(12, '0').slice(-12) + random;
 }
 
 /** Structural validation of a manifest read from storage; `Corruption` when it is not one. */
@@ -102,6 +130,7 @@ export function checkManifest(value: unknown): Manifest {
   if (typeof m.layout !== 'string' || typeof m.schema !== 'string') bad('layout/schema');
   if (m.mode !== 'memtable' && m.mode !== 'wal-only') bad('mode');
   if (!Array.isArray(m.primaryKey) || !Array.isArray(m.tables)) bad('primaryKey/tables');
+  if (m.incarnation !== undefined && (typeof m.incarnation !== 'string' || !/^[0-9a-f]{32}$/.test(m.incarnation))) bad('incarnation');
   return m as Manifest;
 }
 
