@@ -116,3 +116,36 @@ describe('a store on RemoteStorage', () => {
     await c.close();
   });
 });
+
+describe('the I/O worker under a flush', () => {
+  it('a WAL append sent while a large table build runs completes before the build', async () => {
+    const { storage } = remote();
+    const w = await MemWal.open({
+      name: storeName(),
+      schema,
+      primaryKey: ['id'],
+      storage,
+      maxMemtableBytes: 256 * 1024 * 1024,
+      maxUnflushedMemtableBytes: 512 * 1024 * 1024,
+      logger: { warn: () => undefined },
+    });
+    for (let i = 0; i < 200_000; i += 20_000) await w.put(rows(i, 20_000));
+    const order: string[] = [];
+    let put: Promise<void> | undefined;
+    const send = storage.send.bind(storage) as (op: string, ...args: unknown[]) => Promise<unknown>;
+    (storage as unknown as { send: typeof send }).send = (op, ...args) => {
+      const reply = send(op, ...args);
+      if (op === 'buildFlush' && !put) {
+        void reply.then(() => order.push('table build'));
+        put = w.put(rows(500_000, 10)).then(() => void order.push('put'));
+      }
+      return reply;
+    };
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await put;
+    expect(order).toEqual(['put', 'table build']);
+    expect((await w.scan()).numRows).toBe(200_010);
+    await w.close();
+  });
+});

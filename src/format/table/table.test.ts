@@ -87,7 +87,7 @@ describe('table file format 2', () => {
     expect([...ours.metadata]).toEqual([...theirs.schema.metadata]);
   });
 
-  it('encodes the worked example of docs/format.md §8 byte for byte', () => {
+  it('encodes the worked example of docs/format.md §8 byte for byte', async () => {
     const example = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
     const puts = toBatches(
       [
@@ -97,7 +97,7 @@ describe('table file format 2', () => {
       ],
       example,
     );
-    const built = buildFlushTable(example, makeKeyEncoder(example), [...puts, tombstoneBatch([{ id: 2 }], example)!], 7);
+    const built = await buildFlushTable(example, makeKeyEncoder(example), [...puts, tombstoneBatch([{ id: 2 }], example)!], 7);
     const b = built.bytes;
     const footerLength = new DataView(b.buffer, b.byteOffset).getInt32(b.length - 10, true);
     const f = readFooter(b.subarray(b.length - 10 - footerLength, b.length - 10));

@@ -3,13 +3,14 @@
 // come in final order: sorted by key with one row per key for keyed stores, insertion order for
 // append-only ones. Pure; any runtime.
 
-import { RecordBatch, Schema, Table, tableToIPC } from 'apache-arrow';
+import { RecordBatch, RecordBatchFileWriter, Schema } from 'apache-arrow';
 import { type Key, type KeyEncoder, keyBytes, keyString } from '../../data/keys.js';
 import type { StoreSchema } from '../../data/schema.js';
 import { gatherBatch } from '../../data/select.js';
 import { estimateBatchBytes } from '../../data/size.js';
 import { toBase64 } from '../../util/bytes.js';
 import { crc32c } from '../../util/crc32c.js';
+import { runSteps, type Steps } from '../../util/schedule.js';
 import { BloomFilter } from './bloom.js';
 import { blockRanges } from './reader.js';
 import { BLOCK_MAX_ROWS, BLOCK_TARGET_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
@@ -38,6 +39,11 @@ export interface BlockBounds {
  * BLOCK_TARGET_BYTES each, copying every block into compact buffers. Any runtime.
  */
 export function cutBlocks(schema: Schema, batches: readonly RecordBatch[]): RecordBatch[] {
+  return runSteps(cutBlockSteps(schema, batches));
+}
+
+/** {@link cutBlocks} as steps, one block per step (a caller may pause between them). */
+export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[]): Steps<RecordBatch[]> {
   const out: RecordBatch[] = [];
   let pending: { batch: RecordBatch; idx: null; start: number; count: number }[] = [];
   let rows = 0;
@@ -60,7 +66,10 @@ export function cutBlocks(schema: Schema, batches: readonly RecordBatch[]): Reco
       rows += take;
       bytes += take * rowBytes;
       at += take;
-      if (rows >= BLOCK_MAX_ROWS || bytes >= BLOCK_TARGET_BYTES) flush();
+      if (rows >= BLOCK_MAX_ROWS || bytes >= BLOCK_TARGET_BYTES) {
+        flush();
+        yield;
+      }
     }
   }
   flush();
@@ -109,6 +118,18 @@ export function encodeTable(
   minGeneration: number,
   maxGeneration: number,
 ): BuiltTable {
+  return runSteps(encodeTableSteps(storeSchema, schema, keyEncoder, blocks, minGeneration, maxGeneration));
+}
+
+/** {@link encodeTable} as steps of about one block each (a caller may pause between them). */
+export function* encodeTableSteps(
+  storeSchema: StoreSchema,
+  schema: Schema,
+  keyEncoder: KeyEncoder | undefined,
+  blocks: readonly RecordBatch[],
+  minGeneration: number,
+  maxGeneration: number,
+): Steps<BuiltTable> {
   let rows = 0;
   for (const b of blocks) rows += b.numRows;
   const bounds: BlockBounds[] = [];
@@ -121,6 +142,7 @@ export function encodeTable(
     const keys: ArrayLike<Key> = keyEncoder(b);
     for (let i = 0; i < keys.length; i++) bloom!.add(keys[i]!);
     bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[0]!, storeSchema), last: keyString(keys[keys.length - 1]!, storeSchema) });
+    yield;
   }
   // The block CRCs cover the blocks' bytes in the file, which only an encoding tells, and the
   // block index that holds them is in the file's metadata. The index has the same length
@@ -135,11 +157,12 @@ export function encodeTable(
   ]);
   if (bloom) metadata.set(META_BLOOM, toBase64(bloom.encode()));
   const placeholder = metadata.get(META_BLOCKS)!;
-  let bytes = encode(schema, blocks, metadata);
+  let bytes = yield* encode(schema, blocks, metadata);
   const located = blockRanges(bytes);
   for (let i = 0; i < bounds.length; i++) {
     const r = located[i]!;
     bounds[i]!.crc = crc32c(bytes.subarray(r.offset, r.offset + r.length));
+    yield;
   }
   const index = toBase64(encodeBlockIndex(bounds));
   const first = located.length > 0 ? located[0]!.offset : bytes.length;
@@ -148,7 +171,7 @@ export function encodeTable(
   if (overwrite(bytes, placeholder, index, last, bytes.length) === 0) {
     // Not where it should be (an Arrow writer that lays metadata out otherwise): encode again.
     metadata.set(META_BLOCKS, index);
-    bytes = encode(schema, blocks, metadata);
+    bytes = yield* encode(schema, blocks, metadata);
   }
   const built: BuiltTable = { bytes, rows, blocks: blocks.length };
   if (keyEncoder && bounds.length > 0) {
@@ -177,13 +200,15 @@ function overwrite(bytes: Uint8Array, from: string, to: string, start: number, e
   return count;
 }
 
-function encode(schema: Schema, blocks: readonly RecordBatch[], metadata: Map<string, string>): Uint8Array {
+/** The Arrow IPC file of `blocks` with `metadata` on its schema, one block per step. */
+function* encode(schema: Schema, blocks: readonly RecordBatch[], metadata: Map<string, string>): Steps<Uint8Array> {
   const withMeta = new Schema(schema.fields, metadata);
-  return tableToIPC(
-    new Table(
-      withMeta,
-      blocks.map((b) => new RecordBatch(withMeta, b.data)),
-    ),
-    'file',
-  );
+  const writer = new RecordBatchFileWriter();
+  writer.reset(undefined, withMeta);
+  for (const b of blocks) {
+    writer.write(new RecordBatch(withMeta, b.data));
+    yield;
+  }
+  writer.finish();
+  return writer.toUint8Array(true);
 }
