@@ -40,6 +40,13 @@ describe('table file format 2', () => {
     expect(Math.max(...blocks.map((b) => b.numRows))).toBeLessThanOrEqual(BLOCK_MAX_ROWS);
   });
 
+  it("a built table's checksum is the CRC-32C of its bytes (combined from its blocks' checksums)", () => {
+    for (const rows of [0, 10, 9_000, 20_000]) {
+      const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(rows)]), 1, 1);
+      expect(built.crc).toBe(crc32c(built.bytes));
+    }
+  });
+
   it('reads back every block from its index alone, in key order, with the generation range', async () => {
     const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(10_000)]), 3, 7);
     const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), storeSchema.internal);

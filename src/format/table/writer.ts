@@ -9,7 +9,7 @@ import type { StoreSchema } from '../../data/schema.js';
 import { gatherBatch } from '../../data/select.js';
 import { estimateBatchBytes } from '../../data/size.js';
 import { toBase64 } from '../../util/bytes.js';
-import { crc32c } from '../../util/crc32c.js';
+import { crc32c, crc32cCombine } from '../../util/crc32c.js';
 import { runSteps, type Steps } from '../../util/schedule.js';
 import { BloomFilter } from './bloom.js';
 import { blockRanges } from './reader.js';
@@ -18,6 +18,8 @@ import { BLOCK_MAX_ROWS, BLOCK_TARGET_BYTES, META_BLOCKS, META_BLOOM, META_FORMA
 /** A table file ready to write, with what the manifest records of it. */
 export interface BuiltTable {
   bytes: Uint8Array;
+  /** CRC-32C of `bytes` (combined from the blocks' checksums, so the builder makes no pass of its own for it). */
+  crc: number;
   rows: number;
   blocks: number;
   /** Smallest and largest key (encoded), keyed stores with rows only. */
@@ -168,12 +170,24 @@ export function* encodeTableSteps(
   const first = located.length > 0 ? located[0]!.offset : bytes.length;
   const last = located.length > 0 ? located[located.length - 1]!.offset + located[located.length - 1]!.length : first;
   overwrite(bytes, placeholder, index, 0, first);
+  let crc: number;
   if (overwrite(bytes, placeholder, index, last, bytes.length) === 0) {
     // Not where it should be (an Arrow writer that lays metadata out otherwise): encode again.
     metadata.set(META_BLOCKS, index);
     bytes = yield* encode(schema, blocks, metadata);
+    crc = crc32c(bytes);
+  } else {
+    // The file's checksum: the bytes around the blocks, with the blocks' own checksums combined in.
+    crc = crc32c(bytes.subarray(0, first));
+    let at = first;
+    for (let i = 0; i < located.length; i++) {
+      const r = located[i]!;
+      crc = crc32cCombine(crc32c(bytes.subarray(at, r.offset), crc), bounds[i]!.crc, r.length);
+      at = r.offset + r.length;
+    }
+    crc = crc32c(bytes.subarray(at), crc);
   }
-  const built: BuiltTable = { bytes, rows, blocks: blocks.length };
+  const built: BuiltTable = { bytes, crc, rows, blocks: blocks.length };
   if (keyEncoder && bounds.length > 0) {
     built.minKey = bounds[0]!.first;
     built.maxKey = bounds[bounds.length - 1]!.last;
