@@ -96,7 +96,6 @@ function* flushTableSteps(
   generation: number,
   entries: IndexEntries | undefined,
 ): Steps<BuiltTable> {
-  let rows: readonly RecordBatch[] = batches;
   if (keyEncoder) {
     let index = entries;
     if (!index) {
@@ -111,10 +110,12 @@ function* flushTableSteps(
       index = indexEntries(built);
       yield;
     }
-    rows = [sortedNewest(storeSchema.internal, storeSchema, batches, batches.length, index).batch];
+    const sorted = sortedNewest(storeSchema.internal, storeSchema, batches, batches.length, index);
     yield;
+    const blocks = yield* cutBlockSteps(storeSchema.internal, [sorted.batch]);
+    return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, sorted.keys);
   }
-  return yield* tableSteps(storeSchema, keyEncoder, rows, generation, generation);
+  return yield* tableSteps(storeSchema, undefined, batches, generation, generation);
 }
 
 /** Rows in final order, cut into blocks and encoded as one table file, a block per step. */

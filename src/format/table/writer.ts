@@ -123,7 +123,11 @@ export function encodeTable(
   return runSteps(encodeTableSteps(storeSchema, schema, keyEncoder, blocks, minGeneration, maxGeneration));
 }
 
-/** {@link encodeTable} as steps of about one block each (a caller may pause between them). */
+/**
+ * {@link encodeTable} as steps of about one block each (a caller may pause between them).
+ * `sortedKeys`, when the caller has them: the keys of every row of `blocks`, in order (a flush's
+ * sort made them), so the blocks' keys are not encoded again.
+ */
 export function* encodeTableSteps(
   storeSchema: StoreSchema,
   schema: Schema,
@@ -131,19 +135,24 @@ export function* encodeTableSteps(
   blocks: readonly RecordBatch[],
   minGeneration: number,
   maxGeneration: number,
+  sortedKeys?: ArrayLike<Key>,
 ): Steps<BuiltTable> {
   let rows = 0;
   for (const b of blocks) rows += b.numRows;
   const bounds: BlockBounds[] = [];
   const bloom = keyEncoder ? BloomFilter.forKeys(rows) : undefined;
+  let at = 0;
   for (const b of blocks) {
     if (!keyEncoder) {
       bounds.push({ rows: b.numRows, crc: 0, first: '', last: '' });
       continue;
     }
-    const keys: ArrayLike<Key> = keyEncoder(b);
-    for (let i = 0; i < keys.length; i++) bloom!.add(keys[i]!);
-    bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[0]!, storeSchema), last: keyString(keys[keys.length - 1]!, storeSchema) });
+    const keys: ArrayLike<Key> = sortedKeys ?? keyEncoder(b);
+    const from = sortedKeys ? at : 0;
+    const to = from + b.numRows;
+    for (let i = from; i < to; i++) bloom!.add(keys[i]!);
+    bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[from]!, storeSchema), last: keyString(keys[to - 1]!, storeSchema) });
+    at = to;
     yield;
   }
   // The block CRCs cover the blocks' bytes in the file, which only an encoding tells, and the
