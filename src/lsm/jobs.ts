@@ -9,8 +9,8 @@ import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { BLOCK_MAX_ROWS } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
-import { type IndexEntries, indexEntries, sortedNewest } from './sorted.js';
-import { type BuiltTable, cutBlockSteps, encodeTableSteps } from '../format/table/writer.js';
+import { type IndexEntries, indexEntries, sortedOrder } from './sorted.js';
+import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
 import { runStepsSliced, type Steps, yieldToEventLoop } from '../util/schedule.js';
 import { KeyIndex } from '../data/key-index.js';
 import type { Key, KeyEncoder } from '../data/keys.js';
@@ -109,10 +109,10 @@ function* flushTableSteps(
       index = indexEntries(built);
       yield;
     }
-    const sorted = sortedNewest(storeSchema.internal, storeSchema, batches, batches.length, index);
+    const order = sortedOrder(storeSchema.internal, storeSchema, batches, batches.length, index);
     yield;
-    const blocks = yield* cutBlockSteps(storeSchema.internal, [sorted.batch]);
-    return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, sorted.keys);
+    const blocks = yield* cutSelectionSteps(storeSchema.internal, order.flat, order.ordinals);
+    return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, order.keys);
   }
   return yield* tableSteps(storeSchema, undefined, batches, generation, generation);
 }

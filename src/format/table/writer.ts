@@ -79,6 +79,22 @@ export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[]):
 }
 
 /**
+ * The rows `idx` selects from `batch`, in that order, cut into blocks as {@link cutBlocks} cuts
+ * one batch (its average row size) and gathered straight from `batch`: one copy, a block per step.
+ */
+export function* cutSelectionSteps(schema: Schema, batch: RecordBatch, idx: Int32Array): Steps<RecordBatch[]> {
+  const out: RecordBatch[] = [];
+  const rowBytes = Math.max(1, estimateBatchBytes(batch) / Math.max(1, batch.numRows));
+  const perBlock = Math.max(1, Math.min(BLOCK_MAX_ROWS, Math.floor(BLOCK_TARGET_BYTES / rowBytes)));
+  for (let at = 0; at < idx.length; at += perBlock) {
+    const count = Math.min(perBlock, idx.length - at);
+    out.push(gatherBatch(schema, [{ batch, idx: idx.subarray(at, at + count), start: 0, count }], count));
+    yield;
+  }
+  return out;
+}
+
+/**
  * The block index as stored: u32 count, then per block u32 rows, u32 crc, u32 len + first key,
  * u32 len + last key (all little-endian).
  */
