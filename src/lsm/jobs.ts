@@ -9,7 +9,7 @@ import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { BLOCK_MAX_ROWS } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
-import { type IndexEntries, indexEntries, sortedOrder } from './sorted.js';
+import { type IndexEntries, indexEntries, sortedOrderSteps } from './sorted.js';
 import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
 import { runStepsSliced, type Steps, yieldToEventLoop } from '../util/schedule.js';
 import { KeyIndex } from '../data/key-index.js';
@@ -109,8 +109,7 @@ function* flushTableSteps(
       index = indexEntries(built);
       yield;
     }
-    const order = sortedOrder(storeSchema.internal, storeSchema, batches, batches.length, index);
-    yield;
+    const order = yield* sortedOrderSteps(storeSchema.internal, storeSchema, batches, batches.length, index);
     const blocks = yield* cutSelectionSteps(storeSchema.internal, order.flat, order.ordinals);
     return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, order.keys);
   }

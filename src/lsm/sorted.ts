@@ -6,6 +6,7 @@ import { KeyIndex } from '../data/key-index.js';
 import { type Key, keyString } from '../data/keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
+import { runSteps, type Steps } from '../util/schedule.js';
 
 /** A run of rows in key order: one batch, its keys in order, and where it came from. */
 export interface SortedRun {
@@ -63,16 +64,41 @@ export function sortedOrder(
   visible: number,
   entries: IndexEntries,
 ): SortedOrder {
-  const where = new KeyIndex();
-  for (let i = 0; i < entries.keys.length; i++) where.set(entries.keys[i]!, entries.ordinals[i]!);
+  return runSteps(sortedOrderSteps(schema, storeSchema, batches, visible, entries));
+}
+
+/** {@link sortedOrder} as four steps (index, sort, look-up, gather), so a table build can pause between them. */
+export function* sortedOrderSteps(
+  schema: Schema,
+  storeSchema: StoreSchema,
+  batches: readonly RecordBatch[],
+  visible: number,
+  entries: IndexEntries,
+): Steps<SortedOrder> {
+  const where = indexOf(entries);
+  yield;
   const keys = sortKeys([...entries.keys], storeSchema);
-  const ordinals = new Int32Array(keys.length);
-  for (let i = 0; i < keys.length; i++) ordinals[i] = where.get(keys[i]!)!;
+  yield;
+  const ordinals = ordinalsOf(where, keys);
+  yield;
   const shown = batches.slice(0, visible);
   let total = 0;
   for (const b of shown) total += b.numRows;
   const flat = shown.length === 1 ? shown[0]! : gatherBatch(schema, shown.map(allRows), total);
   return { flat, ordinals, keys };
+}
+
+// Per-row loops stay out of the steps: V8 cannot optimize a hot loop inside a generator while it runs.
+function indexOf(entries: IndexEntries): KeyIndex {
+  const where = new KeyIndex();
+  for (let i = 0; i < entries.keys.length; i++) where.set(entries.keys[i]!, entries.ordinals[i]!);
+  return where;
+}
+
+function ordinalsOf(where: KeyIndex, keys: readonly Key[]): Int32Array {
+  const ordinals = new Int32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) ordinals[i] = where.get(keys[i]!)!;
+  return ordinals;
 }
 
 /**
