@@ -38,18 +38,15 @@ async function loadInSteps(from: number, to: number, step: (rows: AppRow[]) => P
 // ------------------------------------------------------------------------------------------------
 // memwal
 
-/** A client as `openMemWal` returns it, with `getMany` where the client has one. */
-type Client = MemWalClient & { getMany?: (keys: { id: string }[]) => Promise<(AppRow | undefined)[]> };
-
 export class MemwalPage implements PageEngine {
-  db: Client | undefined;
+  db: MemWalClient | undefined;
   constructor(
     readonly name: string,
     private readonly destroyStore: (name: string) => Promise<void>,
   ) {}
 
   async open(): Promise<void> {
-    this.db = (await openMemWal({ name: this.name, schema: APP_SCHEMA, primaryKey: ['id'], logger: { warn: () => undefined } })) as Client;
+    this.db = await openMemWal({ name: this.name, schema: APP_SCHEMA, primaryKey: ['id'], logger: { warn: () => undefined } });
   }
   async load(from: number, to: number): Promise<void> {
     await loadInSteps(from, to, (rows) => this.db!.put(appBatch(rows)));
@@ -61,10 +58,10 @@ export class MemwalPage implements PageEngine {
   async get(key: string): Promise<AppRow | undefined> {
     return (await this.db!.get({ id: key })) as AppRow | undefined;
   }
-  /** The client's `getMany`, when it has one. */
-  get getMany(): ((keys: string[]) => Promise<(AppRow | undefined)[]>) | undefined {
+  /** The client's `getMany`. */
+  get getMany(): (keys: string[]) => Promise<(AppRow | undefined)[]> {
     const db = this.db!;
-    return typeof db.getMany === 'function' ? (keys) => db.getMany!(keys.map((id) => ({ id }))) : undefined;
+    return async (keys) => (await db.getMany(keys.map((id) => ({ id })))) as (AppRow | undefined)[];
   }
   async close(): Promise<void> {
     await this.db?.close();

@@ -11,8 +11,15 @@ interface Stats {
 }
 
 async function limitQuota(page: Page, cdp: CDPSession, origin: string, client: number, headroomBytes: number): Promise<void> {
-  const usage = (ok(await mw(page, 'call', client, 'storageStats')) as { usageBytes: number }).usageBytes;
-  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + headroomBytes });
+  // storageStats() answers without usage figures until the origin's first estimate lands (it waits
+  // at most 200 ms for it; a busy machine takes longer): ask again until they are there.
+  const { usageBytes: usage } = await until(
+    async () => ok(await mw(page, 'call', client, 'storageStats')) as { usageBytes?: number },
+    (s) => typeof s.usageBytes === 'number',
+    10_000,
+    'storageStats().usageBytes',
+  );
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage! + headroomBytes });
 }
 
 const stats = async <K extends keyof Stats>(page: Page, c: number, k: K): Promise<Stats[K]> => ok(await mw(page, 'call', c, k)) as Stats[K];

@@ -33,7 +33,7 @@ async function statsOf(page: Page, id: number): Promise<unknown> {
   };
 }
 
-test('three tabs share one store: each writes and reads, one leads, stats and scans agree, tail works from a follower', async ({
+test('three tabs share one store: each writes and reads, one leads, stats, scans and getMany agree, tail works from a follower', async ({
   context,
 }) => {
   const name = 'share-basic';
@@ -74,6 +74,12 @@ test('three tabs share one store: each writes and reads, one leads, stats and sc
   const stats = await Promise.all(tabs.map(([page, id]) => statsOf(page, id)));
   expect(stats[1]).toEqual(stats[0]);
   expect(stats[2]).toEqual(stats[0]);
+  // A follower's getMany reaches the leader: one call, the leader's answers in the caller's order.
+  const asked = [...[...acked].slice(0, 50), -5];
+  const answers = await Promise.all(tabs.map(async ([page, id]) => ok(await mw(page, 'getMany', id, asked)).ids));
+  expect(answers[0]).toEqual(asked.map((i) => (i < 0 ? null : i)));
+  expect(answers[1]).toEqual(answers[0]);
+  expect(answers[2]).toEqual(answers[0]);
 
   const entries = ok(await mw(c, 'epochs', cc));
   expect(entries.length).toBeGreaterThan(0);

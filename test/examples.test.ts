@@ -142,7 +142,14 @@ function httpContract(route: (path: string) => string): void {
   });
 
   it('serves /stats as JSON and /metrics as Prometheus text', async () => {
-    const stats = (await (await fetch(route('/stats'))).json()) as { memtable: { rowCount: number }; storage: { usageBytes: number } };
+    type Stats = { memtable: { rowCount: number }; storage: { usageBytes?: number } };
+    // Usage figures come once the storage's first estimate lands (a stats call waits at most 200 ms
+    // for it; a busy machine takes longer): ask again until they are there.
+    let stats = (await (await fetch(route('/stats'))).json()) as Stats;
+    for (let i = 0; i < 50 && stats.storage.usageBytes === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      stats = (await (await fetch(route('/stats'))).json()) as Stats;
+    }
     expect(stats.memtable.rowCount).toBeGreaterThan(0);
     expect(stats.storage.usageBytes).toBeGreaterThan(0);
     const metrics = await fetch(route('/metrics'));

@@ -176,7 +176,8 @@ export async function profiled(session, name, work) {
   const poller = (async () => {
     while (polling) {
       for (const w of await WorkerCdp.workers(context, page).catch(() => [])) {
-        if (!w.url.includes('io.worker') || seen.has(w.targetId)) continue;
+        // By name: the default worker starts its I/O worker from its own script (io-worker/browser.ts).
+        if (!w.title.startsWith('memwal-io-') || seen.has(w.targetId)) continue;
         seen.add(w.targetId);
         const t = await WorkerCdp.attachTo(context, page, w.targetId).catch(() => undefined);
         if (

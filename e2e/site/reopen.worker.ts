@@ -7,7 +7,7 @@ import { BENCH_SCHEMA, payloadPool, withIds } from '../../bench/data.js';
 import { MemWal } from '../../src/engine/memwal.js';
 import { MemWalError } from '../../src/util/errors.js';
 import type { StoreHandle } from '../../src/storage/adapter.js';
-import { resolveBrowserStorage } from '../../src/io-worker/browser.js';
+import { resolveBrowserStorage } from '../../src/worker.js';
 import { testManifest } from '../../src/testing/conformance.js';
 
 /** One store's life under load. */

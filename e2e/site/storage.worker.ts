@@ -5,7 +5,7 @@ import * as Comlink from 'comlink';
 import { MemWalError } from '../../src/util/errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../../src/format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage/adapter.js';
-import { resolveBrowserStorage } from '../../src/io-worker/browser.js';
+import { resolveBrowserStorage } from '../../src/worker.js';
 import { conformanceCases } from '../../src/testing/conformance.js';
 import type { CaseResult, Layout, Outcome, QuotaResult } from './protocol.js';
 

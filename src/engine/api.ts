@@ -56,6 +56,13 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
   delete(keys: Table | RowTypesOf<R>['key'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
   /** The newest version of the row with this key, or `undefined`. `NotSupported` without a primary key. */
   get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
+  /**
+   * Many point reads in one call (one message each way from the page): `out[i]` answers
+   * `keys[i]` (`undefined` when absent or deleted; duplicates allowed), all from one consistent
+   * snapshot. At most `MAX_GET_MANY_KEYS` (10,000) keys; a bad key rejects `InvalidArgument`
+   * naming its index, and nothing is read. `NotSupported` without a primary key.
+   */
+  getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */
   scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>>;
   /**

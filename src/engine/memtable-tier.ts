@@ -214,6 +214,10 @@ export class MemtableTier implements Tier {
     return this.reads.get(key);
   }
 
+  getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
+    return this.reads.getMany(keys);
+  }
+
   scan(columns: string[] | undefined, limit: number, after?: Record<string, unknown>): AsyncGenerator<RecordBatch> {
     return this.reads.scan(columns, limit, after);
   }

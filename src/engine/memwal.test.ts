@@ -516,6 +516,32 @@ describe('writer lock, fencing and poison', () => {
 });
 
 describe('recovery', () => {
+  it('a clean close leaves nothing to replay: the next open reads no WAL entry and answers from table files', async () => {
+    const storage = new FaultInjectingStorage();
+    const name = storeName();
+    const w = await open(storage, { maxMemtableRows: 50 }, name);
+    for (let i = 0; i < 6; i++) await w.put(rows(i * 20, 20)); // frozen memtables and an active one
+    const releaseFlushes = storage.hold('tableWrite');
+    await w.put(rows(500, 5));
+    await w.forceSealActive();
+    const { position } = await w.put(rows(600, 5));
+    expect((await w.memtableStats()).frozenCount).toBeGreaterThan(0);
+    const closed = w.close();
+    releaseFlushes();
+    await closed;
+    const again = await open(storage, {}, name);
+    const ws = await again.writeStats();
+    expect(ws.replayedEntries).toBe(0);
+    expect(ws.replayedRows).toBe(0);
+    const wal = await again.walStats();
+    expect(wal.retainedBytes).toBe(0);
+    expect(wal.nextPosition).toBe(position + 1); // positions go on where they were
+    expect((await again.memtableStats()).rowCount).toBe(0);
+    expect((await again.scan()).numRows).toBe(130);
+    expect((await again.get({ id: 604 }))?.name).toBe('v604');
+    await again.close();
+  });
+
   it('a reopen replays unflushed WAL entries and does not append them again', async () => {
     const storage = new MemoryStorage();
     const name = storeName();

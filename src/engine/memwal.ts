@@ -42,6 +42,7 @@ import type { PendingEntry, WalWriter } from './wal-writer.js';
 
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
+export { MAX_GET_MANY_KEYS } from './read-view.js';
 
 /** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
 export interface SchemaReset {
@@ -357,6 +358,19 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   /**
+   * Many point reads from one snapshot: `out[i]` is the newest version of `keys[i]`'s row, or
+   * undefined (absent or deleted); duplicates allowed. The keys the memtables miss are looked
+   * up in key order, so each table block is read at most once. Rejects `InvalidArgument` (not an
+   * array, more than `MAX_GET_MANY_KEYS` keys, or a bad key, named by its index; nothing read),
+   * `NotSupported` without a primary key or in WAL-only mode.
+   */
+  getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]>;
+  async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
+    this.life.throwIfUnusable();
+    return this.tier.getMany(keys);
+  }
+
+  /**
    * Every live row across all tiers: with a primary key the newest version of each key in key
    * order (deleted keys absent), without one every row in insertion order. `columns` projects.
    * `NotSupported` in WAL-only mode.
@@ -521,6 +535,12 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       //    so is an abort that cut the close short.
       failure = flushFailure ?? life.poisonError;
       const unfinished = this.wal.queue.length > 0 || this.tier.hasUnflushed();
+      // 4. Checkpoint: every WAL segment the store no longer needs goes, the last one too, so the
+      //    next open has nothing to read or replay.
+      if (!failure && !unfinished && !life.dead) {
+        this.wal.endAppends();
+        await this.retention.run();
+      }
       if (!failure && life.closed && unfinished) {
         failure = new MemWalError(
           'Closed',
@@ -529,7 +549,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       }
     }
     life.stopping = true;
-    // 4. The background lanes whose I/O must not outlive the handle end (WAL retention); the
+    // 5. The background lanes whose I/O must not outlive the handle end (WAL retention); the
     //    others (appends, flushes, compactions) stop at the shutdown below.
     await this.ctx.lanes.settle();
     await this.statsLock.write(async () => {

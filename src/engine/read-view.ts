@@ -17,6 +17,23 @@ import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
 import { findBlock, findRow, type OpenTable, type TableCache } from '../lsm/table-cache.js';
 
+/**
+ * Most keys in one `getMany` call: the answer crosses to the page as one structured-cloned
+ * message, so a batch is bounded (10,000 rows of a few hundred bytes are a few MiB).
+ */
+export const MAX_GET_MANY_KEYS = 10_000;
+
+/** Blocks one `getMany` reads at once from one table file (64 KiB each at most, as stored). */
+const GET_MANY_BLOCKS_IN_FLIGHT = 4;
+
+/** `keys` is an array of at most MAX_GET_MANY_KEYS keys, or `InvalidArgument`. */
+function checkBatch(keys: unknown): void {
+  if (!Array.isArray(keys)) throw new MemWalError('InvalidArgument', 'getMany: keys must be an array of primary keys');
+  if (keys.length > MAX_GET_MANY_KEYS) {
+    throw new MemWalError('InvalidArgument', `getMany: ${keys.length} keys, more than ${MAX_GET_MANY_KEYS} in one call; split the batch`);
+  }
+}
+
 /** A consistent capture of the read view, newest first. */
 interface ViewCapture {
   memtables: { m: MemTable; visible: number }[];
@@ -67,14 +84,8 @@ export class ReadView {
     const stats = this.cache.stats;
     stats.gets++;
     const view = this.capture();
-    for (const { m, visible } of view.memtables) {
-      const loc = m.keyIndex!.get(k);
-      if (loc === undefined) continue;
-      const { batch: b, row } = m.ordinals.locate(loc);
-      if (b >= visible) continue;
-      const batch = m.batches[b]!;
-      return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
-    }
+    const hit = this.inMemtables(view, k);
+    if (hit) return hit.row;
     const probe = keyString(k, this.storeSchema);
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
@@ -103,6 +114,119 @@ export class ReadView {
     } finally {
       this.cache.unpin(names);
     }
+  }
+
+  /**
+   * The rows of many primary keys: `out[i]` is the newest version of `keys[i]`'s row, or undefined
+   * (absent or deleted); duplicates are allowed. Every key is checked first (`InvalidArgument`
+   * naming its index, nothing read), then one capture serves the whole batch (a consistent
+   * snapshot), and the keys the memtables do not answer are looked up file by file in key order,
+   * so each table block is read at most once per batch. Each key counts as one get in `readStats`.
+   * `NotSupported` without a primary key.
+   */
+  async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
+    if (!this.keyEncoder) throw new MemWalError('NotSupported', 'getMany needs a primary key (this store is append-only)');
+    checkBatch(keys);
+    const encoded = keys.map((key, i) => {
+      try {
+        return encodeKey(key, this.storeSchema);
+      } catch (e) {
+        throw e instanceof MemWalError ? new MemWalError(e.code, `getMany: keys[${i}]: ${e.message}`) : e;
+      }
+    });
+    const stats = this.cache.stats;
+    stats.gets += keys.length;
+    const out: (Record<string, unknown> | undefined)[] = new Array(keys.length).fill(undefined);
+    const view = this.capture();
+    // The memtables, in this synchronous step; a key they miss waits for the table files.
+    const misses = new Map<string, number[]>();
+    encoded.forEach((k, i) => {
+      const hit = this.inMemtables(view, k);
+      if (hit) out[i] = hit.row;
+      else {
+        const probe = keyString(k, this.storeSchema);
+        const at = misses.get(probe);
+        if (at) at.push(i);
+        else misses.set(probe, [i]);
+      }
+    });
+    // Each file newest first: its keys (in key order) grouped by block, the blocks read a few at a
+    // time, so the I/O of one overlaps the search of another.
+    type Want = { probe: string; k: Key };
+    let left: Want[] = [...misses.keys()].sort().map((probe) => ({ probe, k: encoded[misses.get(probe)![0]!]! }));
+    const names = view.tables.map((t) => t.name);
+    this.cache.pin(names);
+    try {
+      for (const t of view.tables) {
+        if (left.length === 0) break;
+        let open: OpenTable | undefined;
+        const unresolved: Want[] = [];
+        const byBlock = new Map<number, Want[]>();
+        for (const want of left) {
+          const { probe, k } = want;
+          if (t.minKey !== undefined && (probe < keyFromHex(t.minKey) || probe > keyFromHex(t.maxKey!))) {
+            unresolved.push(want);
+            continue;
+          }
+          open ??= await this.cache.open(t);
+          if (open.bloom) {
+            if (!open.bloom.mayContain(k)) {
+              stats.bloomNegatives++;
+              unresolved.push(want);
+              continue;
+            }
+            stats.bloomPositives++;
+          }
+          stats.tableFilesConsulted++;
+          const i = findBlock(open, probe);
+          if (i < 0) {
+            if (open.bloom) stats.bloomFalsePositives++;
+            unresolved.push(want);
+          } else {
+            const group = byBlock.get(i);
+            if (group) group.push(want);
+            else byBlock.set(i, [want]);
+          }
+        }
+        const blocks = [...byBlock];
+        const readBlocks = async (): Promise<void> => {
+          for (let next = blocks.shift(); next; next = blocks.shift()) {
+            const [i, wants] = next;
+            const block = await open!.block(i);
+            for (const want of wants) {
+              const row = findRow(block.keys!, want.k, this.storeSchema);
+              if (row < 0) {
+                if (open!.bloom) stats.bloomFalsePositives++;
+                unresolved.push(want);
+                continue;
+              }
+              const value = this.isTombstone(block.batch, row) ? undefined : rowObject(block.batch, row);
+              for (const at of misses.get(want.probe)!) out[at] = value;
+            }
+          }
+        };
+        // Every reader ends before the files are unpinned; then the first failure is the batch's.
+        const readers = await Promise.allSettled(Array.from({ length: Math.min(GET_MANY_BLOCKS_IN_FLIGHT, blocks.length) }, readBlocks));
+        for (const r of readers) if (r.status === 'rejected') throw r.reason;
+        left = unresolved;
+      }
+      return out;
+    } finally {
+      this.cache.unpin(names);
+    }
+  }
+
+  /** Key `k` in the captured memtables (newest first): `{ row }` (undefined when deleted), or undefined when none holds it. */
+  private inMemtables(view: ViewCapture, k: Key): { row: Record<string, unknown> | undefined } | undefined {
+    for (const { m, visible } of view.memtables) {
+      const loc = m.keyIndex!.get(k);
+      if (loc === undefined) continue;
+      const { batch: b, row } = m.ordinals.locate(loc);
+      if (b >= visible) continue;
+      const batch = m.batches[b]!;
+      return { row: this.isTombstone(batch, row) ? undefined : rowObject(batch, row) };
+    }
+    return undefined;
   }
 
   /**

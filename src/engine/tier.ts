@@ -50,6 +50,7 @@ export interface Tier {
   seal(): number | null;
   waitForFlushDrain(signal: AbortSignal | undefined): Promise<void>;
   get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined>;
+  getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]>;
   scan(columns: string[] | undefined, limit: number, after?: Record<string, unknown>): AsyncGenerator<RecordBatch>;
   memtableStats(): MemTableStats;
   compactionStats(): CompactionStats;
@@ -135,6 +136,10 @@ export class WalOnlyTier implements Tier {
 
   get(): Promise<Record<string, unknown> | undefined> {
     return Promise.reject(walOnly('get'));
+  }
+
+  getMany(): Promise<(Record<string, unknown> | undefined)[]> {
+    return Promise.reject(walOnly('getMany'));
   }
 
   // biome-ignore lint/correctness/useYield: it only rejects, as the other mode's scan would after its checks

@@ -166,6 +166,14 @@ export class WalWriter {
     return this.segments.filter((s) => s !== this.current && s.lastPosition <= cursor);
   }
 
+  /**
+   * Close: no entry follows, so the segment appended to last is no longer protected from
+   * retention (once its entries are flushed, a clean close leaves no WAL to read at the next open).
+   */
+  endAppends(): void {
+    this.current = undefined;
+  }
+
   forget(s: Segment): void {
     this.segments = this.segments.filter((x) => x !== s);
   }

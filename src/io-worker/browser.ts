@@ -1,11 +1,14 @@
 // Chooses the browser storage adapter: OPFS where sync access handles exist (dedicated workers),
 // else IndexedDB; and where it runs: in an I/O worker of the store's own (remote-storage.ts), so
-// that sync I/O and table building never block the engine's thread, where nested workers exist.
-// One adapter instance per layout per JavaScript context. Browser contexts.
+// that sync I/O and table building never block the engine's thread, where nested workers exist
+// and this context knows a script that serves the I/O role (`setIoWorkerStarter`: memwal's
+// default worker starts its own script, memwal/worker's entry io.worker.ts). The I/O role itself
+// (`serveIoRole`). One adapter instance per layout per JavaScript context. Browser contexts.
 
 import type { StorageAdapter } from '../storage/adapter.js';
 import { IndexedDbStorage } from '../storage/indexeddb.js';
 import { OpfsStorage, opfsSyncHandlesAvailable } from '../storage/opfs.js';
+import { type IoScope, serveStorage } from './io-host.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
 
 /** The browser layouts, as named by the `storage` option. */
@@ -15,7 +18,8 @@ export type BrowserLayout = 'opfs' | 'indexeddb';
 export interface BrowserStorageOptions {
   /**
    * Run storage I/O and background jobs in a dedicated I/O worker started from this context
-   * (default: wherever `Worker` exists here), or on this thread (`false`).
+   * (default: wherever `Worker` exists here and `setIoWorkerStarter` named its script), or on
+   * this thread (`false`).
    */
   ioWorker?: boolean;
 }
@@ -27,11 +31,54 @@ function canStartWorkers(): boolean {
   return typeof (globalThis as { Worker?: unknown }).Worker === 'function';
 }
 
+/** The name an I/O worker is started under: its role flag, and its layout in devtools. */
+const IO_WORKER_NAME = 'memwal-io-';
+
+/** Starts a dedicated module worker named `name` from a script that serves the I/O role (`serveIoRole`). */
+export type IoWorkerStarter = (name: string) => IoEndpoint;
+
+let ioWorkerStarter: IoWorkerStarter | undefined;
+
+/**
+ * Say how this context starts an I/O worker: memwal's default worker starts its own script (one
+ * script for both roles, so an app ships Arrow and the storage code once), memwal/worker's entry
+ * starts io.worker.ts. A context that never calls it keeps its storage I/O on its own thread.
+ */
+export function setIoWorkerStarter(start: IoWorkerStarter): void {
+  ioWorkerStarter = start;
+}
+
+/** True in a worker started as an I/O worker (by its name), which should call `serveIoRole`. */
+export function isIoWorker(scope: { name?: string }): boolean {
+  return scope.name?.startsWith(IO_WORKER_NAME) === true;
+}
+
 /** Starts the I/O worker for `layout` and tells it which layout to serve. */
-function spawnIoWorker(layout: BrowserLayout): IoEndpoint {
-  const worker = new Worker(new URL('./io.worker.js', import.meta.url), { type: 'module', name: `memwal-io-${layout}` });
-  worker.postMessage({ layout });
-  return worker as unknown as IoEndpoint;
+function spawnIoWorker(start: IoWorkerStarter, layout: BrowserLayout): IoEndpoint {
+  const worker = start(`${IO_WORKER_NAME}${layout}`);
+  worker.postMessage({ layout }, []);
+  return worker;
+}
+
+/** The part of a dedicated worker's global the I/O role uses. */
+export type IoRoleScope = IoScope & {
+  addEventListener(type: 'message', listener: (ev: MessageEvent) => void, options?: { once?: boolean }): void;
+};
+
+/**
+ * Serve the I/O role on `scope` (a dedicated worker's global): storage calls and background jobs
+ * on the layout the engine names in its first message, answered `{ ready: layout }`.
+ */
+export function serveIoRole(scope: IoRoleScope): void {
+  scope.addEventListener(
+    'message',
+    (ev: MessageEvent) => {
+      const layout = (ev.data as { layout: BrowserLayout }).layout;
+      serveStorage(scope, layout === 'opfs' ? new OpfsStorage() : new IndexedDbStorage());
+      scope.postMessage({ ready: layout }, []);
+    },
+    { once: true },
+  );
 }
 
 /**
@@ -40,11 +87,11 @@ function spawnIoWorker(layout: BrowserLayout): IoEndpoint {
  * rejects `NotSupported`, so a store whose manifest pins OPFS is never silently written elsewhere.
  */
 export function resolveBrowserStorage(layout: BrowserLayout, options: BrowserStorageOptions = {}): StorageAdapter {
-  const remote = (options.ioWorker ?? true) && canStartWorkers();
-  const key = `${layout}:${remote ? 'io-worker' : 'inline'}`;
+  const start = (options.ioWorker ?? true) && canStartWorkers() ? ioWorkerStarter : undefined;
+  const key = `${layout}:${start ? 'io-worker' : 'inline'}`;
   let adapter = instances.get(key);
   if (!adapter) {
-    if (remote) adapter = new RemoteStorage(layout, () => spawnIoWorker(layout));
+    if (start) adapter = new RemoteStorage(layout, () => spawnIoWorker(start, layout));
     else adapter = layout === 'opfs' ? new OpfsStorage() : new IndexedDbStorage();
     instances.set(key, adapter);
   }
@@ -55,8 +102,8 @@ export function resolveBrowserStorage(layout: BrowserLayout, options: BrowserSto
  * The default browser adapter: OPFS when this context has `FileSystemSyncAccessHandle` and
  * `navigator.storage.getDirectory` (dedicated workers of current browsers), else IndexedDB
  * (pages, shared and service workers, browsers without sync handles), run in an I/O worker where
- * this context can start one. A feature check only: where `getDirectory` exists but rejects (some
- * private modes), opening fails `NotSupported`.
+ * this context can start one (`BrowserStorageOptions.ioWorker`). A feature check only: where
+ * `getDirectory` exists but rejects (some private modes), opening fails `NotSupported`.
  */
 export function defaultBrowserStorage(options: BrowserStorageOptions = {}): StorageAdapter {
   return resolveBrowserStorage(opfsSyncHandlesAvailable() ? 'opfs' : 'indexeddb', options);

@@ -1,20 +1,8 @@
-// The I/O worker a browser store's engine starts (io-worker/browser.ts): it serves storage calls and
-// background jobs on the layout the engine names in its first message. Dedicated module worker.
+// The I/O worker script of stores hosted in your own worker (memwal/worker; started by
+// io-script.ts): it serves storage calls and background jobs on the layout the engine names in
+// its first message. memwal's default worker serves this role from its own script. Dedicated
+// module worker.
 
-import type { BrowserLayout } from './browser.js';
-import { IndexedDbStorage } from '../storage/indexeddb.js';
-import { OpfsStorage } from '../storage/opfs.js';
-import { serveStorage } from './io-host.js';
+import { type IoRoleScope, serveIoRole } from './browser.js';
 
-const scope = self as unknown as Parameters<typeof serveStorage>[0] & {
-  addEventListener(type: 'message', listener: (ev: MessageEvent) => void, options?: { once?: boolean }): void;
-};
-scope.addEventListener(
-  'message',
-  (ev: MessageEvent) => {
-    const layout = (ev.data as { layout: BrowserLayout }).layout;
-    serveStorage(scope, layout === 'opfs' ? new OpfsStorage() : new IndexedDbStorage());
-    scope.postMessage({ ready: layout }, []);
-  },
-  { once: true },
-);
+serveIoRole(self as unknown as IoRoleScope);

@@ -60,7 +60,7 @@ export interface BackpressureStats {
 
 /** Point reads and table-file reads since this open (MemTable mode). */
 export interface ReadStats {
-  /** `get` calls. */
+  /** `get` calls, plus one per key of each `getMany`. */
   gets: number;
   /** Table files whose key range and Bloom filter admitted a `get` (each costs at most one block read). */
   tableFilesConsulted: number;
@@ -159,7 +159,11 @@ export interface WriteStats {
 
 /** The adapter's `StorageEstimate` of this store (each figure defined there), plus table-file totals. */
 export interface StorageStats {
-  /** Bytes of this store in storage (the browser adapters: the whole origin's); see StorageEstimate. */
+  /**
+   * Bytes of this store in storage (the browser adapters: the whole origin's); see StorageEstimate.
+   * Undefined until the adapter's first estimate lands (a call waits at most 200 ms for it) and
+   * when the adapter cannot tell.
+   */
   usageBytes?: number;
   /** Room to grow, where the runtime tells; see StorageEstimate. */
   quotaBytes?: number;

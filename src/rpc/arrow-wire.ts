@@ -1,12 +1,15 @@
-// Arrow <-> Arrow IPC stream bytes for the worker boundary, with the transfer lists that make the
-// bytes move instead of being copied, and the rebuilding of a schema sent as plain data
-// (client-wire.ts). The worker imports it; the main thread loads it only when it decodes a Table
-// or encodes Arrow input. Any runtime with postMessage.
+// Arrow <-> its buffers for the worker boundary (WireArrow: the schema as plain data, each
+// batch's Data tree with its buffers copied, with the transfer lists that make them move instead
+// of being cloned), and the rebuilding of a schema sent as plain data (client-wire.ts). No Arrow
+// IPC code, so the main thread's chunk of it carries only Arrow's data classes. The worker
+// imports it; the main thread loads it only when it decodes a Table or encodes Arrow input. Any
+// runtime with postMessage.
 
 import {
   Binary,
   BinaryView,
   Bool,
+  Data,
   type DataType,
   Date_,
   Decimal,
@@ -34,28 +37,53 @@ import {
   Union,
   Utf8,
   Utf8View,
-  tableFromIPC,
-  tableToIPC,
+  Vector,
 } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
-import { isArrowBatch, isArrowTable, isWireArrow } from './client-wire.js';
-import type { WireArrow, WireData, WireField, WireSchema, WireType } from './protocol.js';
+import { isArrowBatch, isArrowTable, isWireArrow, schemaToWire } from './client-wire.js';
+import type { WireArrow, WireColumnData, WireData, WireField, WireSchema, WireType } from './protocol.js';
 
 export { transfersOf } from './client-wire.js';
 
 /**
- * The IPC bytes of `data`, in a buffer of their own (safe to transfer: nothing else views it).
- * A RecordBatch travels as a one-batch stream and comes back as a RecordBatch.
+ * `data` as its schema and a copy of its buffers, each in a buffer of its own (safe to transfer:
+ * nothing else views it; the caller's buffers are never detached). A RecordBatch comes back as a
+ * RecordBatch.
  */
 export function encodeArrow(data: Table | RecordBatch): WireArrow {
   const isBatch = isArrowBatch(data);
-  const table = isBatch ? new Table([data]) : (data as Table);
-  return { kind: isBatch ? 'batch' : 'table', ipc: ownBuffer(tableToIPC(table, 'stream')) };
+  const batches = isBatch ? [data as RecordBatch] : (data as Table).batches;
+  return { kind: isBatch ? 'batch' : 'table', schema: schemaToWire(data.schema), batches: batches.map((b) => dataToWire(b.data)) };
 }
 
-/** The Table of `w` (zero-copy views over the received bytes). */
+function dataToWire(d: Data): WireColumnData {
+  const own = <T extends ArrayBufferView | undefined>(b: T): T =>
+    b === undefined ? b : ((b as unknown as Uint8Array).slice() as unknown as T);
+  return {
+    offset: d.offset,
+    length: d.length,
+    nullCount: d.nullCount,
+    buffers: [d.valueOffsets, d.values, d.nullBitmap, d.typeIds].map(own),
+    variadic: (d.variadicBuffers ?? []).map(own),
+    children: d.children.map(dataToWire),
+    dictionary: d.dictionary?.data.map(dataToWire),
+  };
+}
+
+/** The Table of `w` (views over the received buffers). */
 export function decodeTable(w: WireArrow): Table {
-  return tableFromIPC(w.ipc) as Table;
+  const schema = schemaFromWire(w.schema);
+  const type = new Struct(schema.fields);
+  return new Table(
+    schema,
+    w.batches.map((b) => new RecordBatch(schema, dataFromWire(type, b) as Data<Struct>)),
+  );
+}
+
+function dataFromWire(type: DataType, w: WireColumnData): Data {
+  const children = w.children.map((c, i) => dataFromWire(type.children[i]!.type, c));
+  const dictionary = w.dictionary && new Vector(w.dictionary.map((d) => dataFromWire((type as Dictionary).dictionary, d)));
+  return new Data(type, w.offset, w.length, w.nullCount, w.buffers as never, children, dictionary, w.variadic);
 }
 
 /** `w` as it was sent: a RecordBatch for `kind: 'batch'`, else a Table. */
@@ -65,7 +93,7 @@ export function decodeArrow(w: WireArrow): Table | RecordBatch {
   return t.batches[0] ?? new RecordBatch(t.schema, undefined as never);
 }
 
-/** Put/delete input for the wire: Arrow as IPC bytes, anything else as is (structured clone). */
+/** Put/delete input for the wire: Arrow as its buffers, anything else as is (structured clone). */
 export function encodeData(data: unknown): WireData {
   if (isArrowTable(data) || isArrowBatch(data)) return encodeArrow(data);
   return data as WireData;
@@ -140,9 +168,4 @@ function typeFromWire(w: WireType): DataType {
     default:
       throw new MemWalError('InvalidArgument', `option schema: Arrow type id ${String(w.typeId)} is not supported`);
   }
-}
-
-/** `bytes` itself when it spans its whole buffer, else a compact copy (a transfer moves the whole buffer). */
-function ownBuffer(bytes: Uint8Array): Uint8Array {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
 }

@@ -1,10 +1,11 @@
-// What the main thread needs to put data on the wire without loading Arrow's IPC code: a schema
+// What the main thread needs to put data on the wire without loading Arrow's classes: a schema
 // as plain data (the worker rebuilds it, arrow-wire.ts), Arrow input told apart from plain rows
-// by apache-arrow's own global symbols, and transfer lists. Arrow's IPC reader and writer load
-// (a separate chunk) only when a client decodes a Table or encodes Arrow input. Any runtime.
+// by apache-arrow's own global symbols, and transfer lists. Arrow's data classes load (a separate
+// chunk, arrow-wire.ts) only when a client decodes a Table or encodes Arrow input; Arrow's IPC
+// code never does. Any runtime.
 
 import type { DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
-import type { WireArrow, WireField, WireSchema, WireType } from './protocol.js';
+import type { WireArrow, WireColumnData, WireField, WireSchema, WireType } from './protocol.js';
 
 /** `schema` as plain data: field names, nullability, metadata and types with their parameters. */
 export function schemaToWire(schema: Schema): WireSchema {
@@ -39,17 +40,31 @@ export function isArrowBatch(x: unknown): x is RecordBatch {
 }
 
 export function isWireArrow(w: unknown): w is WireArrow {
-  return typeof w === 'object' && w !== null && !Array.isArray(w) && (w as WireArrow).ipc instanceof Uint8Array;
+  return typeof w === 'object' && w !== null && !Array.isArray(w) && Array.isArray((w as WireArrow).batches);
 }
 
-/** The buffers to transfer with `values` (the IPC bytes of each WireArrow among them). */
-export function transfersOf(...values: unknown[]): ArrayBuffer[] {
-  const out: ArrayBuffer[] = [];
-  for (const v of values) if (isWireArrow(v) && v.ipc.buffer instanceof ArrayBuffer) out.push(v.ipc.buffer);
+/** Every buffer of `w`. */
+export function wireBuffers(w: WireArrow): ArrayBufferView[] {
+  const out: ArrayBufferView[] = [];
+  const add = (d: WireColumnData): void => {
+    for (const b of [...d.buffers, ...d.variadic]) if (b !== undefined) out.push(b);
+    for (const c of [...d.children, ...(d.dictionary ?? [])]) add(c);
+  };
+  for (const b of w.batches) add(b);
   return out;
 }
 
-/** The Arrow codec (IPC reader and writer), loaded on first use. */
+/** The buffers to transfer with `values` (each buffer of each WireArrow among them). */
+export function transfersOf(...values: unknown[]): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const v of values) {
+    if (!isWireArrow(v)) continue;
+    for (const b of wireBuffers(v)) if (b.buffer instanceof ArrayBuffer && b.buffer.byteLength > 0) out.add(b.buffer);
+  }
+  return [...out];
+}
+
+/** The Arrow codec (arrow-wire.ts), loaded on first use. */
 export function arrowCodec(): Promise<typeof import('./arrow-wire.js')> {
   return import('./arrow-wire.js');
 }

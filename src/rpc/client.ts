@@ -126,7 +126,10 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
   if (underTest) return underTest;
   const { wire, logger, tabs } = toWire(options);
-  const link: ClientLink = tabs === 'share' ? new TabsLink(wire, options, logger) : await openWorkerLink(options, logger);
+  const link: ClientLink =
+    tabs === 'share'
+      ? new TabsLink(wire, options, logger)
+      : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage });
   const client = new MemWalClient(link, wire.name, logger, hooks);
   if (options.persist) client.requestPersist();
   try {
@@ -138,9 +141,12 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   return client;
 }
 
+/** `wire` with its Arrow buffers marked for transfer; what is not an object (bad input, which the worker refuses with its own error) crosses as it is. */
+const withTransfers = <T>(wire: T): T => (wire !== null && typeof wire === 'object' ? Comlink.transfer(wire, transfersOf(wire)) : wire);
+
 /**
  * A store open in a worker, used from the main thread: the same `MemWalApi` as `MemWal`, with
- * Arrow data crossing as transferred IPC bytes, errors as `MemWalError` with their codes, signals
+ * Arrow data crossing as its transferred buffers, errors as `MemWalError` with their codes, signals
  * as messages, and `tail` / `scanBatches` pulled page by page. When the worker dies (terminated,
  * crashed, out of memory) every pending and later call rejects `Closed`. After `close()` or
  * `abort()` the worker is gone, so every call (stats too) rejects `Closed`.
@@ -367,19 +373,15 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   /**
    * As `MemWal.put`. Plain rows are structured-cloned and converted in the worker; Arrow data
-   * crosses as IPC bytes (transferred), encoded by Arrow's IPC writer, which loads on first use.
+   * crosses as a copy of its buffers (transferred; arrow-wire.ts, which loads on first use).
    */
   put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) =>
-      this.inOrder(data, (wire) => this.call('put', (r) => r.put(Comlink.transfer(wire, transfersOf(wire)), w))),
-    );
+    return this.withSignal(opts.signal, (w) => this.inOrder(data, (wire) => this.call('put', (r) => r.put(withTransfers(wire), w))));
   }
 
   /** As `MemWal.delete`. */
   delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) =>
-      this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(Comlink.transfer(wire, transfersOf(wire)), w))),
-    );
+    return this.withSignal(opts.signal, (w) => this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(withTransfers(wire), w))));
   }
 
   /**
@@ -408,7 +410,12 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     return this.call('get', (r) => r.get(key) as Promise<RowTypesOf<R>['output'] | undefined>);
   }
 
-  /** As `MemWal.scan`; the table crosses as IPC bytes (Arrow's IPC reader loads on first use). */
+  /** As `MemWal.getMany`: the keys go in one message, the rows come back in one. */
+  getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]> {
+    return this.call('getMany', (r) => r.getMany(keys as Record<string, unknown>[]) as Promise<(RowTypesOf<R>['output'] | undefined)[]>);
+  }
+
+  /** As `MemWal.scan`; the table crosses as its buffers (Arrow's data classes load on first use). */
   async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     const [codec, w] = await Promise.all([arrowCodec(), this.call('scan', (r) => r.scan(opts))]);
     return codec.decodeTable(w);

@@ -1,6 +1,6 @@
 // The worker side of openMemWal: hostMemWal() answers MemWalClient connections on a worker scope,
 // and makeHostApi() is what one connection exposes through comlink, adding what comlink lacks
-// (Arrow as transferred IPC bytes, MemWalError codes, signals as messages, paged iterators).
+// (Arrow as transferred buffers, MemWalError codes, signals as messages, paged iterators).
 
 import * as Comlink from 'comlink';
 import { MemWal } from '../engine/memwal.js';
@@ -12,6 +12,7 @@ import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
 import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
+import { wireBuffers } from './client-wire.js';
 import { TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
@@ -30,7 +31,7 @@ import type {
 
 /** Most items in one page of `scanBatches` / `tail`. */
 export const PAGE_MAX_ITEMS = 256;
-/** A page stops growing once its IPC bytes reach this (its first item may be larger). */
+/** A page stops growing once its buffers' bytes reach this (its first item may be larger). */
 export const PAGE_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Options of `hostMemWal`. */
@@ -74,12 +75,23 @@ export function hostMemWal(scope?: HostScope, options: HostMemWalOptions = {}): 
   const onMessage = (ev: MessageEvent): void => {
     const msg = ev.data as Partial<ConnectMessage> | null;
     if (msg?.memwal !== 'connect' || !msg.port) return;
+    // A failure here is the open's to report (it resolves the same adapter).
+    if (msg.prepare) prepareStorage(options, msg.prepare.name, msg.prepare.storage).catch(() => undefined);
     Comlink.expose(makeHostApi(msg.port, options, holdLifetimeLock(msg.lockName)), msg.port);
   };
   target.addEventListener('message', onMessage);
   (target as { start?: () => void }).start?.();
   target.postMessage({ memwal: 'host-ready' } satisfies HostReadyMessage);
   return () => target.removeEventListener('message', onMessage);
+}
+
+/**
+ * Get ready to open store `name` without opening it: resolve its storage adapter and ask it for
+ * an estimate, which starts whatever the adapter needs (the browser layouts' I/O worker).
+ */
+async function prepareStorage(options: HostMemWalOptions, name: string, storage: WireStorage | undefined): Promise<void> {
+  const adapter = (await options.resolveStorage?.(storage)) ?? resolveStorage(storage);
+  await adapter.estimate?.(name);
 }
 
 /**
@@ -138,7 +150,7 @@ interface Paged {
   ahead: Promise<Settled> | undefined;
 }
 
-const wireArrowOf = (item: WireArrow | WireWalEntry): WireArrow => ('ipc' in item ? item : item.data);
+const wireArrowOf = (item: WireArrow | WireWalEntry): WireArrow => ('batches' in item ? item : item.data);
 
 /** A store another connection of this worker opened, for a connection attached to it (a sharing tab). */
 interface SharedStore {
@@ -269,7 +281,7 @@ export function makeHostApi(
         }
         const item = it.encode(s.r.value) as T;
         items.push(item);
-        bytes += wireArrowOf(item).ipc.byteLength;
+        for (const b of wireBuffers(wireArrowOf(item))) bytes += b.byteLength;
         if (items.length >= PAGE_MAX_ITEMS || bytes >= PAGE_MAX_BYTES) break;
       }
     } catch (e) {
@@ -332,14 +344,10 @@ export function makeHostApi(
     }),
 
     /**
-     * Get ready to open store `name` without opening it: resolve its storage adapter and ask it
-     * for an estimate, which starts whatever the adapter needs (the browser layouts' I/O worker).
-     * A follower's standby worker calls it, so that taking over does not wait for that either.
+     * Get ready to open store `name` without opening it (`prepareStorage`): a follower's standby
+     * worker calls it, so that taking over does not wait for the I/O worker's start either.
      */
-    prepare: wire(async (name: string, storage: WireStorage | undefined): Promise<void> => {
-      const adapter = (await options.resolveStorage?.(storage)) ?? resolveStorage(storage);
-      await adapter.estimate?.(name);
-    }),
+    prepare: wire((name: string, storage: WireStorage | undefined) => prepareStorage(options, name, storage)),
 
     /** Delete store `name` (`Locked` while a writer holds it); for `destroyMemWal`. */
     destroy: wire(async (name: string, storage: WireStorage | undefined): Promise<void> => {
@@ -352,6 +360,7 @@ export function makeHostApi(
       withSignal(signal, (s) => need().delete(decodeData(keys) as Parameters<MemWal['delete']>[0], { signal: s })),
     ),
     get: wire((key: Record<string, unknown>) => need().get(key)),
+    getMany: wire((keys: Record<string, unknown>[]) => need().getMany(keys)),
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
 
     /** Start a worker-side scanBatches; returns the iterator id for `nextBatches`. */

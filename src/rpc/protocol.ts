@@ -27,7 +27,7 @@ export type WireOpenOptions = Omit<MemWalOptions, 'schema' | 'storage' | 'logger
  * An Arrow type as plain data: apache-arrow's `Type` id and the type's own parameters
  * (`bitWidth`, `isSigned`, `precision`, `unit`, `timezone`, `byteWidth`, `listSize`, `mode`,
  * `typeIds`, `keysSorted`, `scale`, `id`, `isOrdered`; `dictionary`/`indices` as types, `children`
- * as fields). The main thread writes it without Arrow's IPC code; the worker rebuilds the type.
+ * as fields). The main thread writes it without Arrow's classes; the other side rebuilds the type.
  */
 export interface WireType {
   typeId: number;
@@ -49,15 +49,34 @@ export interface WireSchema {
 }
 
 /**
- * Arrow data as an Arrow IPC stream. Its `ArrayBuffer` is in the message's transfer list, so it
- * moves instead of being cloned. `kind` restores a RecordBatch or a Table on the other side.
+ * Arrow data as its own buffers: the schema as plain data and each batch's column data
+ * (`WireColumnData`), so neither side needs Arrow's IPC code. Every buffer is a copy in an
+ * `ArrayBuffer` of its own, in the message's transfer list (it moves instead of being cloned).
+ * `kind` restores a RecordBatch or a Table on the other side.
  */
 export interface WireArrow {
   kind: 'table' | 'batch';
-  ipc: Uint8Array;
+  schema: WireSchema;
+  /** Each batch's struct data (its children are the columns). */
+  batches: WireColumnData[];
 }
 
-/** Put / delete input: Arrow as IPC bytes, plain rows structured-cloned. */
+/**
+ * One apache-arrow `Data` node without its type (the schema gives it): offset, length, null
+ * count, the buffers in apache-arrow's order (value offsets, values, validity bitmap, type ids),
+ * a view type's variadic buffers, its children and a dictionary's chunks.
+ */
+export interface WireColumnData {
+  offset: number;
+  length: number;
+  nullCount: number;
+  buffers: (ArrayBufferView | undefined)[];
+  variadic: Uint8Array[];
+  children: WireColumnData[];
+  dictionary?: WireColumnData[];
+}
+
+/** Put / delete input: Arrow as its buffers (WireArrow), plain rows structured-cloned. */
 export type WireData = WireArrow | Record<string, unknown>[];
 
 /** An `AbortSignal` as a message: `id` names it in later `abortSignal(id)` calls. */
@@ -107,6 +126,11 @@ export interface ConnectMessage {
   port: MessagePort;
   /** Web Lock the host holds for the connection's lifetime (undefined: no Web Locks here). */
   lockName: string | undefined;
+  /**
+   * The store the client is about to open: the host gets its storage ready (starts the browser
+   * layouts' I/O worker) at once, while the handshake and the open message are on their way.
+   */
+  prepare?: { name: string; storage: WireStorage | undefined };
 }
 
 /** Worker scope -> client: posted when `hostMemWal()` starts listening (a late host). */

@@ -132,9 +132,14 @@ export function startWorker(options: { worker?: WorkerLike; workerUrl?: string |
  * Connect to the host in `worker`: post a MessagePort (and a lifetime lock name) and wait for
  * the host's hello, which comes once it holds that lock. A host that says 'host-ready' after our
  * message (it started listening late and dropped it) gets a fresh connect. Rejects
- * `NotSupported` when the worker fails to load (naming its script) or never answers.
+ * `NotSupported` when the worker fails to load (naming its script) or never answers. `prepare`
+ * names the store the client will open, so the host starts on its storage during the handshake.
  */
-export function connect(started: StartedWorker, timeoutMs = WORKER_HANDSHAKE_TIMEOUT_MS): Promise<Connection> {
+export function connect(
+  started: StartedWorker,
+  prepare?: ConnectMessage['prepare'],
+  timeoutMs = WORKER_HANDSHAKE_TIMEOUT_MS,
+): Promise<Connection> {
   const { worker, script } = started;
   return new Promise<Connection>((resolve, reject) => {
     const attempts: Connection[] = [];
@@ -163,7 +168,7 @@ export function connect(started: StartedWorker, timeoutMs = WORKER_HANDSHAKE_TIM
       const remote = Comlink.wrap<HostApi>(port1);
       const conn: Connection = { port: port1, remote, lockName, hello: { lifetimeLock: false } };
       attempts.push(conn);
-      worker.postMessage({ memwal: 'connect', port: port2, lockName } satisfies ConnectMessage, [port2]);
+      worker.postMessage({ memwal: 'connect', port: port2, lockName, prepare } satisfies ConnectMessage, [port2]);
       remote.hello().then(
         (hello) => {
           conn.hello = hello;
@@ -299,11 +304,15 @@ export class WorkerLink implements ClientLink {
   }
 }
 
-/** Start (or take) the worker of `options` and connect to its host. */
-export async function openWorkerLink(options: { worker?: WorkerLike; workerUrl?: string | URL }, logger: Logger): Promise<WorkerLink> {
+/** Start (or take) the worker of `options` and connect to its host (`prepare`: as `connect`). */
+export async function openWorkerLink(
+  options: { worker?: WorkerLike; workerUrl?: string | URL },
+  logger: Logger,
+  prepare?: ConnectMessage['prepare'],
+): Promise<WorkerLink> {
   const started = startWorker(options);
   try {
-    return new WorkerLink(await connect(started), started, logger);
+    return new WorkerLink(await connect(started, prepare), started, logger);
   } catch (e) {
     if (started.owned) started.worker.terminate();
     throw e;

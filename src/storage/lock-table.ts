@@ -19,10 +19,22 @@ export interface LockManagerLike {
 }
 
 /**
+ * A lock granted by InProcessLocks. Beyond Web Locks' lock: `release()` frees it at once (and
+ * grants it to the next request in line), before the callback's promise settles; idempotent.
+ */
+interface InProcessLock {
+  name: string;
+  mode: 'exclusive';
+  release(): void;
+}
+
+/**
  * Locks held within this JavaScript context, with the request semantics of Web Locks (FIFO,
  * `ifAvailable`, `steal`, `signal`): the lock table of the memory and Durable Object adapters,
  * and the stand-in for `navigator.locks` where it is missing (weblock.ts), where it does NOT
- * exclude writers in other tabs or workers.
+ * exclude writers in other tabs or workers. A lock it grants can also be released at once
+ * (`InProcessLock`), so a held lock released through `claimLock` is free when `release()` is
+ * called, as the memory adapter does every operation's work when called.
  */
 export class InProcessLocks implements LockManagerLike {
   /** Per lock name: a function that steals the lock from its current holder. */
@@ -61,8 +73,9 @@ export class InProcessLocks implements LockManagerLike {
           this.next(name);
         };
         this.holders.set(name, steal);
+        const lock: InProcessLock = { name, mode: 'exclusive', release: finish };
         Promise.resolve()
-          .then(() => callback({ name, mode: 'exclusive' }))
+          .then(() => callback(lock))
           .then(
             (v) => (finish(), stolen || resolve(v)),
             (e: unknown) => (finish(), stolen || reject(e)),
@@ -78,9 +91,10 @@ export class InProcessLocks implements LockManagerLike {
           .then(() => callback(null))
           .then(resolve, reject);
       } else {
+        const { signal } = options;
+        if (signal?.aborted) return reject(signal.reason);
         const queue = this.queues.get(name) ?? [];
         this.queues.set(name, queue);
-        const { signal } = options;
         const onAbort = (): void => {
           queue.splice(queue.indexOf(enter), 1);
           reject(signal?.reason);
@@ -121,7 +135,9 @@ function requestLock(
       .request(name, { mode: 'exclusive', ...options }, (lock) => {
         if (lock === null) return resolve(null);
         granted = true;
-        resolve({ release: () => (letGo(), settled) });
+        // An in-process lock is freed at once; a Web Lock once `held` settles.
+        const freeNow = (lock as Partial<InProcessLock>).release;
+        resolve({ release: () => (freeNow?.(), letGo(), settled) });
         return held;
       })
       .then(
@@ -169,6 +185,8 @@ export async function claimLock(
   const timer = timeoutMs === undefined ? undefined : setTimer(() => controller.abort(TIMED_OUT), timeoutMs);
   const onAbort = (): void => controller.abort(signal?.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
+  // An abort during the `ifAvailable` request above fired no listener: take it now.
+  if (signal?.aborted) onAbort();
   try {
     return (await requestLock(manager, name, { signal: controller.signal }, onLost))!;
   } catch (e) {

@@ -6,6 +6,8 @@ import { MemWalError } from '../util/errors.js';
 import { conformanceCases, testManifest } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage, sharedMemoryStorage } from './memory.js';
+import { Field, Int64, Schema } from 'apache-arrow';
+import { MemWal } from '../engine/memwal.js';
 
 describe('MemoryStorage conformance', () => {
   for (const c of conformanceCases(() => new MemoryStorage())) it(c.name, () => c.run());
@@ -111,5 +113,31 @@ describe('MemoryStorage', () => {
     expect(await storage.estimate('other')).toEqual({ usageBytes: 1000 });
     expect(await storage.estimate('missing')).toEqual({ usageBytes: 0 });
     await expect(h.walTruncate('1-1', 11)).rejects.toBeInstanceOf(MemWalError);
+  });
+
+  it('release does its work when called: the lock is free for an open or a destroy before its promise settles', async () => {
+    const storage = new MemoryStorage();
+    const a = await storage.openStore('s', {});
+    const waiter = storage.openStore('s', { timeoutMs: 1000 });
+    const released = a.release(); // not awaited: MemoryStorage does every operation's work when called
+    const b = await waiter; // the first waiter in line got it
+    await b.release();
+    const c = await storage.openStore('s', {});
+    void c.release();
+    const d = await storage.openStore('s', { timeoutMs: 0 });
+    void d.release();
+    await storage.destroyStore('s');
+    await released;
+  });
+
+  it('an open right after an abort that was not awaited takes the store (the abort released it when called)', async () => {
+    const storage = new MemoryStorage();
+    const options = { name: 's', schema: new Schema([new Field('id', new Int64(), false)]), primaryKey: ['id'], storage, lockTimeoutMs: 0 };
+    const first = await MemWal.open(options);
+    await first.put([{ id: 1 }]);
+    void first.abort();
+    const second = await MemWal.open(options);
+    expect(await second.get({ id: 1 })).toEqual({ id: 1n });
+    await second.close();
   });
 });

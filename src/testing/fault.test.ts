@@ -7,6 +7,10 @@ import type { Manifest } from '../format/manifest/manifest.js';
 import type { StoreHandle } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from './fault.js';
+import { Field, Int64, Schema } from 'apache-arrow';
+import type { StorageAdapter } from '../storage/adapter.js';
+import type { JobsPlace } from '../lsm/jobs.js';
+import { MemWal } from '../engine/memwal.js';
 
 const STORE = 'fault-test';
 
@@ -405,5 +409,38 @@ describe('crashAt', () => {
       if (m) expect(m).toEqual(manifest(1, m.version, m.version - 1));
       await again.release();
     }
+  });
+});
+
+describe('FaultInjectingStorage under a wrapper of its own', () => {
+  it('a wrapper that forwards backgroundJobs to a FaultInjectingStorage still reaches the place under it (the jobs do not fall back inline)', async () => {
+    // The adapter under the faults runs jobs elsewhere (as the browser's I/O worker does); here it
+    // only records that it was asked, and answers undefined (inline) so the flush still runs.
+    const asked: StoreHandle[] = [];
+    class Place extends MemoryStorage {
+      backgroundJobs(handle: StoreHandle): undefined {
+        asked.push(handle);
+        return undefined;
+      }
+    }
+    const faults = new FaultInjectingStorage(new Place());
+    // A wrapper written against the adapter contract without `inner`: it forwards backgroundJobs
+    // by hand, to the adapter it wraps.
+    const wrapper: StorageAdapter & JobsPlace = {
+      layout: faults.layout,
+      openStore: (name, options) => faults.openStore(name, options),
+      destroyStore: (name) => faults.destroyStore(name),
+      backgroundJobs: (handle, ...rest) => (faults as Partial<JobsPlace>).backgroundJobs?.(handle, ...rest),
+    };
+    const schema = new Schema([new Field('id', new Int64(), false)]);
+    const w = await MemWal.open({ name: STORE, schema, primaryKey: ['id'], storage: wrapper, logger: { warn: () => undefined } });
+    expect(asked).toHaveLength(1);
+    const faultHandle = (w as unknown as { handle: StoreHandle }).handle; // what the wrapper's openStore gave the engine
+    expect(asked[0]).toBe(faultHandle.inner); // the place's own handle, under the faults'
+    await w.put([{ id: 1 }]);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect(await w.get({ id: 1 })).toEqual({ id: 1n });
+    await w.close();
   });
 });

@@ -5,9 +5,11 @@
 import { MemWalError } from '../util/errors.js';
 import { encodeFrame } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
-import type { Manifest } from '../format/manifest/manifest.js';
+import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
+import type { StoreSchema } from '../data/schema.js';
+import { type BackgroundJobs, jobsPlaceOf } from '../lsm/jobs.js';
 import { int, rng } from './rng.js';
 import { concatBytes } from '../util/bytes.js';
 import { setTimer } from '../util/schedule.js';
@@ -560,6 +562,19 @@ export class FaultInjectingStorage implements StorageAdapter {
     this.faults.sessions.add(session);
     if (lostEarly !== undefined) session.lost(lostEarly);
     return session;
+  }
+
+  /**
+   * The jobs of the adapter under this one (lsm/jobs.ts `jobsPlaceOf`), for the inner handle of
+   * `handle` (this adapter's handle, or a wrapper's around one): they read the store's files
+   * directly, so faults apply to the writes and commits the engine makes, not to the jobs' reads.
+   * The engine finds that place through `inner` by itself; this serves a wrapper of this adapter
+   * that forwards `backgroundJobs` by hand.
+   */
+  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
+    let own: StoreHandle | undefined = handle;
+    while (own && !(own instanceof FaultSession)) own = own.inner;
+    return own ? jobsPlaceOf(this.inner)?.backgroundJobs(own.inner, schema, versions, currentVersion) : undefined;
   }
 
   /** The inner adapter's `destroyStore`, after earlier crashes have settled. */

@@ -63,7 +63,8 @@ export type Action =
       abortMs?: number;
     }
   | { a: 'delete'; keys: number[]; wait: boolean }
-  | { a: 'get'; key: number; alt: boolean }
+  /** With `more`: one getMany of `key` and `more` (duplicates allowed), each checked as a get. */
+  | { a: 'get'; key: number; alt: boolean; more?: number[] }
   | { a: 'scan' }
   | { a: 'scanBatches'; after: number | null; limit: number; someColumns: boolean }
   | { a: 'sync' }
@@ -177,8 +178,10 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     let action: Action;
     if (x < 0.34) action = { a: 'put', rows: drawRows(), wait: r() < 0.6 };
     else if (x < 0.42 && keyed) action = { a: 'delete', keys: Array.from({ length: 1 + int(r, 4) }, () => int(r, keys)), wait: r() < 0.6 };
-    else if (x < 0.47 && keyed) action = { a: 'get', key: int(r, keys), alt: r() < 0.3 };
-    else if (x < 0.5 && memtable) action = { a: 'scan' };
+    else if (x < 0.47 && keyed) {
+      action = { a: 'get', key: int(r, keys), alt: r() < 0.3 };
+      if (r() < 0.4) action.more = Array.from({ length: int(r, 8) }, () => int(r, keys));
+    } else if (x < 0.5 && memtable) action = { a: 'scan' };
     else if (x < 0.53 && memtable)
       action = { a: 'scanBatches', after: keyed && r() < 0.7 ? int(r, keys) : null, limit: 1 + int(r, 20), someColumns: r() < 0.3 };
     else if (x < 0.56) action = { a: 'sync' };

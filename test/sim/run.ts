@@ -624,7 +624,7 @@ class Sim {
       case 'delete':
         return this.write(a);
       case 'get':
-        return this.readGet(this.current!, a.key, a.alt);
+        return a.more ? this.readGetMany(this.current!, [a.key, ...a.more], a.alt) : this.readGet(this.current!, a.key, a.alt);
       case 'scan':
         return this.readScan(this.current!, undefined, Number.POSITIVE_INFINITY, false, false);
       case 'scanBatches':
@@ -828,6 +828,23 @@ class Sim {
     if (!res.ok) return this.readFailed(live, 'get', res.error);
     const got = res.value as Record<string, unknown> | undefined;
     this.checkKey(live, key, got, from, to, 'get');
+  }
+
+  /** One getMany of `ks`: each answer, in the order asked, checked as that key's get. */
+  private async readGetMany(live: Live, ks: number[], alt: boolean): Promise<void> {
+    const keys = ks.map((k) => this.config.keyPool[k % this.config.keyPool.length]!);
+    const from = this.model.tick();
+    const call = this.track(
+      `getMany of ${keys.length} (session ${live.session})`,
+      live.w.getMany(keys.map((key) => keyObject(this.config.keyType!, key, alt)) as never),
+    );
+    await this.runUntil(call);
+    const to = this.model.tick();
+    const res = call.result!;
+    if (!res.ok) return this.readFailed(live, 'getMany', res.error);
+    const got = res.value as (Record<string, unknown> | undefined)[];
+    if (got.length !== keys.length) return this.flag('read', `getMany of ${keys.length} keys answered ${got.length} rows`);
+    for (const [i, key] of keys.entries()) this.checkKey(live, key, got[i], from, to, `getMany[${i}]`);
   }
 
   /** A read failed: allowed only when the writer is not open any more, or a fault was armed. */
@@ -1348,7 +1365,7 @@ export function describeAction(a: Action): string {
     case 'delete':
       return `delete ${a.keys.length} keys${a.wait ? '' : ' (in flight)'}`;
     case 'get':
-      return `get key #${a.key}${a.alt ? ' (alt form)' : ''}`;
+      return `${a.more ? `getMany keys #${[a.key, ...a.more].join(', #')}` : `get key #${a.key}`}${a.alt ? ' (alt form)' : ''}`;
     case 'scanBatches':
       return `scanBatches after #${a.after ?? '-'} limit ${a.limit}${a.someColumns ? ' some columns' : ''}`;
     case 'tail':

@@ -8,6 +8,7 @@ import { destroyMemWal } from '../../../src/rpc/destroy.js';
 import type {
   ClientHarness,
   FaultControl,
+  GetManyReport,
   OpenRequest,
   Outcome,
   ProbeAck,
@@ -76,6 +77,47 @@ function newWorker(kind: 'own' | 'fault'): Worker {
 
 const openStates = new Map<number, string[]>();
 
+/**
+ * Messages this page posted and received on MessagePorts (the clients' connections to their
+ * workers), so a test can count the messages of one call. Counted from the page's start: each
+ * message event once, however many listeners it reaches.
+ */
+const portTraffic = { sent: 0, received: 0 };
+{
+  const proto = MessagePort.prototype;
+  const post = proto.postMessage as (this: MessagePort, ...a: unknown[]) => void;
+  proto.postMessage = function (this: MessagePort, ...a: unknown[]) {
+    portTraffic.sent++;
+    return post.apply(this, a);
+  } as MessagePort['postMessage'];
+  const add = proto.addEventListener;
+  const remove = proto.removeEventListener;
+  const counted = new WeakSet<Event>();
+  const wrappers = new WeakMap<object, EventListener>();
+  const wrapped = (listener: EventListener): EventListener => {
+    let w = wrappers.get(listener);
+    if (!w) {
+      w = function (this: unknown, ev: Event) {
+        if (!counted.has(ev)) {
+          counted.add(ev);
+          portTraffic.received++;
+        }
+        return listener.call(this, ev);
+      };
+      wrappers.set(listener, w);
+    }
+    return w;
+  };
+  proto.addEventListener = function (this: MessagePort, type: string, listener: unknown, options?: unknown) {
+    const l = type === 'message' && typeof listener === 'function' ? wrapped(listener as EventListener) : listener;
+    return add.call(this, type, l as EventListener, options as AddEventListenerOptions);
+  } as MessagePort['addEventListener'];
+  proto.removeEventListener = function (this: MessagePort, type: string, listener: unknown, options?: unknown) {
+    const l = (typeof listener === 'function' && wrappers.get(listener)) || listener;
+    return remove.call(this, type, l as EventListener, options as EventListenerOptions);
+  } as MessagePort['removeEventListener'];
+}
+
 const mw: ClientHarness = {
   async open(req: OpenRequest, states: string[] = []) {
     const kind = req.worker ?? 'default';
@@ -131,6 +173,18 @@ const mw: ClientHarness = {
     if (!p) throw new Error(`no operation ${op}`);
     const timeout = new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), waitMs));
     return Promise.race([p, timeout]);
+  },
+
+  async getMany(id, ids) {
+    const before = { ...portTraffic };
+    const r = await outcome(entry(id).client.getMany(ids.map((i) => ({ id: i })) as { id: number }[]));
+    if (!r.ok) return r;
+    const report: GetManyReport = {
+      ids: r.value.map((row) => (row === undefined ? null : Number((row as { id: number }).id))),
+      sent: portTraffic.sent - before.sent,
+      received: portTraffic.received - before.received,
+    };
+    return { ok: true, value: report };
   },
 
   call(id, method) {

@@ -64,6 +64,12 @@ export interface ProbeReport {
   errors: Record<string, number>;
 }
 
+export interface GetManyReport {
+  ids: (number | null)[];
+  sent: number;
+  received: number;
+}
+
 export interface ScanReport {
   rows: number;
   /** How often each id occurs, for ids occurring other than once. */
@@ -89,6 +95,11 @@ export interface ClientHarness {
   /** Stats, metrics and other argument-less calls: `memtableStats`, `metrics`, `sync`, `close`, ... */
   call(client: number, method: string): Promise<Outcome<unknown>>;
   scan(client: number): Promise<Outcome<ScanReport>>;
+  /**
+   * `getMany` of these ids: the ids of the rows answered (null for absent), and how many
+   * messages the page posted and received on MessagePorts during the call.
+   */
+  getMany(client: number, ids: unknown[]): Promise<Outcome<GetManyReport>>;
   storm(client: number, opts: StormOptions): void;
   stopStorm(client: number): Promise<StormReport>;
   /** Acked ids of the running storm so far. */

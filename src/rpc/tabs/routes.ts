@@ -23,6 +23,7 @@ export const TAB_ROUTES = {
   put: 'call',
   delete: 'call',
   get: 'call',
+  getMany: 'call',
   scan: 'call',
   scanBatches: 'iterator',
   tail: 'iterator',

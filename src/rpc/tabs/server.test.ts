@@ -54,6 +54,7 @@ beforeEach(async () => {
     compactionStats: async () => ({ tag: 'compactionStats' }),
     readStats: async () => ({ tag: 'readStats' }),
     compact: async () => ({ tag: 'compact' }),
+    getMany: async (keys: { id: number }[]) => keys.map(({ id }) => (id < 0 ? undefined : { id, tag: 'getMany' })),
   };
   // The methods these tests call, of a connection's API (rpc/host.ts makeHostApi).
   server = await TabServer.start({ name: store, leader, store: fakeStore, attach: () => api as unknown as HostApi });
@@ -120,6 +121,14 @@ describe('TabServer', () => {
     await until(() => tab.replies.filter((r) => r.memwalTabs === 'result' || r.memwalTabs === 'error').length === 3);
     const values = tab.replies.filter((r) => r.memwalTabs === 'result').map((r) => (r as { value: unknown }).value);
     expect(values).toEqual(methods.map((tag) => ({ tag })));
+  });
+
+  it("serves a tab's getMany: one call, answered in the order of its keys", async () => {
+    const tab = await join('e');
+    tab.send({ ...call(1, undefined, [[{ id: 3 }, { id: -1 }, { id: 1 }]]), method: 'getMany' });
+    await until(() => tab.replies.some((r) => r.memwalTabs === 'result' || r.memwalTabs === 'error'));
+    const result = tab.replies.find((r) => r.memwalTabs === 'result') as { value: unknown } | undefined;
+    expect(result?.value).toEqual([{ id: 3, tag: 'getMany' }, undefined, { id: 1, tag: 'getMany' }]);
   });
 
   it('after stopAccepting a new call is left for the next leader, while a call it took still gets its answer', async () => {
