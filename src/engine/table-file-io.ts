@@ -1,13 +1,12 @@
 // Writing and removing table files, shared by the flush and compaction: a built file goes to the
-// adapter in chunks (CRC-32C folded in, a yield between chunks), time-limited, and becomes the
-// manifest entry that names it.
+// adapter in chunks (a yield between chunks), time-limited, and becomes the manifest entry that
+// names it (with the CRC-32C its builder computed).
 
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { StoreHandle } from '../storage/adapter.js';
 import { TABLE_FORMAT_V2 } from '../format/table/format.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import { yieldToEventLoop } from '../util/schedule.js';
-import { crc32c } from '../util/crc32c.js';
 import { keyToHex } from '../data/keys.js';
 import { settleWithin } from './limits.js';
 
@@ -29,14 +28,13 @@ export interface TablePlacement {
  * within `limitMs`) and return its manifest entry.
  */
 export async function writeTableFile(handle: StoreHandle, built: BuiltTable, p: TablePlacement, limitMs: number): Promise<TableFileEntry> {
-  const crc = { value: 0 };
-  await settleWithin(handle.tableWrite(p.name, chunked(built.bytes, crc)), limitMs, `table write of ${p.name}`);
+  await settleWithin(handle.tableWrite(p.name, chunked(built.bytes)), limitMs, `table write of ${p.name}`);
   const entry: TableFileEntry = {
     generation: p.maxGeneration,
     name: p.name,
     bytes: built.bytes.length,
     rows: built.rows,
-    checksum: crc.value.toString(16).padStart(8, '0'),
+    checksum: built.crc.toString(16).padStart(8, '0'),
     format: TABLE_FORMAT_V2,
     level: p.level,
     minGeneration: p.minGeneration,
@@ -64,16 +62,11 @@ export async function removeTableFile(
   }
 }
 
-/**
- * Split bytes into chunks, yielding to the event loop between them (stats stay responsive), and
- * fold each chunk into `crc.value` (CRC-32C of everything yielded so far).
- */
-async function* chunked(bytes: Uint8Array, crc: { value: number }): AsyncGenerator<Uint8Array> {
+/** Split bytes into chunks, yielding to the event loop between them (stats stay responsive). */
+async function* chunked(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
   for (let off = 0; off < bytes.length; off += TABLE_WRITE_CHUNK_BYTES) {
     if (off > 0) await yieldToEventLoop();
-    const chunk = bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
-    crc.value = crc32c(chunk, crc.value);
-    yield chunk;
+    yield bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
   }
 }
 

@@ -1,9 +1,10 @@
 // The I/O worker's side of RemoteStorage: serves one engine thread's storage calls on a real
 // adapter (OPFS or IndexedDB), and runs its background jobs next to the files — building a
-// flushed memtable's table file from the WAL entries it wrote, and compaction outputs from the
-// input files — handing back built bytes. Writes and commits stay the engine's. Browser workers.
+// flushed memtable's table file from the WAL payloads it appended (kept in memory until their
+// flush; read back from the segments when it does not hold them all), and compaction outputs from
+// the input files — handing back built bytes. Writes and commits stay the engine's. Browser workers.
 
-import { decodePayload } from '../format/wal/payload.js';
+import { decodePayload, type WalPayload } from '../format/wal/payload.js';
 import { buildCompactionOutputs, buildFlushTable, type CompactJob } from '../lsm/jobs.js';
 import { makeKeyEncoder } from '../data/keys.js';
 import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
@@ -93,6 +94,8 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
   const compactions = new Map<number, AsyncIterator<BuiltTable>>();
   const opening = new Map<number, AbortController>();
   const schemas = new Map<string, StoreSchema>();
+  /** Per handle that runs flushes here: the payloads appended and not yet built into a table, by position. */
+  const kept = new Map<number, Map<number, WalPayload>>();
   let nextId = 1;
 
   const schemaOf = ({ schema, primaryKey }: WireStoreSchema): StoreSchema => {
@@ -157,7 +160,16 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
     ): Promise<number> {
       const frame = encodeFrame(epoch, position, payload);
       await need(handle).walAppend(name, offset, frame);
+      kept.get(handle)?.set(position, { position, epoch, payload });
       return frame.length;
+    },
+    /**
+     * From now on keep the payloads appended on `handle` until a flush builds them (its store's
+     * memtables are flushed here): at most the store's unflushed memtable bytes.
+     */
+    async keepPayloads(handle: number): Promise<void> {
+      need(handle);
+      if (!kept.has(handle)) kept.set(handle, new Map());
     },
     walTruncate: (handle: number, name: string, length: number) => need(handle).walTruncate(name, length),
     walRemove: (handle: number, name: string) => need(handle).walRemove(name),
@@ -189,21 +201,24 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
     async release(handle: number): Promise<void> {
       const h = handles.get(handle);
       handles.delete(handle);
+      kept.delete(handle);
       await h?.release();
     },
 
-    /** The table file of a generation, from its WAL entries (read here, where the segments are). */
+    /**
+     * The table file of a generation, from its WAL entries: the payloads kept since their append
+     * when this worker holds every one (then dropped, with any older ones), else read back from the
+     * segments (entries replayed at open, or a retry after they were dropped).
+     */
     async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<BuiltTable> {
       const storeSchema = schemaOf(schema);
       const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
       const h = need(handle);
+      const entries = takeKept(kept.get(handle), job) ?? (await readEntries(h, job));
       const batches = [];
-      for (const seg of job.segments) {
-        for (const f of scanSegment(await h.walRead(seg.name, 0), 0).frames) {
-          if (f.position < job.firstPosition || f.position > job.lastPosition) continue;
-          const t = decodePayload(f, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, false);
-          batches.push(...versions.projectEntry(t, f.epoch, f.position));
-        }
+      for (const e of entries) {
+        const t = decodePayload(e, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, false);
+        batches.push(...versions.projectEntry(t, e.epoch, e.position));
       }
       const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
       return buildFlushTable(storeSchema, keyEncoder, batches, job.generation);
@@ -240,6 +255,33 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       await it?.return?.();
     },
   };
+}
+
+/**
+ * The payloads of positions `job.firstPosition..job.lastPosition` from `kept`, in position order,
+ * when it holds every one; those and every older one are dropped from `kept` either way (a flush
+ * job only ever asks for the oldest unflushed positions, and a retry reads the segments).
+ */
+function takeKept(kept: Map<number, WalPayload> | undefined, job: WireFlushJob): WalPayload[] | undefined {
+  if (!kept) return undefined;
+  const out: WalPayload[] = [];
+  for (let p = job.firstPosition; p <= job.lastPosition; p++) {
+    const e = kept.get(p);
+    if (e) out.push(e);
+  }
+  for (const p of kept.keys()) if (p <= job.lastPosition) kept.delete(p);
+  return out.length === job.lastPosition - job.firstPosition + 1 ? out : undefined;
+}
+
+/** The entries of positions `job.firstPosition..job.lastPosition`, read back from the job's segments. */
+async function readEntries(h: StoreHandle, job: WireFlushJob): Promise<WalPayload[]> {
+  const out: WalPayload[] = [];
+  for (const seg of job.segments) {
+    for (const f of scanSegment(await h.walRead(seg.name, 0), 0).frames) {
+      if (f.position >= job.firstPosition && f.position <= job.lastPosition) out.push(f);
+    }
+  }
+  return out;
 }
 
 /** The bytes of a result that are transferred rather than copied: a read, or a built table file. */

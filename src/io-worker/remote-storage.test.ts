@@ -29,6 +29,23 @@ function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: st
   return { storage, jobs };
 }
 
+/** A MemoryStorage that counts the WAL segment reads made on it. */
+function countingWalReads(): { storage: MemoryStorage; walReads: () => number } {
+  const storage = new MemoryStorage();
+  let reads = 0;
+  const openStore = storage.openStore.bind(storage);
+  storage.openStore = async (...args) => {
+    const h = await openStore(...args);
+    const walRead = h.walRead.bind(h);
+    h.walRead = (...a) => {
+      reads += 1;
+      return walRead(...a);
+    };
+    return h;
+  };
+  return { storage, walReads: () => reads };
+}
+
 describe('RemoteStorage conformance (over a MessageChannel)', () => {
   for (const c of conformanceCases(() => remote().storage)) it(c.name, () => c.run());
 });
@@ -114,5 +131,64 @@ describe('a store on RemoteStorage', () => {
     expect(await c.get({ id: 1 })).toEqual({ id: 1n, x: null });
     expect(await c.get({ id: 2 })).toEqual({ id: 2n, x: 22 });
     await c.close();
+  });
+});
+
+describe('the I/O worker under a flush', () => {
+  it('a flush is built from the payloads the I/O worker appended, without reading the WAL back; entries replayed at open are read back', async () => {
+    const far = countingWalReads();
+    const { storage } = remote(far.storage);
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
+    const w = await MemWal.open(opts);
+    for (let i = 0; i < 3_000; i += 100) await w.put(rows(i, 100));
+    await w.put(rows(0, 10, 'newer-'));
+    const before = far.walReads();
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect((await w.writeStats()).flushCount).toBe(1);
+    expect(far.walReads()).toBe(before);
+    expect((await w.scan()).numRows).toBe(3_000);
+    expect(await w.get({ id: 5 })).toMatchObject({ name: 'newer-5' });
+    await w.put(rows(3_000, 100));
+    await w.abort(); // the last put is in the WAL only
+    const again = await MemWal.open(opts);
+    const replayed = far.walReads();
+    await again.forceSealActive();
+    await again.waitForFlushDrain();
+    expect(far.walReads()).toBeGreaterThan(replayed);
+    expect((await again.scan()).numRows).toBe(3_100);
+    await again.close();
+  });
+
+  it('a WAL append sent while a large table build runs completes before the build', async () => {
+    const { storage } = remote();
+    const w = await MemWal.open({
+      name: storeName(),
+      schema,
+      primaryKey: ['id'],
+      storage,
+      maxMemtableBytes: 256 * 1024 * 1024,
+      maxUnflushedMemtableBytes: 512 * 1024 * 1024,
+      logger: { warn: () => undefined },
+    });
+    for (let i = 0; i < 200_000; i += 20_000) await w.put(rows(i, 20_000));
+    const order: string[] = [];
+    let put: Promise<void> | undefined;
+    const send = storage.send.bind(storage) as (op: string, ...args: unknown[]) => Promise<unknown>;
+    (storage as unknown as { send: typeof send }).send = (op, ...args) => {
+      const reply = send(op, ...args);
+      if (op === 'buildFlush' && !put) {
+        void reply.then(() => order.push('table build'));
+        put = w.put(rows(500_000, 10)).then(() => void order.push('put'));
+      }
+      return reply;
+    };
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await put;
+    expect(order).toEqual(['put', 'table build']);
+    expect((await w.scan()).numRows).toBe(200_010);
+    await w.close();
   });
 });

@@ -83,12 +83,15 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
 
   /**
    * The jobs of a store opened through this adapter (`handle`, or a wrapper's handle around it)
-   * run in the I/O worker, next to its files.
+   * run in the I/O worker, next to its files; from now on it keeps the WAL payloads appended on
+   * the handle until a flush builds them, so a flush does not read them back.
    */
   backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
     let own: StoreHandle | undefined = handle;
     while (own && !(own instanceof RemoteHandle)) own = own.inner;
-    return own ? new RemoteJobs(this, own.id, schema, { versions, currentVersion }) : undefined;
+    if (!own) return undefined;
+    void this.send('keepPayloads', own.id).catch(() => undefined); // before any append it sends later
+    return new RemoteJobs(this, own.id, schema, { versions, currentVersion });
   }
 
   /** Call method `op` of the I/O worker (io-host.ts); resolves its result. `IOError` when the I/O worker died. */

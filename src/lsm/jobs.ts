@@ -9,11 +9,11 @@ import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { BLOCK_MAX_ROWS } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
-import { type IndexEntries, indexEntries, sortedNewest } from './sorted.js';
-import { type BuiltTable, cutBlocks, encodeTable } from '../format/table/writer.js';
-import { yieldToEventLoop } from '../util/schedule.js';
+import { type IndexEntries, indexEntries, sortedOrderSteps } from './sorted.js';
+import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
+import { runStepsSliced, type Steps, yieldToEventLoop } from '../util/schedule.js';
 import { KeyIndex } from '../data/key-index.js';
-import type { KeyEncoder } from '../data/keys.js';
+import type { Key, KeyEncoder } from '../data/keys.js';
 import type { MemTable } from './memtable.js';
 import type { StoreSchema } from '../data/schema.js';
 import { estimateBatchBytes } from '../data/size.js';
@@ -75,7 +75,9 @@ export function jobsPlaceOf(adapter: StorageAdapter): JobsPlace | undefined {
 /**
  * Builds the table file of rows that a key index points at (keyed) or of every row in order
  * (append-only). `entries` is the index's copy; without it (rows decoded from the WAL) the newest
- * row per key is found here. Any runtime.
+ * row per key is found here. Runs in slices of about SLICE_MS with a turn of the event loop
+ * between them, so a worker that builds tables still serves its other requests (WAL appends).
+ * Any runtime.
  */
 export function buildFlushTable(
   storeSchema: StoreSchema,
@@ -83,23 +85,55 @@ export function buildFlushTable(
   batches: readonly RecordBatch[],
   generation: number,
   entries?: IndexEntries,
-): BuiltTable {
-  let rows: readonly RecordBatch[] = batches;
+): Promise<BuiltTable> {
+  return runStepsSliced(flushTableSteps(storeSchema, keyEncoder, batches, generation, entries));
+}
+
+function* flushTableSteps(
+  storeSchema: StoreSchema,
+  keyEncoder: KeyEncoder | undefined,
+  batches: readonly RecordBatch[],
+  generation: number,
+  entries: IndexEntries | undefined,
+): Steps<BuiltTable> {
   if (keyEncoder) {
     let index = entries;
     if (!index) {
       const built = new KeyIndex();
       let base = 0;
       for (const b of batches) {
-        const keys = keyEncoder(b);
-        for (let r = 0; r < keys.length; r++) built.set(keys[r]!, base + r);
+        indexRows(built, keyEncoder(b), base);
         base += b.numRows;
+        yield;
       }
       index = indexEntries(built);
+      yield;
     }
-    rows = [sortedNewest(storeSchema.internal, storeSchema, batches, batches.length, index).batch];
+    const order = yield* sortedOrderSteps(storeSchema.internal, storeSchema, batches, batches.length, index);
+    const blocks = yield* cutSelectionSteps(storeSchema.internal, order.flat, order.ordinals);
+    return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, order.keys);
   }
-  return encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, rows), generation, generation);
+  return yield* tableSteps(storeSchema, undefined, batches, generation, generation);
+}
+
+/**
+ * Point `index` at rows `base + r` by their keys (a loop of its own: V8 cannot optimize a hot
+ * loop inside a generator while it runs, so per-row loops stay out of the steps).
+ */
+function indexRows(index: KeyIndex, keys: ArrayLike<Key>, base: number): void {
+  for (let r = 0; r < keys.length; r++) index.set(keys[r]!, base + r);
+}
+
+/** Rows in final order, cut into blocks and encoded as one table file, a block per step. */
+function* tableSteps(
+  storeSchema: StoreSchema,
+  keyEncoder: KeyEncoder | undefined,
+  rows: readonly RecordBatch[],
+  minGeneration: number,
+  maxGeneration: number,
+): Steps<BuiltTable> {
+  const blocks = yield* cutBlockSteps(storeSchema.internal, rows);
+  return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, minGeneration, maxGeneration);
 }
 
 /** A block-by-block source over one table file's rows (bypassing the block cache). */
@@ -161,20 +195,20 @@ export async function* buildCompactionOutputs(
     : concatenated(tables);
   let pending: RecordBatch[] = [];
   let pendingBytes = 0;
-  const build = (): BuiltTable => {
-    const blocks = cutBlocks(storeSchema.internal, pending);
+  const build = (): Promise<BuiltTable> => {
+    const rows = pending;
     pending = [];
     pendingBytes = 0;
-    return encodeTable(storeSchema, storeSchema.internal, keyEncoder, blocks, job.minGeneration, job.maxGeneration);
+    return runStepsSliced(tableSteps(storeSchema, keyEncoder, rows, job.minGeneration, job.maxGeneration));
   };
   for await (const batch of rowsOf) {
     if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
     pending.push(batch);
     pendingBytes += estimateBatchBytes(batch);
-    if (pendingBytes >= job.targetBytes) yield build();
+    if (pendingBytes >= job.targetBytes) yield await build();
     await yieldToEventLoop();
   }
-  if (pending.length > 0) yield build();
+  if (pending.length > 0) yield await build();
 }
 
 /** The jobs run on the engine's own thread. */

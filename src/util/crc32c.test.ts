@@ -1,7 +1,7 @@
 // CRC-32C: known vectors, chunked continuation, agreement with a bitwise reference.
 
 import { describe, expect, it } from 'vitest';
-import { crc32c } from './crc32c.js';
+import { crc32c, crc32cCombine } from './crc32c.js';
 
 const ascii = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -75,5 +75,15 @@ describe('crc32c', () => {
       `crc32c: 8 MiB in ${bestMs.toFixed(1)} ms (best of 5, first runs warm the JIT) = ${((8 / bestMs) * 1000).toFixed(0)} MiB/s`,
     );
     expect(crc).toBe(crc32c(data.subarray(4 << 20), crc32c(data.subarray(0, 4 << 20))));
+  });
+
+  it('combines the checksums of two pieces into the checksum of their concatenation', () => {
+    const all = pseudoRandomBytes(70_000, 7);
+    for (const cut of [0, 1, 3, 8, 63, 64, 1000, 65_536, 69_999, 70_000]) {
+      const a = all.subarray(0, cut);
+      const b = all.subarray(cut);
+      expect(crc32cCombine(crc32c(a), crc32c(b), b.length)).toBe(crc32c(all));
+    }
+    expect(crc32cCombine(crc32c(ascii('12345')), crc32c(ascii('6789')), 4)).toBe(0xe3069283);
   });
 });

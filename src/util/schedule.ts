@@ -156,10 +156,13 @@ export function yieldToEventLoop(): Promise<void> {
 }
 
 /**
- * The host's yield: a MessageChannel where available (no 4 ms timer clamping), else
- * setTimeout(0). In Node the channel keeps the process alive only while a yield is pending.
+ * The host's yield: `setImmediate` where the runtime has it (Node: one turn of the event loop,
+ * so I/O and messages of every port are served in between; a MessageChannel there would be drained
+ * up to 1,000 messages at a time, starving other ports), else a MessageChannel where available (no 4 ms timer
+ * clamping), else setTimeout(0). In Node the channel keeps the process alive only while a yield is pending.
  */
 function hostYield(): Promise<void> {
+  if (typeof setImmediate === 'function') return new Promise<void>((resolve) => setImmediate(resolve));
   if (typeof MessageChannel !== 'function') return new Promise<void>((resolve) => setTimeout(resolve, 0));
   if (!yieldChannel) {
     yieldChannel = new MessageChannel();
@@ -177,4 +180,39 @@ function hostYield(): Promise<void> {
     yieldWaiters.push(resolve);
     channel.port2.postMessage(null);
   });
+}
+
+/**
+ * Long work as a generator of steps: each `yield` marks a point where the work may pause (a
+ * table build yields after each block). {@link runSteps} runs it to its end at once;
+ * {@link runStepsSliced} gives the event loop a turn whenever a slice has run `sliceMs`.
+ */
+export type Steps<T> = Generator<void, T, void>;
+
+/** A slice of long work in a worker that also serves short requests (WAL appends) runs at most about this long. */
+export const SLICE_MS = 5;
+
+/** Run `steps` to its end on this turn of the event loop; returns its result. */
+export function runSteps<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * Run `steps` to its end, yielding to the event loop (through the clock) once a slice has run
+ * `sliceMs`, so that messages and timers are served between slices; resolves its result. A
+ * single step longer than `sliceMs` is not cut.
+ */
+export async function runStepsSliced<T>(steps: Steps<T>, sliceMs = SLICE_MS): Promise<T> {
+  let sliceStart = nowMs();
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    if (nowMs() - sliceStart >= sliceMs) {
+      await yieldToEventLoop();
+      sliceStart = nowMs();
+    }
+  }
 }

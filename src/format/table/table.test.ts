@@ -56,6 +56,13 @@ describe('table file format 2', () => {
     expect(Math.max(...blocks.map((b) => b.numRows))).toBeLessThanOrEqual(BLOCK_MAX_ROWS);
   });
 
+  it("a built table's checksum is the CRC-32C of its bytes (combined from its blocks' checksums)", () => {
+    for (const rows of [0, 10, 9_000, 20_000]) {
+      const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(rows)]), 1, 1);
+      expect(built.crc).toBe(crc32c(built.bytes));
+    }
+  });
+
   it('reads back every block from its index alone, in key order, with the generation range', async () => {
     const built = encodeTable(storeSchema, storeSchema.internal, keyEncoder, cutBlocks(storeSchema.internal, [sortedBatch(10_000)]), 3, 7);
     const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), storeSchema.internal);
@@ -103,7 +110,7 @@ describe('table file format 2', () => {
     expect([...ours.metadata]).toEqual([...theirs.schema.metadata]);
   });
 
-  it('encodes the worked example of docs/format.md §8 byte for byte', () => {
+  it('encodes the worked example of docs/format.md §8 byte for byte', async () => {
     const example = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
     const puts = toBatches(
       [
@@ -113,7 +120,7 @@ describe('table file format 2', () => {
       ],
       example,
     );
-    const built = buildFlushTable(example, makeKeyEncoder(example), [...puts, tombstoneBatch([{ id: 2 }], example)!], 7);
+    const built = await buildFlushTable(example, makeKeyEncoder(example), [...puts, tombstoneBatch([{ id: 2 }], example)!], 7);
     const b = built.bytes;
     const footerLength = new DataView(b.buffer, b.byteOffset).getInt32(b.length - 10, true);
     const f = readFooter(b.subarray(b.length - 10 - footerLength, b.length - 10));

@@ -3,13 +3,14 @@
 // come in final order: sorted by key with one row per key for keyed stores, insertion order for
 // append-only ones. Pure; any runtime.
 
-import { RecordBatch, Schema, Table, tableToIPC } from 'apache-arrow';
+import { RecordBatch, RecordBatchFileWriter, Schema } from 'apache-arrow';
 import { type Key, type KeyEncoder, keyBytes, keyString } from '../../data/keys.js';
 import type { StoreSchema } from '../../data/schema.js';
 import { gatherBatch } from '../../data/select.js';
 import { estimateBatchBytes } from '../../data/size.js';
 import { toBase64 } from '../../util/bytes.js';
-import { crc32c } from '../../util/crc32c.js';
+import { crc32c, crc32cCombine } from '../../util/crc32c.js';
+import { runSteps, type Steps } from '../../util/schedule.js';
 import { BloomFilter } from './bloom.js';
 import { blockRanges } from './reader.js';
 import { BLOCK_MAX_ROWS, BLOCK_TARGET_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
@@ -17,6 +18,8 @@ import { BLOCK_MAX_ROWS, BLOCK_TARGET_BYTES, META_BLOCKS, META_BLOOM, META_FORMA
 /** A table file ready to write, with what the manifest records of it. */
 export interface BuiltTable {
   bytes: Uint8Array;
+  /** CRC-32C of `bytes` (combined from the blocks' checksums, so the builder makes no pass of its own for it). */
+  crc: number;
   rows: number;
   blocks: number;
   /** Smallest and largest key (encoded), keyed stores with rows only. */
@@ -38,6 +41,11 @@ export interface BlockBounds {
  * BLOCK_TARGET_BYTES each, copying every block into compact buffers. Any runtime.
  */
 export function cutBlocks(schema: Schema, batches: readonly RecordBatch[]): RecordBatch[] {
+  return runSteps(cutBlockSteps(schema, batches));
+}
+
+/** {@link cutBlocks} as steps, one block per step (a caller may pause between them). */
+export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[]): Steps<RecordBatch[]> {
   const out: RecordBatch[] = [];
   let pending: { batch: RecordBatch; idx: null; start: number; count: number }[] = [];
   let rows = 0;
@@ -60,10 +68,29 @@ export function cutBlocks(schema: Schema, batches: readonly RecordBatch[]): Reco
       rows += take;
       bytes += take * rowBytes;
       at += take;
-      if (rows >= BLOCK_MAX_ROWS || bytes >= BLOCK_TARGET_BYTES) flush();
+      if (rows >= BLOCK_MAX_ROWS || bytes >= BLOCK_TARGET_BYTES) {
+        flush();
+        yield;
+      }
     }
   }
   flush();
+  return out;
+}
+
+/**
+ * The rows `idx` selects from `batch`, in that order, cut into blocks as {@link cutBlocks} cuts
+ * one batch (its average row size) and gathered straight from `batch`: one copy, a block per step.
+ */
+export function* cutSelectionSteps(schema: Schema, batch: RecordBatch, idx: Int32Array): Steps<RecordBatch[]> {
+  const out: RecordBatch[] = [];
+  const rowBytes = Math.max(1, estimateBatchBytes(batch) / Math.max(1, batch.numRows));
+  const perBlock = Math.max(1, Math.min(BLOCK_MAX_ROWS, Math.floor(BLOCK_TARGET_BYTES / rowBytes)));
+  for (let at = 0; at < idx.length; at += perBlock) {
+    const count = Math.min(perBlock, idx.length - at);
+    out.push(gatherBatch(schema, [{ batch, idx: idx.subarray(at, at + count), start: 0, count }], count));
+    yield;
+  }
   return out;
 }
 
@@ -109,18 +136,40 @@ export function encodeTable(
   minGeneration: number,
   maxGeneration: number,
 ): BuiltTable {
+  return runSteps(encodeTableSteps(storeSchema, schema, keyEncoder, blocks, minGeneration, maxGeneration));
+}
+
+/**
+ * {@link encodeTable} as steps of about one block each (a caller may pause between them).
+ * `sortedKeys`, when the caller has them: the keys of every row of `blocks`, in order (a flush's
+ * sort made them), so the blocks' keys are not encoded again.
+ */
+export function* encodeTableSteps(
+  storeSchema: StoreSchema,
+  schema: Schema,
+  keyEncoder: KeyEncoder | undefined,
+  blocks: readonly RecordBatch[],
+  minGeneration: number,
+  maxGeneration: number,
+  sortedKeys?: ArrayLike<Key>,
+): Steps<BuiltTable> {
   let rows = 0;
   for (const b of blocks) rows += b.numRows;
   const bounds: BlockBounds[] = [];
   const bloom = keyEncoder ? BloomFilter.forKeys(rows) : undefined;
+  let at = 0;
   for (const b of blocks) {
     if (!keyEncoder) {
       bounds.push({ rows: b.numRows, crc: 0, first: '', last: '' });
       continue;
     }
-    const keys: ArrayLike<Key> = keyEncoder(b);
-    for (let i = 0; i < keys.length; i++) bloom!.add(keys[i]!);
-    bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[0]!, storeSchema), last: keyString(keys[keys.length - 1]!, storeSchema) });
+    const keys: ArrayLike<Key> = sortedKeys ?? keyEncoder(b);
+    const from = sortedKeys ? at : 0;
+    const to = from + b.numRows;
+    addKeys(bloom!, keys, from, to);
+    bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[from]!, storeSchema), last: keyString(keys[to - 1]!, storeSchema) });
+    at = to;
+    yield;
   }
   // The block CRCs cover the blocks' bytes in the file, which only an encoding tells, and the
   // block index that holds them is in the file's metadata. The index has the same length
@@ -135,27 +184,45 @@ export function encodeTable(
   ]);
   if (bloom) metadata.set(META_BLOOM, toBase64(bloom.encode()));
   const placeholder = metadata.get(META_BLOCKS)!;
-  let bytes = encode(schema, blocks, metadata);
+  let bytes = yield* encode(schema, blocks, metadata);
   const located = blockRanges(bytes);
   for (let i = 0; i < bounds.length; i++) {
     const r = located[i]!;
     bounds[i]!.crc = crc32c(bytes.subarray(r.offset, r.offset + r.length));
+    yield;
   }
   const index = toBase64(encodeBlockIndex(bounds));
   const first = located.length > 0 ? located[0]!.offset : bytes.length;
   const last = located.length > 0 ? located[located.length - 1]!.offset + located[located.length - 1]!.length : first;
   overwrite(bytes, placeholder, index, 0, first);
+  let crc: number;
   if (overwrite(bytes, placeholder, index, last, bytes.length) === 0) {
     // Not where it should be (an Arrow writer that lays metadata out otherwise): encode again.
     metadata.set(META_BLOCKS, index);
-    bytes = encode(schema, blocks, metadata);
+    bytes = yield* encode(schema, blocks, metadata);
+    crc = crc32c(bytes);
+  } else {
+    // The file's checksum: the bytes around the blocks, with the blocks' own checksums combined in.
+    crc = crc32c(bytes.subarray(0, first));
+    let at = first;
+    for (let i = 0; i < located.length; i++) {
+      const r = located[i]!;
+      crc = crc32cCombine(crc32c(bytes.subarray(at, r.offset), crc), bounds[i]!.crc, r.length);
+      at = r.offset + r.length;
+    }
+    crc = crc32c(bytes.subarray(at), crc);
   }
-  const built: BuiltTable = { bytes, rows, blocks: blocks.length };
+  const built: BuiltTable = { bytes, crc, rows, blocks: blocks.length };
   if (keyEncoder && bounds.length > 0) {
     built.minKey = bounds[0]!.first;
     built.maxKey = bounds[bounds.length - 1]!.last;
   }
   return built;
+}
+
+/** Add `keys[from, to)` to `bloom` (a loop of its own: V8 cannot optimize a hot loop inside a generator while it runs). */
+function addKeys(bloom: BloomFilter, keys: ArrayLike<Key>, from: number, to: number): void {
+  for (let i = from; i < to; i++) bloom.add(keys[i]!);
 }
 
 /**
@@ -177,13 +244,15 @@ function overwrite(bytes: Uint8Array, from: string, to: string, start: number, e
   return count;
 }
 
-function encode(schema: Schema, blocks: readonly RecordBatch[], metadata: Map<string, string>): Uint8Array {
+/** The Arrow IPC file of `blocks` with `metadata` on its schema, one block per step. */
+function* encode(schema: Schema, blocks: readonly RecordBatch[], metadata: Map<string, string>): Steps<Uint8Array> {
   const withMeta = new Schema(schema.fields, metadata);
-  return tableToIPC(
-    new Table(
-      withMeta,
-      blocks.map((b) => new RecordBatch(withMeta, b.data)),
-    ),
-    'file',
-  );
+  const writer = new RecordBatchFileWriter();
+  writer.reset(undefined, withMeta);
+  for (const b of blocks) {
+    writer.write(new RecordBatch(withMeta, b.data));
+    yield;
+  }
+  writer.finish();
+  return writer.toUint8Array(true);
 }
