@@ -183,6 +183,8 @@ class Sim {
   private route: { to: Live; left: number; successor: Opening } | undefined;
   private holds: (() => void)[] = [];
   private faultsArmed = false;
+  /** This step armed a persistent outage (a failNext of 1000): background work cannot finish while it lasts. */
+  private outage = false;
   /** How many steps armed faults so far, and how many of them calls that never settle (or are held). */
   private arms = 0;
   private hangArms = 0;
@@ -292,6 +294,7 @@ class Sim {
   private arm(faults: FaultSpec[]): void {
     if (faults.length === 0) return;
     this.faultsArmed = true;
+    this.outage = faults.some((f) => f.f === 'failNext' && f.count >= 1000);
     this.arms++;
     const hangs = faults.some((f) => f.f === 'hangNext' || f.f === 'hangAfter' || f.f === 'hold');
     this.stepHangs = hangs;
@@ -336,6 +339,7 @@ class Sim {
     this.storage.clearFaults();
     for (const release of this.holds.splice(0)) release();
     this.faultsArmed = false;
+    this.outage = false;
   }
 
   /** A crash happened (crashAt, or the crash action): every writer is gone, as its process is. */
@@ -780,6 +784,18 @@ class Sim {
   private async simple(live: Live, what: string, f: (w: MemWal) => Promise<unknown>): Promise<void> {
     if (this.config.mode === 'wal-only') return;
     const call = this.track(`${what} (session ${live.session})`, f(live.w));
+    if (this.outage) {
+      // A wait for background work (waitForFlushDrain, compact) may last as long as a persistent
+      // outage does (failed flushes are retried, never dropped): it must settle once the outage
+      // ends, within the usual limit counted from there.
+      await this.clock.run(() => call.result !== undefined || this.violation !== undefined, this.bound);
+      if (this.violation) throw this.violation;
+      if (call.result === undefined) {
+        this.log(`  ${what}: still waiting after ${this.bound} ms of outage; the outage ends`);
+        this.disarm();
+        call.started = this.clock.now();
+      }
+    }
     await this.runUntil(call);
     this.note(live, what, call.result!);
   }
