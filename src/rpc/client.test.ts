@@ -132,6 +132,26 @@ describe('MemWalClient over a MessageChannel', () => {
     ).toEqual([1, 2, 3, 10, 11]);
   });
 
+  it('a put stores the data as it was at the call: the caller may reuse its table or rows as soon as put() returns', async () => {
+    const c = await open(channelWorker());
+    const ids = Int32Array.from([1, 2]);
+    const t = new Table({ id: vectorFromArray(ids), name: vectorFromArray(['a', 'b'], new Utf8()) });
+    const rowsAfter = [{ id: 3, name: 'c' }];
+    const puts = [c.put(t), c.put(rowsAfter)];
+    // The caller reuses its buffers at once (no await): what it sent is what is stored.
+    (t.getChild('id')!.data[0]!.values as Int32Array).set([7, 8]);
+    rowsAfter[0]!.name = 'changed';
+    rowsAfter.push({ id: 4, name: 'd' });
+    await Promise.all(puts);
+    expect(await c.getMany([{ id: 1 }, { id: 2 }, { id: 7 }, { id: 3 }, { id: 4 }])).toEqual([
+      { id: 1, name: 'a' },
+      { id: 2, name: 'b' },
+      undefined,
+      { id: 3, name: 'c' },
+      undefined,
+    ]);
+  });
+
   it('Arrow data crosses as transferred buffers both ways (put and scan)', async () => {
     const c = await open(channelWorker());
     const big = new Table({
