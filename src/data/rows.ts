@@ -249,8 +249,9 @@ function zeroData(type: DataType, n: number, allNull: boolean): Data {
 /**
  * One row as a plain object (without `_tombstone` unless `columns` names it), with
  * apache-arrow's natural values: Int64 as bigint, Timestamp/Date as epoch milliseconds,
- * Time64/Duration as bigint, Binary copied into a new Uint8Array (never a view into the
- * memtable), Struct as a plain object, List as an array, null as `null`.
+ * Time64/Duration as bigint, Struct as a plain object, List as an array, null as `null`; every
+ * typed array in it (Binary, Decimal, Interval values, nested ones too) a copy, never a view of a
+ * memtable's or a cached block's buffers.
  * Throws `InvalidArgument` for an unknown column. Any runtime.
  */
 export function rowObject(batch: RecordBatch, row: number, columns?: string[]): Row {
@@ -275,19 +276,29 @@ function plainValue(data: Data, row: number): unknown {
   if (!data.getValid(row)) return null;
   const v: unknown = makeVector(data).get(row);
   switch (data.typeId) {
-    case Type.Binary:
-    case Type.LargeBinary:
-    case Type.FixedSizeBinary:
-    case Type.BinaryView:
-      return (v as Uint8Array).slice();
     case Type.Struct:
     case Type.Map:
-      return (v as { toJSON(): unknown }).toJSON();
+      return detached((v as { toJSON(): unknown }).toJSON());
     case Type.List:
     case Type.LargeList:
     case Type.FixedSizeList:
-      return [...(v as Iterable<unknown>)];
+      return detached([...(v as Iterable<unknown>)]);
     default:
-      return v;
+      return detached(v);
   }
+}
+
+/**
+ * `v` with each typed array in it (binary, decimal, interval values; nested in arrays and objects
+ * too) a copy of its own class: Arrow's getters return views of the store's buffers, and a row
+ * read back is the caller's to change.
+ */
+function detached(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  if (ArrayBuffer.isView(v)) return Object.setPrototypeOf((v as Uint8Array).slice(), Object.getPrototypeOf(v));
+  if (Array.isArray(v)) return v.map(detached);
+  if (Object.getPrototypeOf(v) !== Object.prototype) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = detached(x);
+  return out;
 }
