@@ -79,7 +79,13 @@ describe('read view', () => {
       new Field('dec', new Decimal(2, 10, 128), true),
       new Field('iv', new IntervalDayTime(), true),
     ]);
-    const w = await MemWal.open({ name: 'detached-rows', schema, primaryKey: ['id'], storage: new MemoryStorage(), logger: { warn: () => undefined } });
+    const w = await MemWal.open({
+      name: 'detached-rows',
+      schema,
+      primaryKey: ['id'],
+      storage: new MemoryStorage(),
+      logger: { warn: () => undefined },
+    });
     const row = (id: number): Record<string, unknown> => ({
       id,
       list: [new Uint8Array([1, 2])],
