@@ -1,7 +1,7 @@
 // MemWalClient against a host over a MessageChannel (and a real worker thread for deaths): the
 // same results and errors as in-process, signals as messages, paged iterators, state events.
 
-import { Field, Schema, Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
+import { Field, List, Schema, Struct, Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemWalError } from '../util/errors.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -150,6 +150,25 @@ describe('MemWalClient over a MessageChannel', () => {
       { id: 3, name: 'c' },
       undefined,
     ]);
+  });
+
+  it('get and getMany answer rows with nested lists, structs and maps as plain data the page receives', async () => {
+    const entry = new Struct([new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]);
+    const nested = new Schema([
+      new Field('id', new Int32(), false),
+      new Field('items', new List(new Field('item', entry, true)), true),
+      new Field('grid', new List(new Field('item', new List(new Field('item', new Int32(), true)), true)), true),
+      new Field(
+        'st',
+        new Struct([new Field('inner', entry, true), new Field('tags', new List(new Field('item', new Utf8(), true)), true)]),
+        true,
+      ),
+    ]);
+    const c = await open(channelWorker(), { schema: nested });
+    const row = { id: 1, items: [{ a: 1, b: 'x' }, null], grid: [[1, 2], [], [3]], st: { inner: { a: null, b: 'y' }, tags: ['t'] } };
+    await c.put([row]);
+    expect(await c.get({ id: 1 })).toEqual(row);
+    expect(await c.getMany([{ id: 1 }, { id: 2 }])).toEqual([row, undefined]);
   });
 
   it('Arrow data crosses as transferred buffers both ways (put and scan)', async () => {
