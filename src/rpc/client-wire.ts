@@ -11,11 +11,12 @@ import type { WireArrow, WireColumnData, WireField, WireSchema, WireType } from 
 /**
  * `data` as its schema and a copy of its buffers, each in a buffer of its own (safe to transfer:
  * nothing else views it; the caller's buffers are never detached). A RecordBatch comes back as a
- * RecordBatch.
+ * RecordBatch. Batches without rows are left out: they hold nothing, and Arrow's own empty
+ * batches may lack a list column's child data.
  */
 export function encodeArrow(data: Table | RecordBatch): WireArrow {
   const isBatch = isArrowBatch(data);
-  const batches = isBatch ? [data as RecordBatch] : (data as Table).batches;
+  const batches = (isBatch ? [data as RecordBatch] : (data as Table).batches).filter((b) => b.numRows > 0);
   return { kind: isBatch ? 'batch' : 'table', schema: schemaToWire(data.schema), batches: batches.map((b) => dataToWire(b.data)) };
 }
 

@@ -1,7 +1,7 @@
 // MemWalClient against a host over a MessageChannel (and a real worker thread for deaths): the
 // same results and errors as in-process, signals as messages, paged iterators, state events.
 
-import { Field, List, Schema, Struct, Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
+import { Field, List, RecordBatch, Schema, Struct, Table, vectorFromArray, Int32, Utf8 } from 'apache-arrow';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemWalError } from '../util/errors.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -169,6 +169,20 @@ describe('MemWalClient over a MessageChannel', () => {
     await c.put([row]);
     expect(await c.get({ id: 1 })).toEqual(row);
     expect(await c.getMany([{ id: 1 }, { id: 2 }])).toEqual([row, undefined]);
+  });
+
+  it("a put of Arrow's own empty batches (list columns without child data) is a no-op as in-process, not a TypeError", async () => {
+    const listed = new Schema([
+      new Field('id', new Int32(), false),
+      new Field('tags', new List(new Field('item', new Utf8(), true)), true),
+    ]);
+    const c = await open(channelWorker(), { schema: listed });
+    const empty = new RecordBatch(listed, undefined as never);
+    expect(await c.put(empty)).toMatchObject({ rows: 0 });
+    expect(await c.put(new Table([empty]))).toMatchObject({ rows: 0 });
+    const one = new Table({ id: vectorFromArray([1], new Int32()), tags: vectorFromArray([['a']], listed.fields[1]!.type) });
+    expect(await c.put(new Table(listed, [empty, new RecordBatch(listed, one.batches[0]!.data), empty]))).toMatchObject({ rows: 1 });
+    expect(await c.get({ id: 1 })).toEqual({ id: 1, tags: ['a'] });
   });
 
   it('Arrow data crosses as transferred buffers both ways (put and scan)', async () => {
