@@ -117,4 +117,19 @@ describe('read view', () => {
     expect(plain((await w.getMany([{ id: 1 }]))[0])).toEqual(stored);
     await w.close();
   });
+
+  it('getMany answers each duplicate key with a row of its own, from a table file as from a memtable', async () => {
+    const w = await open();
+    await w.put(rows(0, 10));
+    await w.forceSealActive();
+    await w.waitForFlushDrain(); // 0..9 in a table file
+    await w.put(rows(20, 5)); // 20..24 in the memtable
+    for (const id of [3, 22]) {
+      const [a, b] = (await w.getMany([{ id }, { id }])) as { name: string }[];
+      expect(b).toEqual(a);
+      a!.name = 'changed by the caller';
+      expect(b!.name).toBe(`v${id}`);
+    }
+    await w.close();
+  });
 });
