@@ -249,8 +249,9 @@ function zeroData(type: DataType, n: number, allNull: boolean): Data {
 /**
  * One row as a plain object (without `_tombstone` unless `columns` names it), with
  * apache-arrow's natural values: Int64 as bigint, Timestamp/Date as epoch milliseconds,
- * Time64/Duration as bigint, Binary copied into a new Uint8Array (never a view into the
- * memtable), Struct as a plain object, List as an array, null as `null`.
+ * Time64/Duration as bigint, Struct and Map as plain objects, List as an array (nested ones
+ * too), null as `null`; every typed array in it (Binary, Decimal, Interval values) a copy, never
+ * a view of a memtable's or a cached block's buffers. Structured-cloneable.
  * Throws `InvalidArgument` for an unknown column. Any runtime.
  */
 export function rowObject(batch: RecordBatch, row: number, columns?: string[]): Row {
@@ -272,22 +273,24 @@ export function rowObject(batch: RecordBatch, row: number, columns?: string[]): 
 }
 
 function plainValue(data: Data, row: number): unknown {
-  if (!data.getValid(row)) return null;
-  const v: unknown = makeVector(data).get(row);
-  switch (data.typeId) {
-    case Type.Binary:
-    case Type.LargeBinary:
-    case Type.FixedSizeBinary:
-    case Type.BinaryView:
-      return (v as Uint8Array).slice();
-    case Type.Struct:
-    case Type.Map:
-      return (v as { toJSON(): unknown }).toJSON();
-    case Type.List:
-    case Type.LargeList:
-    case Type.FixedSizeList:
-      return [...(v as Iterable<unknown>)];
-    default:
-      return v;
+  return data.getValid(row) ? plain(makeVector(data).get(row)) : null;
+}
+
+/**
+ * An Arrow getter's value as plain data of its own: a struct or map row (nested ones too) as an
+ * object, a list as an array, each typed array (binary, decimal, interval values) a copy of its
+ * own class. Arrow's values view the store's buffers and its rows and vectors cannot be
+ * structured-cloned; a row read back is the caller's to change or post.
+ */
+function plain(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null || v instanceof Date) return v;
+  if (ArrayBuffer.isView(v)) return Object.setPrototypeOf((v as Uint8Array).slice(), Object.getPrototypeOf(v));
+  if (Array.isArray(v)) return v.map(plain);
+  if (Object.getPrototypeOf(v) !== Object.prototype) {
+    const json = (v as { toJSON?: () => unknown }).toJSON; // a Vector (list), a StructRow or a MapRow
+    return typeof json === 'function' ? plain(json.call(v)) : v;
   }
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = plain(x);
+  return out;
 }

@@ -1,10 +1,11 @@
 // Point reads through the read view: the block cache sized from the data by default, and getMany
 // (many keys from one capture, in key order, each block read once).
 
+import { Binary, Decimal, Field, Int32, IntervalDayTime, List, Schema, Struct } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { BLOCK_CACHE_MAX_BYTES, BLOCK_CACHE_MIN_BYTES, defaultBlockCacheBytes } from '../lsm/table-cache.js';
 import { MemoryStorage } from '../storage/memory.js';
-import type { MemWal } from './memwal.js';
+import { MemWal } from './memwal.js';
 import type { ReadView } from './read-view.js';
 import { open, rejection, rows } from './testkit.test-util.js';
 
@@ -67,6 +68,68 @@ describe('read view', () => {
     expect((await w.readStats()).blockReads - before).toBe(1);
     expect(await view.getMany([])).toEqual([]);
     expect((await rejection(view.getMany([{ id: 1 }, { nope: 1 }]))).code).toBe('InvalidArgument');
+    await w.close();
+  });
+
+  it("a row read back is the caller's own: changing its nested bytes, decimals or intervals changes nothing stored", async () => {
+    const schema = new Schema([
+      new Field('id', new Int32(), false),
+      new Field('list', new List(new Field('item', new Binary(), true)), true),
+      new Field('st', new Struct([new Field('b', new Binary(), true)]), true),
+      new Field('dec', new Decimal(2, 10, 128), true),
+      new Field('iv', new IntervalDayTime(), true),
+    ]);
+    const w = await MemWal.open({
+      name: 'detached-rows',
+      schema,
+      primaryKey: ['id'],
+      storage: new MemoryStorage(),
+      logger: { warn: () => undefined },
+    });
+    const row = (id: number): Record<string, unknown> => ({
+      id,
+      list: [new Uint8Array([1, 2])],
+      st: { b: new Uint8Array([3, 4]) },
+      dec: new Uint32Array([1234, 0, 0, 0]),
+      iv: new Int32Array([5, 6]),
+    });
+    const spoil = (r: Record<string, unknown> | undefined): void => {
+      const v = r as { list: Uint8Array[]; st: { b: Uint8Array }; dec: Uint32Array; iv: Int32Array };
+      v.list[0]![0] = 99;
+      v.st.b[0] = 99;
+      v.dec[0] = 99;
+      v.iv[0] = 99;
+    };
+    const plain = (r: Record<string, unknown> | undefined): unknown => {
+      const v = r as { list: Uint8Array[]; st: { b: Uint8Array }; dec: Uint32Array; iv: Int32Array };
+      return [[...v.list[0]!], [...v.st.b], String(v.dec), [...v.iv]];
+    };
+    const stored = [[1, 2], [3, 4], '1234', [5, 6]];
+    await w.put([row(1)] as never);
+    spoil(await w.get({ id: 1 })); // from the memtable
+    spoil((await w.getMany([{ id: 1 }]))[0]);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect(plain(await w.get({ id: 1 }))).toEqual(stored);
+    spoil(await w.get({ id: 1 })); // from a cached table block
+    spoil((await w.getMany([{ id: 1 }]))[0]);
+    expect(plain(await w.get({ id: 1 }))).toEqual(stored);
+    expect(plain((await w.getMany([{ id: 1 }]))[0])).toEqual(stored);
+    await w.close();
+  });
+
+  it('getMany answers each duplicate key with a row of its own, from a table file as from a memtable', async () => {
+    const w = await open();
+    await w.put(rows(0, 10));
+    await w.forceSealActive();
+    await w.waitForFlushDrain(); // 0..9 in a table file
+    await w.put(rows(20, 5)); // 20..24 in the memtable
+    for (const id of [3, 22]) {
+      const [a, b] = (await w.getMany([{ id }, { id }])) as { name: string }[];
+      expect(b).toEqual(a);
+      a!.name = 'changed by the caller';
+      expect(b!.name).toBe(`v${id}`);
+    }
     await w.close();
   });
 });

@@ -202,8 +202,8 @@ export class ReadView {
                 unresolved.push(want);
                 continue;
               }
-              const value = this.isTombstone(block.batch, row) ? undefined : rowObject(block.batch, row);
-              for (const at of misses.get(want.probe)!) out[at] = value;
+              const deleted = this.isTombstone(block.batch, row);
+              for (const at of misses.get(want.probe)!) out[at] = deleted ? undefined : rowObject(block.batch, row); // each answer its own
             }
           }
         };

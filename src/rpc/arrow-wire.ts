@@ -1,9 +1,8 @@
-// Arrow <-> its buffers for the worker boundary (WireArrow: the schema as plain data, each
-// batch's Data tree with its buffers copied, with the transfer lists that make them move instead
-// of being cloned), and the rebuilding of a schema sent as plain data (client-wire.ts). No Arrow
-// IPC code, so the main thread's chunk of it carries only Arrow's data classes. The worker
-// imports it; the main thread loads it only when it decodes a Table or encodes Arrow input. Any
-// runtime with postMessage.
+// Arrow from its buffers for the worker boundary (WireArrow: the schema as plain data, each
+// batch's Data tree with its buffers; client-wire.ts encodes it), and the rebuilding of a schema
+// sent as plain data. No Arrow IPC code, so the main thread's chunk of it carries only Arrow's
+// data classes. The worker imports it; the main thread loads it only when it decodes a Table.
+// Any runtime with postMessage.
 
 import {
   Binary,
@@ -40,35 +39,10 @@ import {
   Vector,
 } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
-import { isArrowBatch, isArrowTable, isWireArrow, schemaToWire } from './client-wire.js';
+import { encodeArrow, isArrowBatch, isArrowTable, isWireArrow } from './client-wire.js';
 import type { WireArrow, WireColumnData, WireData, WireField, WireSchema, WireType } from './protocol.js';
 
-export { transfersOf } from './client-wire.js';
-
-/**
- * `data` as its schema and a copy of its buffers, each in a buffer of its own (safe to transfer:
- * nothing else views it; the caller's buffers are never detached). A RecordBatch comes back as a
- * RecordBatch.
- */
-export function encodeArrow(data: Table | RecordBatch): WireArrow {
-  const isBatch = isArrowBatch(data);
-  const batches = isBatch ? [data as RecordBatch] : (data as Table).batches;
-  return { kind: isBatch ? 'batch' : 'table', schema: schemaToWire(data.schema), batches: batches.map((b) => dataToWire(b.data)) };
-}
-
-function dataToWire(d: Data): WireColumnData {
-  const own = <T extends ArrayBufferView | undefined>(b: T): T =>
-    b === undefined ? b : ((b as unknown as Uint8Array).slice() as unknown as T);
-  return {
-    offset: d.offset,
-    length: d.length,
-    nullCount: d.nullCount,
-    buffers: [d.valueOffsets, d.values, d.nullBitmap, d.typeIds].map(own),
-    variadic: (d.variadicBuffers ?? []).map(own),
-    children: d.children.map(dataToWire),
-    dictionary: d.dictionary?.data.map(dataToWire),
-  };
-}
+export { encodeArrow, transfersOf } from './client-wire.js';
 
 /** The Table of `w` (views over the received buffers). */
 export function decodeTable(w: WireArrow): Table {

@@ -1,11 +1,38 @@
-// What the main thread needs to put data on the wire without loading Arrow's classes: a schema
-// as plain data (the worker rebuilds it, arrow-wire.ts), Arrow input told apart from plain rows
-// by apache-arrow's own global symbols, and transfer lists. Arrow's data classes load (a separate
-// chunk, arrow-wire.ts) only when a client decodes a Table or encodes Arrow input; Arrow's IPC
+// What the main thread needs to put data on the wire without loading Arrow's classes: Arrow input
+// as a copy of its buffers, taken at once (the caller may reuse its table as soon as a put
+// returns), a schema as plain data (the worker rebuilds both, arrow-wire.ts), Arrow input told
+// apart from plain rows by apache-arrow's own global symbols, and transfer lists. Arrow's data
+// classes load (a separate chunk, arrow-wire.ts) only when a client decodes a Table; Arrow's IPC
 // code never does. Any runtime.
 
-import type { DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
+import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
 import type { WireArrow, WireColumnData, WireField, WireSchema, WireType } from './protocol.js';
+
+/**
+ * `data` as its schema and a copy of its buffers, each in a buffer of its own (safe to transfer:
+ * nothing else views it; the caller's buffers are never detached). A RecordBatch comes back as a
+ * RecordBatch. Batches without rows are left out: they hold nothing, and Arrow's own empty
+ * batches may lack a list column's child data.
+ */
+export function encodeArrow(data: Table | RecordBatch): WireArrow {
+  const isBatch = isArrowBatch(data);
+  const batches = (isBatch ? [data as RecordBatch] : (data as Table).batches).filter((b) => b.numRows > 0);
+  return { kind: isBatch ? 'batch' : 'table', schema: schemaToWire(data.schema), batches: batches.map((b) => dataToWire(b.data)) };
+}
+
+function dataToWire(d: Data): WireColumnData {
+  const own = <T extends ArrayBufferView | undefined>(b: T): T =>
+    b === undefined ? b : ((b as unknown as Uint8Array).slice() as unknown as T);
+  return {
+    offset: d.offset,
+    length: d.length,
+    nullCount: d.nullCount,
+    buffers: [d.valueOffsets, d.values, d.nullBitmap, d.typeIds].map(own),
+    variadic: (d.variadicBuffers ?? []).map(own),
+    children: d.children.map(dataToWire),
+    dictionary: d.dictionary?.data.map(dataToWire),
+  };
+}
 
 /** `schema` as plain data: field names, nullability, metadata and types with their parameters. */
 export function schemaToWire(schema: Schema): WireSchema {

@@ -1,7 +1,7 @@
 // MemWalClient against a host over a MessageChannel (and a real worker thread for deaths): the
 // same results and errors as in-process, signals as messages, paged iterators, state events.
 
-import { Field, Schema, Table, vectorFromArray, Int32, Utf8, type RecordBatch } from 'apache-arrow';
+import { Field, List, RecordBatch, Schema, Struct, Table, vectorFromArray, Int32, Utf8 } from 'apache-arrow';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemWalError } from '../util/errors.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -130,6 +130,59 @@ describe('MemWalClient over a MessageChannel', () => {
         .map((r) => r.toJSON().id)
         .sort((a, b) => a - b),
     ).toEqual([1, 2, 3, 10, 11]);
+  });
+
+  it('a put stores the data as it was at the call: the caller may reuse its table or rows as soon as put() returns', async () => {
+    const c = await open(channelWorker());
+    const ids = Int32Array.from([1, 2]);
+    const t = new Table({ id: vectorFromArray(ids), name: vectorFromArray(['a', 'b'], new Utf8()) });
+    const rowsAfter = [{ id: 3, name: 'c' }];
+    const puts = [c.put(t), c.put(rowsAfter)];
+    // The caller reuses its buffers at once (no await): what it sent is what is stored.
+    (t.getChild('id')!.data[0]!.values as Int32Array).set([7, 8]);
+    rowsAfter[0]!.name = 'changed';
+    rowsAfter.push({ id: 4, name: 'd' });
+    await Promise.all(puts);
+    expect(await c.getMany([{ id: 1 }, { id: 2 }, { id: 7 }, { id: 3 }, { id: 4 }])).toEqual([
+      { id: 1, name: 'a' },
+      { id: 2, name: 'b' },
+      undefined,
+      { id: 3, name: 'c' },
+      undefined,
+    ]);
+  });
+
+  it('get and getMany answer rows with nested lists, structs and maps as plain data the page receives', async () => {
+    const entry = new Struct([new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]);
+    const nested = new Schema([
+      new Field('id', new Int32(), false),
+      new Field('items', new List(new Field('item', entry, true)), true),
+      new Field('grid', new List(new Field('item', new List(new Field('item', new Int32(), true)), true)), true),
+      new Field(
+        'st',
+        new Struct([new Field('inner', entry, true), new Field('tags', new List(new Field('item', new Utf8(), true)), true)]),
+        true,
+      ),
+    ]);
+    const c = await open(channelWorker(), { schema: nested });
+    const row = { id: 1, items: [{ a: 1, b: 'x' }, null], grid: [[1, 2], [], [3]], st: { inner: { a: null, b: 'y' }, tags: ['t'] } };
+    await c.put([row]);
+    expect(await c.get({ id: 1 })).toEqual(row);
+    expect(await c.getMany([{ id: 1 }, { id: 2 }])).toEqual([row, undefined]);
+  });
+
+  it("a put of Arrow's own empty batches (list columns without child data) is a no-op as in-process, not a TypeError", async () => {
+    const listed = new Schema([
+      new Field('id', new Int32(), false),
+      new Field('tags', new List(new Field('item', new Utf8(), true)), true),
+    ]);
+    const c = await open(channelWorker(), { schema: listed });
+    const empty = new RecordBatch(listed, undefined as never);
+    expect(await c.put(empty)).toMatchObject({ rows: 0 });
+    expect(await c.put(new Table([empty]))).toMatchObject({ rows: 0 });
+    const one = new Table({ id: vectorFromArray([1], new Int32()), tags: vectorFromArray([['a']], listed.fields[1]!.type) });
+    expect(await c.put(new Table(listed, [empty, new RecordBatch(listed, one.batches[0]!.data), empty]))).toMatchObject({ rows: 1 });
+    expect(await c.get({ id: 1 })).toEqual({ id: 1, tags: ['a'] });
   });
 
   it('Arrow data crosses as transferred buffers both ways (put and scan)', async () => {

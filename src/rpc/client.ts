@@ -21,7 +21,7 @@ import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRo
 import { MemWalError, isMemWalError } from '../util/errors.js';
 import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
-import { arrowCodec, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
+import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs/tabs.js';
 import { openThroughTestHook } from './test-hook.js';
@@ -141,8 +141,18 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   return client;
 }
 
-/** `wire` with its Arrow buffers marked for transfer; what is not an object (bad input, which the worker refuses with its own error) crosses as it is. */
-const withTransfers = <T>(wire: T): T => (wire !== null && typeof wire === 'object' ? Comlink.transfer(wire, transfersOf(wire)) : wire);
+/**
+ * Put/delete input for the wire, taken now: Arrow as a copy of its buffers, marked for transfer;
+ * rows as they are (cloned as they are posted); what is not an object (bad input, which the
+ * worker refuses with its own error) crosses as it is.
+ */
+function wireInput(data: unknown): WireData {
+  if (isArrowTable(data) || isArrowBatch(data)) {
+    const wire = encodeArrow(data);
+    return Comlink.transfer(wire, transfersOf(wire));
+  }
+  return data as WireData;
+}
 
 /**
  * A store open in a worker, used from the main thread: the same `MemWalApi` as `MemWal`, with
@@ -168,8 +178,6 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   private closing: Promise<void> | undefined;
   private aborting: Promise<void> | undefined;
   private nextSignalId = 1;
-  /** Settles once every put/delete called so far is posted (set while Arrow input waits for the codec). */
-  private encoding: Promise<void> | undefined;
   private readonly cleanups: (() => void)[] = [];
   private persistResult: boolean | undefined;
 
@@ -372,37 +380,17 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   // ------------------------------------------------------------------ MemWalApi
 
   /**
-   * As `MemWal.put`. Plain rows are structured-cloned and converted in the worker; Arrow data
-   * crosses as a copy of its buffers (transferred; arrow-wire.ts, which loads on first use).
+   * As `MemWal.put`. Posted before it returns, so the caller may reuse its rows or table at once:
+   * plain rows are structured-cloned and converted in the worker; Arrow data crosses as a copy
+   * of its buffers (transferred; client-wire.ts).
    */
   put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => this.inOrder(data, (wire) => this.call('put', (r) => r.put(withTransfers(wire), w))));
+    return this.withSignal(opts.signal, (w) => this.call('put', (r) => r.put(wireInput(data), w)));
   }
 
-  /** As `MemWal.delete`. */
+  /** As `MemWal.delete` (posted as `put` is). */
   delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => this.inOrder(keys, (wire) => this.call('delete', (r) => r.delete(withTransfers(wire), w))));
-  }
-
-  /**
-   * Post `data` with `post` in call order (newest wins by arrival): plain rows at once when
-   * nothing waits for the Arrow codec, else after what was called before them.
-   */
-  private inOrder<T>(data: unknown, post: (wire: WireData) => Promise<T>): Promise<T> {
-    const arrow = isArrowTable(data) || isArrowBatch(data);
-    if (!arrow && !this.encoding) return post(data as WireData);
-    const before = this.encoding ?? Promise.resolve();
-    // `post` posts synchronously, so `sent` settles once this call is on the wire.
-    const sent = before.then(async () => ({ reply: post(arrow ? (await arrowCodec()).encodeArrow(data) : (data as WireData)) }));
-    const queue = sent.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.encoding = queue;
-    void queue.then(() => {
-      if (this.encoding === queue) this.encoding = undefined;
-    });
-    return sent.then(({ reply }) => reply);
+    return this.withSignal(opts.signal, (w) => this.call('delete', (r) => r.delete(wireInput(keys), w)));
   }
 
   /** As `MemWal.get`. */

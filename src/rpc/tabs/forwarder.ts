@@ -95,7 +95,8 @@ export class Forwarder {
   /**
    * Forward `method` to the leader (only to term `pin` when given); resolves its value and the
    * term that served it. Rejects `LeaderChanged` as the guarantees say, with `expired()` when
-   * no leader accepted it within `acceptWithinMs`.
+   * no leader accepted it within `acceptWithinMs`. `args` are copied now: every send (and this
+   * tab's own worker, should it take the call over) carries them as they were at the call.
    */
   forward(
     method: TabMethod,
@@ -109,11 +110,17 @@ export class Forwarder {
     if (pin !== undefined && pin !== this.leader) {
       return Promise.reject(leaderChanged('the leader tab that started this iterator is gone; not written'));
     }
+    let copy: unknown[];
+    try {
+      copy = structuredClone(args);
+    } catch (e) {
+      return Promise.reject(fromWire(e, method)); // an argument that cannot be cloned
+    }
     return new Promise<Served>((resolve, reject) => {
       const call: Forwarded = {
         id: this.nextCallId++,
         method,
-        args,
+        args: copy,
         pin,
         deadline: Date.now() + acceptWithinMs,
         expired,

@@ -87,6 +87,28 @@ describe('TabsLink (a follower)', () => {
     expect(new Set(ids).size).toBe(1);
   });
 
+  it('a forwarded put carries its rows as they were at the call, in every send, whatever the caller changes meanwhile', async () => {
+    respond = (call, reply) => {
+      if (seen.filter((m) => m.memwalTabs === 'call').length < 3) return; // lost: re-sent
+      reply({ memwalTabs: 'accepted', leader: term, id: call.id });
+      reply({ memwalTabs: 'result', leader: term, id: call.id, value: { rows: 1, position: 1, durable: true } });
+    };
+    const rows = [{ id: 1, name: 'a' }];
+    const pending = (link.remote as unknown as { put(data: unknown): Promise<unknown> }).put(rows);
+    rows[0]!.name = 'changed'; // the caller reuses its rows as soon as put() returns
+    rows.push({ id: 2, name: 'b' });
+    await pending;
+    const sent = seen.flatMap((m) => (m.memwalTabs === 'call' ? [m.args[0]] : []));
+    expect(sent.length).toBeGreaterThanOrEqual(3);
+    expect(sent).toEqual(sent.map(() => [{ id: 1, name: 'a' }]));
+  });
+
+  it('a forwarded call whose arguments cannot be cloned rejects InvalidArgument', async () => {
+    respond = () => undefined;
+    const e = await rejection((link.remote as unknown as { put(data: unknown): Promise<unknown> }).put([{ id: 1, name: () => 1 }]));
+    expect(e.code).toBe('InvalidArgument');
+  });
+
   it('a call the leader accepted rejects LeaderChanged (outcome unknown) once its term lock is free', async () => {
     respond = (call, reply) => reply({ memwalTabs: 'accepted', leader: term, id: call.id });
     const pending = sync();
