@@ -183,6 +183,8 @@ class Sim {
   private route: { to: Live; left: number; successor: Opening } | undefined;
   private holds: (() => void)[] = [];
   private faultsArmed = false;
+  /** The columns of an evolving open that failed under faults: its claim may still land. */
+  private inDoubtColumns: ColumnSpec[] | undefined;
   /** This step armed a persistent outage (a failNext of 1000): background work cannot finish while it lasts. */
   private outage = false;
   /** How many steps armed faults so far, and how many of them calls that never settle (or are held). */
@@ -468,6 +470,19 @@ class Sim {
       const code = this.codeOf(outcome.error, 'open');
       this.log(`  open of session ${session} failed: ${code} ${(outcome.error as Error).message.slice(0, 200)}`);
       this.count(`open failed ${code}`);
+      // An earlier evolving open that failed (a crash) may have had its claim in flight: it can land
+      // later, and then this open's older columns are a schema change the store refuses.
+      const stored = this.memStore()?.manifest?.schema;
+      const evolvedMeanwhile =
+        code === 'InvalidArgument' &&
+        this.inDoubtColumns !== undefined &&
+        stored === encodeSchema(storeSchema(this.config.keyType, this.inDoubtColumns));
+      if (evolvedMeanwhile) {
+        this.log('  (an earlier evolving open landed after it failed: the store has its columns now)');
+        this.columns = this.inDoubtColumns!;
+        this.inDoubtColumns = undefined;
+        return undefined;
+      }
       const reason =
         (expect === 'invalid' && code === 'InvalidArgument') ||
         (this.damaged && code === 'Corruption') ||
@@ -477,9 +492,14 @@ class Sim {
       // A reset that failed after destroying the store, or an evolution whose claim landed before
       // the open failed: storage tells which schema the store has now.
       if (expect === 'reset' && this.memStore() !== o.store) this.resetModel();
-      const stored = this.memStore()?.manifest?.schema;
       if (expect !== 'invalid' && stored !== undefined && stored === encodeSchema(storeSchema(this.config.keyType, columns))) {
         this.columns = columns;
+      } else if (
+        expect === 'open' &&
+        faulty &&
+        encodeSchema(storeSchema(this.config.keyType, columns)) !== encodeSchema(storeSchema(this.config.keyType, this.columns))
+      ) {
+        this.inDoubtColumns = columns;
       }
       return undefined;
     }
@@ -490,6 +510,7 @@ class Sim {
     }
     if (expect === 'reset') this.resetModel();
     this.columns = columns;
+    this.inDoubtColumns = undefined;
     const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung: this.hangArms !== o.hangArms };
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
