@@ -9,7 +9,7 @@ import { blockRanges } from '../format/table/reader.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { crc32c } from '../util/crc32c.js';
 import { MemWal } from './memwal.js';
-import { open, storeName } from './testkit.test-util.js';
+import { open, rows, storeName, until } from './testkit.test-util.js';
 
 /** The table files of every store on `storage`, by name. */
 function tableFiles(storage: MemoryStorage): Map<string, Uint8Array> {
@@ -85,6 +85,22 @@ describe('a flushed table file', () => {
     }
   });
 
+  it("a compaction output's checksum is the CRC-32C of its bytes (several outputs, overwritten keys, tombstones)", async () => {
+    const storage = new MemoryStorage();
+    const w = await open(storage, { maxMemtableRows: 3_000 });
+    for (let round = 0; round < 4; round++) {
+      await w.put(
+        Array.from({ length: 6_000 }, (_, i) => ({ id: (i * 13 + round) % 9_000, value: round, name: 'c'.repeat((i + round) % 11) })),
+      );
+      await w.delete(Array.from({ length: 50 }, (_, i) => ({ id: i * 17 + round })));
+      await flushAll(w);
+    }
+    await w.compact();
+    expect(manifestTables(w).some((t) => (t.level ?? 0) > 0)).toBe(true); // compaction outputs
+    expect(expectChecksumsOfBytes(w, storage)).toBeGreaterThan(0);
+    await w.close();
+  });
+
   it('a keyed flush holds the newest row of each key in key order: duplicates within one memtable, deletes, -2^53 and its neighbours, strings "a" < "a\\0" < "ab"', async () => {
     const storage = new MemoryStorage();
     const w = await open(storage);
@@ -138,5 +154,21 @@ describe('a flushed table file', () => {
     expect(await composite.get({ k: 'ab', n: 1 })).toMatchObject({ v: 'new' });
     expect(await composite.get({ k: 'a', n: 2 })).toBeUndefined();
     await composite.close();
+  });
+
+  it('abort() while a flush build runs in slices writes no table file and loses no durable row', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    const w = await open(storage, { maxMemtableBytes: 256 << 20, maxUnflushedMemtableBytes: 512 << 20 }, name);
+    for (let i = 0; i < 200_000; i += 20_000) await w.put(rows(i, 20_000));
+    await w.forceSealActive();
+    const stage = (): string => (w as unknown as { tier: { flushStage(): string } }).tier.flushStage();
+    await until(() => stage().includes('building'), 5_000, 'the flush build');
+    await w.abort();
+    await new Promise((r) => setTimeout(r, 1_000)); // the build runs on to its end
+    expect(tableFiles(storage).size).toBe(0);
+    const again = await open(storage, {}, name);
+    expect((await again.scan()).numRows).toBe(200_000);
+    await again.close();
   });
 });
