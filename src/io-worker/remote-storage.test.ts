@@ -200,8 +200,8 @@ describe('the I/O worker under a flush', () => {
     expect(await reachable(payloads)).toBe(0);
   });
 
-  it('a flush built from kept payloads holds the right rows after an append applied but reported failed (retried), a failed flush retried, and a steal', async () => {
-    const { storage } = remote();
+  it("a flush built from kept payloads holds the right rows after an append applied but reported failed (retried), a failed flush retried, and a steal; the fenced writer's payloads go when it closes", async () => {
+    const { storage, payloads } = remote();
     const faults = new FaultInjectingStorage(storage);
     const name = storeName();
     const quiet = { warn: () => undefined };
@@ -233,8 +233,9 @@ describe('the I/O worker under a flush', () => {
     expect((await thief.scan()).numRows).toBe(300);
     expect(await thief.get({ id: 220 })).toMatchObject({ name: 'c220' });
     expect(await thief.get({ id: 260 })).toMatchObject({ name: 'd260' });
-    await w.close().catch(() => undefined); // fenced
+    await w.close().catch(() => undefined); // fenced: its kept payloads go with its handle
     await thief.close();
+    expect(await reachable(payloads)).toBe(0);
   });
 
   it('a WAL append sent while a large table build runs completes before the build', async () => {
