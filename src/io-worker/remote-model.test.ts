@@ -12,6 +12,8 @@ import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
 import { type IoScope, serveStorage } from './io-host.js';
+import type { TableFileEntry } from '../format/manifest/manifest.js';
+import { crc32c } from '../util/crc32c.js';
 
 function remote(inner: MemoryStorage) {
   return new RemoteStorage('memory', () => {
@@ -120,6 +122,12 @@ describe('a store on RemoteStorage against a model, under faults on both sides o
           }
         };
         await check(w);
+        // Every file the manifest names (flushes and compaction outputs built in the I/O worker)
+        // has the checksum of its bytes.
+        const files = (inner as unknown as { stores: Map<string, { tables: Map<string, Uint8Array> }> }).stores.get(name)!.tables;
+        const tables = (w as unknown as { ctx: { log: { manifest: { tables: TableFileEntry[] } } } }).ctx.log.manifest.tables;
+        expect(tables.length).toBeGreaterThan(0);
+        for (const t of tables) expect(crc32c(files.get(t.name)!).toString(16).padStart(8, '0')).toBe(t.checksum);
         await w.close();
         const again = await openRetry(opts);
         await check(again);
