@@ -200,6 +200,32 @@ describe('the I/O worker under a flush', () => {
     expect(await reachable(payloads)).toBe(0);
   });
 
+  it('an append that lands in the I/O worker after its writer poisoned (past its limit) is dropped when the store closes', async () => {
+    const { storage, payloads } = remote();
+    const faults = new FaultInjectingStorage(storage);
+    const w = await MemWal.open({
+      name: storeName(),
+      schema,
+      primaryKey: ['id'],
+      storage: faults,
+      logger: { warn: () => undefined },
+      walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 },
+    });
+    await w.put(rows(0, 10));
+    const release = faults.hold('walAppend');
+    const put = w.put(rows(10, 10)).then(
+      () => 'resolved',
+      (e: { code?: string }) => e.code,
+    );
+    expect(await put).not.toBe('resolved'); // the append is past its limit: the writer poisons
+    release(); // the held append reaches the I/O worker now, and is kept there
+    await new Promise((r) => setTimeout(r, 50));
+    expect(payloads.length).toBe(2);
+    expect(await reachable(payloads)).toBe(2);
+    await w.close().catch(() => undefined); // poisoned: released without I/O
+    expect(await reachable(payloads)).toBe(0);
+  });
+
   it("a flush built from kept payloads holds the right rows after an append applied but reported failed (retried), a failed flush retried, and a steal; the fenced writer's payloads go when it closes", async () => {
     const { storage, payloads } = remote();
     const faults = new FaultInjectingStorage(storage);
