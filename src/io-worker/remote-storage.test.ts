@@ -7,7 +7,7 @@ import { runInNewContext } from 'node:vm';
 import { Field, Int32, Int64, Schema } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
-import { rows, schema, storeName } from '../engine/testkit.test-util.js';
+import { open, rows, schema, storeName } from '../engine/testkit.test-util.js';
 import { conformanceCases } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -203,14 +203,7 @@ describe('the I/O worker under a flush', () => {
   it('an append that lands in the I/O worker after its writer poisoned (past its limit) is dropped when the store closes', async () => {
     const { storage, payloads } = remote();
     const faults = new FaultInjectingStorage(storage);
-    const w = await MemWal.open({
-      name: storeName(),
-      schema,
-      primaryKey: ['id'],
-      storage: faults,
-      logger: { warn: () => undefined },
-      walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 },
-    });
+    const w = await open(faults, { walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 } });
     await w.put(rows(0, 10));
     const release = faults.hold('walAppend');
     const put = w.put(rows(10, 10)).then(
