@@ -1,5 +1,6 @@
 // The store's I/O worker (docs/impl.md §11) dies or hangs under a writer: the writer poisons with
-// a clear error, nothing waits for ever, and every acknowledged put is there after a reopen.
+// a clear error, nothing waits for ever, and every acknowledged put is there after a reopen. And
+// the flushes it builds from the WAL payloads it kept hold the newest row of each key.
 
 import { expect, test } from '@playwright/test';
 import type { Page } from '@playwright/test';
@@ -55,3 +56,31 @@ for (const fault of ['throw', 'hang'] as const) {
     await call(page, again, 'close');
   });
 }
+
+test('flushes the I/O worker builds from the payloads it kept hold the newest row of each key (overwrites and deletes in one memtable), before and after a reopen', async ({
+  page,
+}) => {
+  await ioPage(page);
+  const name = 'io-kept';
+  const w = (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  await call(page, w, 'open', name);
+  const model = new Map<number, string>();
+  const put = async (from: number, n: number, tag: string) => {
+    await call(page, w, 'putBatch', from, n, tag);
+    for (let i = from; i < from + n; i++) model.set(i, `${tag}${i}`);
+  };
+  await put(0, 3_000, 'a');
+  await put(1_000, 500, 'b');
+  await call(page, w, 'del', [5, 1_200, 2_999]);
+  for (const id of [5, 1_200, 2_999]) model.delete(id);
+  await put(1_200, 1, 'c');
+  expect(await call(page, w, 'flush')).toBe(1);
+  await put(2_500, 1_000, 'd'); // flushed by close
+  const expected = [...model.entries()].sort((x, y) => x[0] - y[0]).map(([id, p]) => `${id}=${p}`);
+  expect(await call(page, w, 'rows')).toEqual(expected);
+  await call(page, w, 'close');
+  await page.evaluate((i) => (window as unknown as { io: Io }).io.terminate(i), w);
+  const again = (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  await call(page, again, 'open', name);
+  expect(await call(page, again, 'rows')).toEqual(expected);
+});

@@ -40,6 +40,26 @@ const api = {
     }
     return { acked };
   },
+  /** One put of rows `from..from+n` with payload `${tag}${id}`. */
+  async putBatch(from: number, n: number, tag: string): Promise<void> {
+    await db!.put(Array.from({ length: n }, (_, i) => ({ id: from + i, payload: `${tag}${from + i}` })));
+  },
+  async del(ids: number[]): Promise<void> {
+    await db!.delete(ids.map((id) => ({ id })));
+  },
+  /** Seal the active memtable and wait until every frozen one is flushed; resolves the flush count. */
+  async flush(): Promise<number> {
+    await db!.forceSealActive();
+    await db!.waitForFlushDrain();
+    return (await db!.writeStats()).flushCount;
+  },
+  /** Every row as `id=payload`, in scan order. */
+  async rows(): Promise<string[]> {
+    const t = await db!.scan();
+    const ids = t.getChild('id')!.toArray() as Int32Array;
+    const payloads = t.getChild('payload')!.toArray() as string[];
+    return Array.from(ids, (id, i) => `${id}=${payloads[i]}`);
+  },
   state: () => db!.writerState,
   async ids(): Promise<number[]> {
     return Array.from((await db!.scan()).getChild('id')!.toArray() as Int32Array);

@@ -2,31 +2,50 @@
 // in one Node thread): every conformance case, and a store whose flushes and compactions are built
 // on the far side.
 
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Field, Int32, Int64, Schema } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
-import { rows, schema, storeName } from '../engine/testkit.test-util.js';
+import { open, rows, schema, storeName } from '../engine/testkit.test-util.js';
 import { conformanceCases } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
 import { type IoScope, serveStorage } from './io-host.js';
 
-/** A RemoteStorage whose I/O "worker" is the other end of a MessageChannel; counts the jobs run there. */
-function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: string[] } {
+/**
+ * A RemoteStorage whose I/O "worker" is the other end of a MessageChannel; counts the jobs run
+ * there and holds a weak reference to each WAL payload the far side receives.
+ */
+function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: string[]; payloads: WeakRef<ArrayBuffer>[] } {
   const jobs: string[] = [];
+  const payloads: WeakRef<ArrayBuffer>[] = [];
   const storage = new RemoteStorage('memory', () => {
     const { port1, port2 } = new MessageChannel();
     port2.addEventListener('message', (ev: MessageEvent) => {
-      const op = (ev.data as { op?: string }).op;
+      const { op, args } = ev.data as { op?: string; args?: unknown[] };
       if (op === 'buildFlush' || op === 'compactOpen') jobs.push(op);
+      if (op === 'walAppendEntry')
+        for (const a of args ?? []) if (a instanceof Uint8Array) payloads.push(new WeakRef(a.buffer as ArrayBuffer));
     });
     serveStorage(port2 as unknown as IoScope, inner);
     port2.start();
     port1.start();
     return port1 as unknown as IoEndpoint;
   });
-  return { storage, jobs };
+  return { storage, jobs, payloads };
+}
+
+/** How many of `refs` are still reachable after a few collections. */
+async function reachable(refs: readonly WeakRef<ArrayBuffer>[]): Promise<number> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    gc();
+  }
+  return refs.filter((r) => r.deref() !== undefined).length;
 }
 
 /** A MemoryStorage that counts the WAL segment reads made on it. */
@@ -159,6 +178,83 @@ describe('the I/O worker under a flush', () => {
     expect(far.walReads()).toBeGreaterThan(replayed);
     expect((await again.scan()).numRows).toBe(3_100);
     await again.close();
+  });
+
+  it('the payloads the I/O worker keeps are dropped once flushed (close flushes) and when their store aborts, each store of one worker alike', async () => {
+    const { storage, payloads } = remote();
+    const quiet = { warn: () => undefined };
+    const stores = await Promise.all(
+      [0, 1, 2, 3].map(() => MemWal.open({ name: storeName(), schema, primaryKey: ['id'], storage, logger: quiet, maxMemtableRows: 500 })),
+    );
+    for (const w of stores) for (let i = 0; i < 2_000; i += 100) await w.put(rows(i, 100));
+    for (const w of stores) await w.waitForFlushDrain();
+    expect(payloads.length).toBe(80);
+    expect(await reachable(payloads)).toBe(0); // every one flushed
+    for (const w of stores) await w.put(rows(0, 10)); // in each store's active memtable
+    expect(await reachable(payloads)).toBe(4);
+    await stores[0]!.close();
+    await stores[1]!.abort();
+    expect(await reachable(payloads)).toBe(2);
+    await stores[2]!.close();
+    await stores[3]!.close();
+    expect(await reachable(payloads)).toBe(0);
+  });
+
+  it('an append that lands in the I/O worker after its writer poisoned (past its limit) is dropped when the store closes', async () => {
+    const { storage, payloads } = remote();
+    const faults = new FaultInjectingStorage(storage);
+    const w = await open(faults, { walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 } });
+    await w.put(rows(0, 10));
+    const release = faults.hold('walAppend');
+    const put = w.put(rows(10, 10)).then(
+      () => 'resolved',
+      (e: { code?: string }) => e.code,
+    );
+    expect(await put).not.toBe('resolved'); // the append is past its limit: the writer poisons
+    release(); // the held append reaches the I/O worker now, and is kept there
+    await new Promise((r) => setTimeout(r, 50));
+    expect(payloads.length).toBe(2);
+    expect(await reachable(payloads)).toBe(2);
+    await w.close().catch(() => undefined); // poisoned: released without I/O
+    expect(await reachable(payloads)).toBe(0);
+  });
+
+  it("a flush built from kept payloads holds the right rows after an append applied but reported failed (retried), a failed flush retried, and a steal; the fenced writer's payloads go when it closes", async () => {
+    const { storage, payloads } = remote();
+    const faults = new FaultInjectingStorage(storage);
+    const name = storeName();
+    const quiet = { warn: () => undefined };
+    const w = await MemWal.open({
+      name,
+      schema,
+      primaryKey: ['id'],
+      storage: faults,
+      logger: quiet,
+      walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 5_000 },
+      flushRetry: { baseMs: 1, maxMs: 5 },
+    });
+    await w.put(rows(0, 100, 'a'));
+    faults.failAfter('walAppend', 2); // applied on the far side, reported failed: truncated and appended again
+    await w.put(rows(50, 100, 'b'));
+    faults.failNext('tableWrite', 1); // the retry reads the WAL back
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect((await w.writeStats()).walAppendRetries).toBe(2);
+    expect((await w.writeStats()).flushFailureCount).toBe(1);
+    expect((await w.scan()).numRows).toBe(150);
+    expect(await w.get({ id: 60 })).toMatchObject({ name: 'b60' });
+    expect(await w.get({ id: 10 })).toMatchObject({ name: 'a10' });
+    await w.put(rows(200, 100, 'c')); // kept for w when the thief takes the store over
+    const thief = await MemWal.open({ name, schema, primaryKey: ['id'], storage, logger: quiet, steal: true });
+    await thief.put(rows(250, 100, 'd'));
+    await thief.forceSealActive();
+    await thief.waitForFlushDrain();
+    expect((await thief.scan()).numRows).toBe(300);
+    expect(await thief.get({ id: 220 })).toMatchObject({ name: 'c220' });
+    expect(await thief.get({ id: 260 })).toMatchObject({ name: 'd260' });
+    await w.close().catch(() => undefined); // fenced: its kept payloads go with its handle
+    await thief.close();
+    expect(await reachable(payloads)).toBe(0);
   });
 
   it('a WAL append sent while a large table build runs completes before the build', async () => {

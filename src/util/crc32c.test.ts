@@ -86,4 +86,16 @@ describe('crc32c', () => {
     }
     expect(crc32cCombine(crc32c(ascii('12345')), crc32c(ascii('6789')), 4)).toBe(0xe3069283);
   });
+
+  it('combines across a second piece of 512 MiB and more as across shorter pieces one after another', () => {
+    // No bytes needed: combining with a zero checksum shifts crcA by lengthB bytes, and shifting by
+    // n then by m is shifting by n + m. Steps of 2^28 bytes stay within what the test above checks.
+    const crcA = crc32c(ascii('123456789'));
+    for (const length of [2 ** 29, 2 ** 29 + 3, 2 ** 30, 3 * 2 ** 29 + 5, 2 ** 32 + 7, 2 ** 36]) {
+      let stepped = crcA;
+      for (let left = length; left > 0; left -= Math.min(left, 2 ** 28)) stepped = crc32cCombine(stepped, 0, Math.min(left, 2 ** 28));
+      expect(crc32cCombine(crcA, 0, length)).toBe(stepped);
+      expect(crc32cCombine(crcA, 0x1234abcd, length)).toBe((stepped ^ 0x1234abcd) >>> 0);
+    }
+  });
 });

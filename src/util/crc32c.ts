@@ -101,12 +101,15 @@ function multModP(a: number, b: number): number {
   return p >>> 0;
 }
 
-/** `X2N[k]` = x^(2^k) modulo the polynomial (reflected). */
+/**
+ * `X2N[k]` = x^(2^k) modulo the polynomial (reflected), k < 31. For CRC-32C, x^(2^31) is x again
+ * (zlib's CRC-32 repeats after 32 squarings, this one after 31), so x^(2^k) is `X2N[k % 31]`.
+ */
 const X2N = (() => {
-  const t = new Uint32Array(32);
+  const t = new Uint32Array(31);
   let p = 0x40000000; // x^1
   t[0] = p;
-  for (let k = 1; k < 32; k++) t[k] = p = multModP(p, p);
+  for (let k = 1; k < 31; k++) t[k] = p = multModP(p, p);
   return t;
 })();
 
@@ -119,6 +122,6 @@ export function crc32cCombine(crcA: number, crcB: number, lengthB: number): numb
   // crcA times x^(8 * lengthB): square-and-multiply over the bits of lengthB (k starts at 3: 8 = 2^3).
   let p = 0x80000000; // x^0
   let k = 3;
-  for (let n = lengthB; n > 0; n = Math.floor(n / 2), k++) if (n % 2) p = multModP(X2N[k & 31]!, p);
+  for (let n = lengthB; n > 0; n = Math.floor(n / 2), k++) if (n % 2) p = multModP(X2N[k % 31]!, p);
   return (multModP(p, crcA) ^ crcB) >>> 0;
 }

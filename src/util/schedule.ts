@@ -32,7 +32,7 @@ export interface Clock {
 
 /**
  * The host's clock: `performance.now` (else `Date.now`), the global timer functions (looked up at
- * each call, so test doubles of them apply), a MessageChannel yield and `Math.random`.
+ * each call, so test doubles of them apply), the yield of {@link hostYield} and `Math.random`.
  */
 export const hostClock: Clock = {
   now: () => (typeof performance !== 'undefined' && typeof performance.now === 'function' ? performance.now() : Date.now()),
@@ -156,13 +156,21 @@ export function yieldToEventLoop(): Promise<void> {
 }
 
 /**
+ * The runtime's `setImmediate` as this module found it when loaded: a test that fakes the timers
+ * later (vitest's and sinon's fake timers replace `setImmediate` too) does not stop every yield,
+ * as it never stopped the MessageChannel yield.
+ */
+const loadedSetImmediate: ((fn: () => void) => unknown) | undefined = typeof setImmediate === 'function' ? setImmediate : undefined;
+
+/**
  * The host's yield: `setImmediate` where the runtime has it (Node: one turn of the event loop,
  * so I/O and messages of every port are served in between; a MessageChannel there would be drained
  * up to 1,000 messages at a time, starving other ports), else a MessageChannel where available (no 4 ms timer
  * clamping), else setTimeout(0). In Node the channel keeps the process alive only while a yield is pending.
  */
 function hostYield(): Promise<void> {
-  if (typeof setImmediate === 'function') return new Promise<void>((resolve) => setImmediate(resolve));
+  const immediate = loadedSetImmediate;
+  if (immediate) return new Promise<void>((resolve) => immediate(resolve));
   if (typeof MessageChannel !== 'function') return new Promise<void>((resolve) => setTimeout(resolve, 0));
   if (!yieldChannel) {
     yieldChannel = new MessageChannel();

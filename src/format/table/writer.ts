@@ -79,16 +79,31 @@ export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[]):
 }
 
 /**
- * The rows `idx` selects from `batch`, in that order, cut into blocks as {@link cutBlocks} cuts
- * one batch (its average row size) and gathered straight from `batch`: one copy, a block per step.
+ * The rows `idx` selects from `batch`, in that order, cut into blocks of at most BLOCK_MAX_ROWS
+ * rows and about BLOCK_TARGET_BYTES each, gathered straight from `batch`: one copy, a block per
+ * step. `idx` may select few of `batch`'s rows (a keyed memtable whose keys were overwritten), so
+ * `batch`'s average row size is only the first guess: each block's own size sets the next one's
+ * rows, and a block more than twice the target is gathered again with fewer rows.
  */
 export function* cutSelectionSteps(schema: Schema, batch: RecordBatch, idx: Int32Array): Steps<RecordBatch[]> {
   const out: RecordBatch[] = [];
-  const rowBytes = Math.max(1, estimateBatchBytes(batch) / Math.max(1, batch.numRows));
-  const perBlock = Math.max(1, Math.min(BLOCK_MAX_ROWS, Math.floor(BLOCK_TARGET_BYTES / rowBytes)));
-  for (let at = 0; at < idx.length; at += perBlock) {
-    const count = Math.min(perBlock, idx.length - at);
-    out.push(gatherBatch(schema, [{ batch, idx: idx.subarray(at, at + count), start: 0, count }], count));
+  const rowsFor = (rowBytes: number): number =>
+    Math.max(1, Math.min(BLOCK_MAX_ROWS, Math.floor(BLOCK_TARGET_BYTES / Math.max(1, rowBytes))));
+  const gathered = (at: number, count: number): RecordBatch =>
+    gatherBatch(schema, [{ batch, idx: idx.subarray(at, at + count), start: 0, count }], count);
+  let perBlock = rowsFor(estimateBatchBytes(batch) / Math.max(1, batch.numRows));
+  for (let at = 0; at < idx.length; ) {
+    let count = Math.min(perBlock, idx.length - at);
+    let block = gathered(at, count);
+    let bytes = estimateBatchBytes(block);
+    if (count > 1 && bytes > 2 * BLOCK_TARGET_BYTES) {
+      count = Math.min(count - 1, rowsFor(bytes / count));
+      block = gathered(at, count);
+      bytes = estimateBatchBytes(block);
+    }
+    perBlock = rowsFor(bytes / count);
+    out.push(block);
+    at += count;
     yield;
   }
   return out;
