@@ -183,8 +183,8 @@ class Sim {
   private route: { to: Live; left: number; successor: Opening } | undefined;
   private holds: (() => void)[] = [];
   private faultsArmed = false;
-  /** The columns of an evolving open that failed under faults: its claim may still land. */
-  private inDoubtColumns: ColumnSpec[] | undefined;
+  /** An evolving open (or reset) that failed under faults: its claim may still land. */
+  private inDoubt: { columns: ColumnSpec[]; reset: boolean } | undefined;
   /** This step armed a persistent outage (a failNext of 1000): background work cannot finish while it lasts. */
   private outage = false;
   /** How many steps armed faults so far, and how many of them calls that never settle (or are held). */
@@ -475,12 +475,13 @@ class Sim {
       const stored = this.memStore()?.manifest?.schema;
       const evolvedMeanwhile =
         code === 'InvalidArgument' &&
-        this.inDoubtColumns !== undefined &&
-        stored === encodeSchema(storeSchema(this.config.keyType, this.inDoubtColumns));
+        this.inDoubt !== undefined &&
+        stored === encodeSchema(storeSchema(this.config.keyType, this.inDoubt.columns));
       if (evolvedMeanwhile) {
         this.log('  (an earlier evolving open landed after it failed: the store has its columns now)');
-        this.columns = this.inDoubtColumns!;
-        this.inDoubtColumns = undefined;
+        if (this.inDoubt!.reset) this.resetModel();
+        this.columns = this.inDoubt!.columns;
+        this.inDoubt = undefined;
         return undefined;
       }
       const reason =
@@ -495,11 +496,11 @@ class Sim {
       if (expect !== 'invalid' && stored !== undefined && stored === encodeSchema(storeSchema(this.config.keyType, columns))) {
         this.columns = columns;
       } else if (
-        expect === 'open' &&
+        expect !== 'invalid' &&
         faulty &&
         encodeSchema(storeSchema(this.config.keyType, columns)) !== encodeSchema(storeSchema(this.config.keyType, this.columns))
       ) {
-        this.inDoubtColumns = columns;
+        this.inDoubt = { columns, reset: expect === 'reset' };
       }
       return undefined;
     }
@@ -510,7 +511,7 @@ class Sim {
     }
     if (expect === 'reset') this.resetModel();
     this.columns = columns;
-    this.inDoubtColumns = undefined;
+    this.inDoubt = undefined;
     const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung: this.hangArms !== o.hangArms };
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
