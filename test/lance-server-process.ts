@@ -16,8 +16,18 @@ const REPO = fileURLToPath(new URL('..', import.meta.url));
  * offset, so test files running in parallel never share one.
  */
 export function testPort(offset: number): number {
-  return Number(process.env.MEMWAL_TEST_PORT_BASE ?? 5290) + offset;
+  const port = Number(process.env.MEMWAL_TEST_PORT_BASE ?? 5290) + offset;
+  // fetch() refuses these ("bad port"), so a test on one would fail for no reason of its own.
+  if (FETCH_BLOCKED_PORTS.has(port)) {
+    throw new Error(`test port ${port} (MEMWAL_TEST_PORT_BASE + ${offset}) is one fetch() refuses; choose another MEMWAL_TEST_PORT_BASE`);
+  }
+  return port;
 }
+
+/** The ports fetch() blocks above 1024 (the Fetch standard's "bad port" list). */
+const FETCH_BLOCKED_PORTS = new Set([
+  1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
 
 /** Settings of one server process (see examples/lance-server/README.md). */
 export interface LanceServerOptions {
