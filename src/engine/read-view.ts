@@ -70,6 +70,25 @@ export class ReadView {
     return { memtables, tables: [...level0, ...level1] };
   }
 
+  /**
+   * The block of `open` that may hold key `k` (encoded as `probe`): its Bloom filter and block index
+   * admit it. -1 otherwise. Counts the read stats of that decision (a get's per-file figures).
+   */
+  private candidateBlock(open: OpenTable, k: Key, probe: string): number {
+    const stats = this.cache.stats;
+    if (open.bloom) {
+      if (!open.bloom.mayContain(k)) {
+        stats.bloomNegatives++;
+        return -1;
+      }
+      stats.bloomPositives++;
+    }
+    stats.tableFilesConsulted++;
+    const i = findBlock(open, probe);
+    if (i < 0 && open.bloom) stats.bloomFalsePositives++;
+    return i;
+  }
+
   private isTombstone(batch: RecordBatch, row: number): boolean {
     return this.storeSchema.hasTombstone && batch.getChildAt(this.storeSchema.internal.fields.length - 1)!.get(row) === true;
   }
@@ -94,22 +113,15 @@ export class ReadView {
         const range = keyRange(t);
         if (range && (probe < range.min || probe > range.max)) continue;
         const open = await this.cache.open(t);
-        if (open.bloom) {
-          if (!open.bloom.mayContain(k)) {
-            stats.bloomNegatives++;
-            continue;
-          }
-          stats.bloomPositives++;
-        }
-        stats.tableFilesConsulted++;
-        const i = findBlock(open, probe);
-        const block = i < 0 ? undefined : await open.block(i);
-        const row = block ? block.find(probe) : -1;
+        const i = this.candidateBlock(open, k, probe);
+        if (i < 0) continue;
+        const block = await open.block(i);
+        const row = block.find(probe);
         if (row < 0) {
           if (open.bloom) stats.bloomFalsePositives++;
           continue;
         }
-        return this.isTombstone(block!.batch, row) ? undefined : rowObject(block!.batch, row);
+        return this.isTombstone(block.batch, row) ? undefined : rowObject(block.batch, row);
       }
       return undefined;
     } finally {
@@ -171,20 +183,9 @@ export class ReadView {
             continue;
           }
           open ??= await this.cache.open(t);
-          if (open.bloom) {
-            if (!open.bloom.mayContain(k)) {
-              stats.bloomNegatives++;
-              unresolved.push(want);
-              continue;
-            }
-            stats.bloomPositives++;
-          }
-          stats.tableFilesConsulted++;
-          const i = findBlock(open, probe);
-          if (i < 0) {
-            if (open.bloom) stats.bloomFalsePositives++;
-            unresolved.push(want);
-          } else {
+          const i = this.candidateBlock(open, k, probe);
+          if (i < 0) unresolved.push(want);
+          else {
             const group = byBlock.get(i);
             if (group) group.push(want);
             else byBlock.set(i, [want]);
