@@ -142,9 +142,11 @@ export class MemtableTier implements Tier {
         await life.progress.wait();
       }
       life.throwIfUnusable();
-      // A copy of just this payload: the batches own a compact buffer, not a view of the segment;
-      // written in an older schema version, projected onto the current one.
-      const decoded = decodePayload(e, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, true);
+      // A copy of just this payload (decoded at validation, or now): the batches own a compact
+      // buffer, not a view of the segment; written in an older schema version, projected onto
+      // the current one.
+      const decoded = e.table ?? decodePayload(e, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, true);
+      e.table = undefined; // from now on the memtable holds it (and lets it go once flushed)
       const batches = versions.projectEntry(decoded, e.epoch, e.position).map((b) => compactIfSparse(b, schema.internal));
       const keys = keyEncoder ? batches.map((b) => keyEncoder(b)) : undefined;
       const bytes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));

@@ -93,6 +93,8 @@ async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, hand
       const known = new SchemaVersions(schema, evolved.schemaVersion ?? 1, recordedVersions(evolved));
       return (s, epoch) => known.versionOfEntry(s, epoch) !== undefined;
     },
+    // In memtable mode validation reads what replay reads: the entries after the replay cursor.
+    keepDecoded: mode === 'memtable',
     logger: options.logger,
   });
   const m = log.manifest;

@@ -6,13 +6,17 @@ import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import { parseSegmentName, type StoreHandle } from '../storage/adapter.js';
 import { scanSegment } from '../format/wal/codec.js';
+import type { Table } from 'apache-arrow';
 import { decodePayload, type SchemaCheck, type WalPayload } from '../format/wal/payload.js';
 import { settleWithin } from './limits.js';
 import type { ManifestLog } from './manifest-log.js';
 import type { Segment } from './wal-writer.js';
 
-/** One durable WAL entry found at open. */
-export type WalRecord = WalPayload;
+/**
+ * One durable WAL entry found at open; `table`: its payload as validation decoded it (from a
+ * compact copy), kept when recovery decodes for replay so that replay does not decode it again.
+ */
+export type WalRecord = WalPayload & { table?: Table };
 
 /** A listed WAL segment with its bytes. */
 export interface ReadSegment {
@@ -115,13 +119,16 @@ export function analyzeWal(listed: ReadSegment[], expect: WalExpectations): WalA
 }
 
 /**
- * Check that every entry after `after` decodes as Arrow IPC in a schema `known` accepts (the
- * payload is viewed, not copied). Throws `Corruption` naming the position.
+ * Check that every entry after `after` decodes as Arrow IPC in a schema `known` accepts. Throws
+ * `Corruption` naming the position. `keep`: decode from a compact copy of each payload and keep
+ * the table on its record (`WalRecord.table`), for replay; else the payload is viewed, not copied,
+ * and nothing is kept.
  */
-export function validatePayloads(entries: WalRecord[], after: number, known: SchemaCheck): void {
+export function validatePayloads(entries: WalRecord[], after: number, known: SchemaCheck, keep = false): void {
   for (const e of entries) {
     if (e.position <= after) continue;
-    decodePayload(e, known, false);
+    const table = decodePayload(e, known, keep);
+    if (keep) e.table = table;
   }
 }
 
@@ -180,6 +187,8 @@ export interface RecoveryContext {
   expectations(m: Manifest): WalExpectations;
   /** The schemas payloads may be in, under the stored manifest (the versions it records). */
   schemasOf(stored: Manifest | undefined): SchemaCheck;
+  /** Keep the decoded payloads for replay (`validatePayloads`): the entries it validates are those replay reads. */
+  keepDecoded: boolean;
   logger: { warn(message: string, ...details: unknown[]): void };
 }
 
@@ -225,7 +234,7 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
     const expect = stored ? ctx.expectations(stored) : { mustKeepAfter: 0, durableUpTo: 0 };
     try {
       checked = analyzeWal(before, expect);
-      validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schemasOf(stored));
+      validatePayloads(checked.entries, expect.mustKeepAfter, ctx.schemasOf(stored), ctx.keepDecoded);
     } catch (e) {
       // A predecessor still running (a steal) may have committed a flush and removed the segments
       // it covers between our manifest load and our listing: judge the WAL by the newer manifest.
@@ -262,7 +271,7 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
   let analysis = checked;
   if (!unchanged) {
     analysis = analyzeWal(after, expect);
-    validatePayloads(analysis.entries, expect.mustKeepAfter, ctx.schemasOf(m));
+    validatePayloads(analysis.entries, expect.mustKeepAfter, ctx.schemasOf(m), ctx.keepDecoded);
   }
   let tornTailBytes = 0;
   for (const t of analysis.torn) {
