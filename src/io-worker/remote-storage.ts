@@ -257,7 +257,7 @@ class RemoteHandle implements StoreHandle {
     );
   }
 
-  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+  async tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
     checkRange(name, offset, length);
     return this.readTable(
       name,
