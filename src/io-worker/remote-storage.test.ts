@@ -451,6 +451,23 @@ describe("the engine thread's own read-only handles on table files", () => {
     await thief.close().catch(() => undefined);
   });
 
+  it("a store handle whose lock is stolen closes the engine thread's handles when the loss is reported, before anyone releases it", async () => {
+    const t = withLocalReads();
+    const name = storeName();
+    const lost: string[] = [];
+    const h = await t.storage.openStore(name, { onLost: (reason) => void lost.push(reason) });
+    await h.tableWrite('t.arrow', [new Uint8Array([1, 2, 3, 4])]);
+    await h.tableRead('t.arrow');
+    expect(t.openCount(0)).toBe(1);
+    const thief = await t.storage.openStore(name, { steal: true });
+    await vi.waitFor(() => expect(lost).toHaveLength(1));
+    expect(t.openCount(0)).toBe(0);
+    await thief.tableRemove('t.arrow'); // the file the stolen-from handle read
+    expect(t.files.has('t.arrow')).toBe(false);
+    await h.release();
+    await thief.release();
+  });
+
   it('a read racing a tableRemove or a release answers with the bytes of the file it asked for, or the error the I/O worker gives, and leaves no handle open', async () => {
     const t = withLocalReads();
     const h = await t.storage.openStore(storeName());
