@@ -84,3 +84,66 @@ test('flushes the I/O worker builds from the payloads it kept hold the newest ro
   await call(page, again, 'open', name);
   expect(await call(page, again, 'rows')).toEqual(expected);
 });
+
+/** Puts rows 0..n-1 with payload `${tag}${id}` in 500-row puts, then flushes them. */
+async function putAll(page: Page, w: number, n: number, tag: string): Promise<void> {
+  for (let from = 0; from < n; from += 500) await call(page, w, 'putBatch', from, 500, tag);
+  await call(page, w, 'flush');
+}
+
+/** Waits until `tables/` of store `name` holds exactly the files the writer's manifest names (retired files are removed in the background). */
+async function noRetiredFiles(page: Page, w: number, name: string): Promise<void> {
+  const same = async (): Promise<string> => {
+    const files = JSON.stringify(await call(page, w, 'tableFiles', name));
+    const named = JSON.stringify(await call(page, w, 'manifestTables'));
+    return files === named ? 'the same' : `${files} against ${named}`;
+  };
+  await expect.poll(same, { timeout: 10_000 }).toBe('the same');
+}
+
+test('the engine worker reads table blocks through its own read-only handles; the files it read are still removed by a compaction, and after close another worker destroys the store', async ({
+  page,
+}) => {
+  await ioPage(page);
+  const name = 'io-own-reads';
+  const w = (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  await call(page, w, 'open', name, { maxMemtableRows: 1_000 });
+  await putAll(page, w, 4_000, 'a');
+  expect(await call(page, w, 'get', [0, 1_234, 3_999, 5_000])).toEqual(['a0', 'a1234', 'a3999', null]);
+  expect(await call(page, w, 'ioTableReads')).toBe(0);
+  await putAll(page, w, 4_000, 'b'); // overlaps every file read: the compaction retires them
+  await call(page, w, 'compact');
+  await noRetiredFiles(page, w, name);
+  expect(await call(page, w, 'get', [0, 1_234, 3_999])).toEqual(['b0', 'b1234', 'b3999']);
+  expect(await call(page, w, 'ioTableReads')).toBe(0);
+  expect((await call(page, w, 'warnings')) as string[]).toEqual([]);
+  await call(page, w, 'close');
+  const other = (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  expect(await call(page, other, 'destroy', name)).toBe('destroyed');
+  expect(await call(page, other, 'tableFiles', name)).toBeNull();
+});
+
+test("a store stolen by another engine worker: the old one's read-only handles are closed, so the thief compacts away the files it read", async ({
+  page,
+}) => {
+  await ioPage(page);
+  const name = 'io-own-reads-steal';
+  const start = async () => (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  const old = await start();
+  await call(page, old, 'open', name, { maxMemtableRows: 1_000 });
+  await putAll(page, old, 4_000, 'a');
+  expect(await call(page, old, 'get', [0, 1_234, 3_999])).toEqual(['a0', 'a1234', 'a3999']);
+  const read = (await call(page, old, 'tableFiles', name)) as string[];
+  expect(read.length).toBeGreaterThan(0);
+  const thief = await start();
+  await call(page, thief, 'open', name, { steal: true, maxMemtableRows: 1_000 });
+  await putAll(page, thief, 4_000, 'b');
+  await call(page, thief, 'compact');
+  await noRetiredFiles(page, thief, name);
+  const left = (await call(page, thief, 'tableFiles', name)) as string[];
+  expect(left.filter((f) => read.includes(f))).toEqual([]);
+  expect(await call(page, thief, 'get', [0, 1_234, 3_999])).toEqual(['b0', 'b1234', 'b3999']);
+  expect((await call(page, thief, 'warnings')) as string[]).toEqual([]);
+  await call(page, thief, 'close');
+  expect(await call(page, thief, 'destroy', name)).toBe('destroyed');
+});

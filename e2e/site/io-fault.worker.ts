@@ -15,14 +15,22 @@ const storage = new RemoteStorage('opfs', () => {
   io = new Worker(new URL('./io-fault-io.worker.ts', import.meta.url), { type: 'module' });
   return io as never;
 });
+/** The table reads this engine worker sent to its I/O worker (the rest ran on its own handles). */
+let ioTableReads = 0;
+const send = storage.send.bind(storage) as (op: string, ...args: unknown[]) => Promise<unknown>;
+(storage as unknown as { send: typeof send }).send = (op, ...args) => {
+  if (op === 'tableRead' || op === 'tableReadRange') ioTableReads++;
+  return send(op, ...args);
+};
 
 const api = {
-  async open(name: string): Promise<void> {
+  async open(name: string, options: { steal?: boolean; maxMemtableRows?: number } = {}): Promise<void> {
     db = await MemWal.open({
       name,
       schema,
       primaryKey: ['id'],
       storage,
+      ...options,
       walRetry: { baseMs: 10, maxMs: 50, timeoutMs: 1000 },
       logger: { warn: (m: string) => void warnings.push(m) },
     });
@@ -61,6 +69,42 @@ const api = {
     return Array.from(ids, (id, i) => `${id}=${payloads[i]}`);
   },
   state: () => db!.writerState,
+  /** The payloads of `ids` (null: not found). */
+  async get(ids: number[]): Promise<(string | null)[]> {
+    const out: (string | null)[] = [];
+    for (const id of ids) out.push(((await db!.get({ id })) as { payload: string } | undefined)?.payload ?? null);
+    return out;
+  },
+  async compact(): Promise<void> {
+    await db!.compact();
+  },
+  /** The table files the manifest names. */
+  async manifestTables(): Promise<string[]> {
+    const manifest = (await (
+      db as unknown as { handle: { manifestLoad(): Promise<{ tables: { name: string }[] }> } }
+    ).handle.manifestLoad())!;
+    return manifest.tables.map((t) => t.name).sort();
+  },
+  /** The files in store `name`'s `tables/` directory (null: the store's directory is gone). */
+  async tableFiles(name: string): Promise<string[] | null> {
+    try {
+      const root = await navigator.storage.getDirectory();
+      const tables = await (await (await root.getDirectoryHandle('memwal')).getDirectoryHandle(name)).getDirectoryHandle('tables');
+      const names: string[] = [];
+      for await (const n of (tables as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(n);
+      return names.sort();
+    } catch {
+      return null;
+    }
+  },
+  async destroy(name: string): Promise<string> {
+    return MemWal.destroy(name, { storage }).then(
+      () => 'destroyed',
+      (e: MemWalError) => `${e.code}: ${e.message}`,
+    );
+  },
+  ioTableReads: () => ioTableReads,
+  warnings: () => warnings,
   async ids(): Promise<number[]> {
     return Array.from((await db!.scan()).getChild('id')!.toArray() as Int32Array);
   },

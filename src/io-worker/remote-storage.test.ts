@@ -5,13 +5,15 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Field, Int32, Int64, Schema } from 'apache-arrow';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
 import { open, rows, schema, storeName } from '../engine/testkit.test-util.js';
 import { conformanceCases } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage } from '../storage/memory.js';
-import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
+import { type IoEndpoint, type LocalTableOpener, RemoteStorage } from './remote-storage.js';
+import type { SyncAccessHandle } from '../storage/opfs.js';
+import { MemWalError } from '../util/errors.js';
 import { type IoScope, serveStorage } from './io-host.js';
 
 /**
@@ -286,5 +288,238 @@ describe('the I/O worker under a flush', () => {
     expect(order).toEqual(['put', 'table build']);
     expect((await w.scan()).numRows).toBe(200_010);
     await w.close();
+  });
+});
+
+/** A sync access handle as a test opens it: reads `bytes`; counts itself in `open` until closed. */
+function fakeReader(bytes: Uint8Array, open: Set<object>): SyncAccessHandle {
+  const sync: SyncAccessHandle = {
+    read(buffer, options) {
+      if (!open.has(sync)) throw new DOMException('the handle is closed', 'InvalidStateError');
+      const part = bytes.subarray(options?.at ?? 0, (options?.at ?? 0) + buffer.length);
+      buffer.set(part);
+      return part.length;
+    },
+    getSize: () => bytes.length,
+    write: () => {
+      throw new DOMException('read-only', 'NoModificationAllowedError');
+    },
+    truncate: () => {
+      throw new DOMException('read-only', 'NoModificationAllowedError');
+    },
+    flush: () => undefined,
+    close: () => void open.delete(sync),
+  };
+  open.add(sync);
+  return sync;
+}
+
+/**
+ * A RemoteStorage over MemoryStorage whose table files also live in a simulated OPFS directory
+ * that the engine side opens read-only handles on, with Chromium's rule: removing a file while a
+ * handle is open on it fails `NoModificationAllowedError`. `open`: the engine side's handles open
+ * now, per store handle opened; `gate`: when set, each local open waits for it; `fail`: the error a
+ * local open throws.
+ */
+function withLocalReads() {
+  const files = new Map<string, Uint8Array>();
+  const open: Set<object>[] = [];
+  const ops: string[] = [];
+  const warnings: string[] = [];
+  const ctl: { gate?: Promise<void>; fail?: () => Error; opens: number; attempts: number } = { opens: 0, attempts: 0 };
+  const far = new MemoryStorage();
+  const openStore = far.openStore.bind(far);
+  far.openStore = async (...args) => {
+    const h = await openStore(...args);
+    const write = h.tableWrite.bind(h);
+    const remove = h.tableRemove.bind(h);
+    h.tableWrite = async (name, chunks) => {
+      const got: Uint8Array[] = [];
+      for await (const c of chunks) got.push(c.slice());
+      await write(name, got);
+      files.set(name, new Uint8Array(await new Blob(got as Uint8Array<ArrayBuffer>[]).arrayBuffer()));
+    };
+    h.tableRemove = async (name) => {
+      if (open.some((s) => [...s].some((sync) => (sync as { file?: string }).file === name))) {
+        throw new DOMException(`${name} has an open access handle`, 'NoModificationAllowedError');
+      }
+      await remove(name);
+      files.delete(name);
+    };
+    return h;
+  };
+  const local: LocalTableOpener = () => {
+    const mine = new Set<object>();
+    open.push(mine);
+    return async (name) => {
+      ctl.attempts += 1;
+      await ctl.gate;
+      if (ctl.fail) throw ctl.fail();
+      const bytes = files.get(name);
+      if (!bytes) throw new DOMException(`${name} not found`, 'NotFoundError');
+      ctl.opens += 1;
+      return Object.assign(fakeReader(bytes, mine), { file: name });
+    };
+  };
+  let port: MessagePort | undefined;
+  const storage = new RemoteStorage(
+    'memory',
+    () => {
+      const { port1, port2 } = new MessageChannel();
+      port2.addEventListener('message', (ev: MessageEvent) => void ops.push((ev.data as { op: string }).op));
+      serveStorage(port2 as unknown as IoScope, far);
+      port2.start();
+      port1.start();
+      port = port1;
+      return port1 as unknown as IoEndpoint;
+    },
+    console,
+    local,
+  );
+  const opts = { schema, primaryKey: ['id'], storage, logger: { warn: (m: string) => void warnings.push(m) } };
+  const openCount = (i?: number): number => (i === undefined ? open.reduce((n, s) => n + s.size, 0) : open[i]!.size);
+  /** Waits until none of `names` is stored or a removal was reported failed (retired files are removed in the background). */
+  const removedOrWarned = (names: string[]) =>
+    vi.waitFor(() => {
+      if (!warnings.some((m) => m.includes('could not remove'))) expect(names.filter((n) => files.has(n))).toEqual([]);
+    });
+  return { storage, files, ops, warnings, ctl, opts, openCount, removedOrWarned, die: () => port!.dispatchEvent(new Event('error')) };
+}
+
+describe("the engine thread's own read-only handles on table files", () => {
+  it('serve every table read: no read crosses to the I/O worker, and the rows read right', async () => {
+    const t = withLocalReads();
+    const w = await MemWal.open({ ...t.opts, name: storeName(), maxMemtableRows: 500 });
+    for (let i = 0; i < 2_000; i += 100) await w.put(rows(i, 100));
+    await w.waitForFlushDrain();
+    for (const id of [0, 777, 1_999]) expect(await w.get({ id })).toMatchObject({ name: `v${id}` });
+    expect(t.ctl.opens).toBeGreaterThan(0);
+    expect(t.ops).not.toContain('tableReadRange');
+    expect(t.ops).not.toContain('tableRead');
+    await w.close();
+  });
+
+  it('a compaction that retires files the engine thread read removes them: its handles are closed before the removal', async () => {
+    const t = withLocalReads();
+    const w = await MemWal.open({ ...t.opts, name: storeName(), maxMemtableRows: 500 });
+    for (let i = 0; i < 2_000; i += 100) await w.put(rows(i, 100, 'a'));
+    await w.waitForFlushDrain();
+    for (let id = 0; id < 2_000; id += 250) await w.get({ id }); // a handle on every flushed file
+    const read = [...t.files.keys()];
+    expect(t.openCount()).toBe(read.length);
+    for (let i = 0; i < 2_000; i += 100) await w.put(rows(i, 100, 'b')); // overlaps every file read
+    await w.waitForFlushDrain();
+    await w.compact();
+    await t.removedOrWarned(read);
+    expect(t.warnings.filter((m) => m.includes('could not remove'))).toEqual([]);
+    for (const name of read) expect(t.files.has(name)).toBe(false);
+    expect(await w.get({ id: 1_500 })).toMatchObject({ name: 'b1500' });
+    expect(t.ops).not.toContain('tableReadRange');
+    await w.close();
+    expect(t.openCount()).toBe(0);
+  });
+
+  it('a release, a steal and a dead I/O worker each close every handle the engine thread kept', async () => {
+    const t = withLocalReads();
+    const name = storeName();
+    const w = await MemWal.open({ ...t.opts, name });
+    await w.put(rows(0, 100));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.get({ id: 5 });
+    expect(t.openCount(0)).toBe(1);
+    await w.close();
+    expect(t.openCount(0)).toBe(0); // release
+
+    const old = await MemWal.open({ ...t.opts, name });
+    await old.get({ id: 5 });
+    expect(t.openCount(1)).toBe(1);
+    const readByOld = [...t.files.keys()];
+    const thief = await MemWal.open({ ...t.opts, name, steal: true });
+    expect(t.openCount(1)).toBe(0); // lost
+    await thief.put(rows(50, 100));
+    await thief.forceSealActive();
+    await thief.waitForFlushDrain();
+    await thief.compact(); // retires the file the old writer read
+    await t.removedOrWarned(readByOld);
+    expect(t.warnings.filter((m) => m.includes('could not remove'))).toEqual([]);
+    expect(await thief.get({ id: 5 })).toMatchObject({ name: 'v5' }); // from the compaction's output
+    expect(t.openCount(2)).toBe(1);
+    t.die();
+    expect(t.openCount()).toBe(0); // the I/O worker died: every store lost
+    await old.close().catch(() => undefined);
+    await thief.close().catch(() => undefined);
+  });
+
+  it("a store handle whose lock is stolen closes the engine thread's handles when the loss is reported, before anyone releases it", async () => {
+    const t = withLocalReads();
+    const name = storeName();
+    const lost: string[] = [];
+    const h = await t.storage.openStore(name, { onLost: (reason) => void lost.push(reason) });
+    await h.tableWrite('t.arrow', [new Uint8Array([1, 2, 3, 4])]);
+    await h.tableRead('t.arrow');
+    expect(t.openCount(0)).toBe(1);
+    const thief = await t.storage.openStore(name, { steal: true });
+    await vi.waitFor(() => expect(lost).toHaveLength(1));
+    expect(t.openCount(0)).toBe(0);
+    await thief.tableRemove('t.arrow'); // the file the stolen-from handle read
+    expect(t.files.has('t.arrow')).toBe(false);
+    await h.release();
+    await thief.release();
+  });
+
+  it('a read racing a tableRemove or a release answers with the bytes of the file it asked for, or the error the I/O worker gives, and leaves no handle open', async () => {
+    const t = withLocalReads();
+    const h = await t.storage.openStore(storeName());
+    await h.tableWrite('t.arrow', [new Uint8Array([1, 2, 3, 4])]);
+    let open!: () => void;
+    t.ctl.gate = new Promise((r) => (open = r));
+    const read = h.tableReadRange('t.arrow', 1, 2).then(
+      (b) => [...b],
+      (e: MemWalError) => e.message,
+    );
+    const removed = h.tableRemove('t.arrow');
+    open();
+    await removed; // the removal was not refused: the handle opened meanwhile was closed first
+    expect([[2, 3], 'table file t.arrow does not exist']).toContainEqual(await read);
+    expect(t.openCount()).toBe(0);
+    await h.tableWrite('t.arrow', [new Uint8Array([9, 9, 9, 9])]); // the same name again: read through the I/O worker
+    expect([...(await h.tableReadRange('t.arrow', 1, 2))]).toEqual([9, 9]);
+    expect(t.openCount()).toBe(0);
+
+    await h.tableWrite('u.arrow', [new Uint8Array([5, 6])]);
+    t.ctl.gate = new Promise((r) => (open = r));
+    const late = h.tableRead('u.arrow').then(
+      () => 'read',
+      (e: MemWalError) => e.code,
+    );
+    await h.release();
+    open();
+    expect(await late).toBe('Closed'); // as the I/O worker answers a released handle
+    expect(t.openCount()).toBe(0);
+  });
+
+  it('a handle that cannot be opened here sends the read to the I/O worker: the same bytes, and the same error for a missing file', async () => {
+    const t = withLocalReads();
+    const h = await t.storage.openStore(storeName());
+    await h.tableWrite('t.arrow', [new Uint8Array([1, 2, 3, 4])]);
+    for (const name of ['NoModificationAllowedError', 'InvalidStateError', 'NotSupportedError']) {
+      t.ctl.fail = () => new DOMException('refused', name);
+      expect([...(await h.tableReadRange('t.arrow', 0, 4))]).toEqual([1, 2, 3, 4]);
+    }
+    expect(t.ctl.attempts).toBe(1); // then the file is read there only
+    expect(t.ops.filter((op) => op === 'tableReadRange')).toHaveLength(3);
+    t.ctl.fail = undefined;
+    const fail = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (e: MemWalError) => ({ type: e.constructor, code: e.code, message: e.message }),
+      );
+    const missing = await fail(h.tableReadRange('gone.arrow', 0, 4));
+    const before = await fail((await remote().storage.openStore(storeName())).tableReadRange('gone.arrow', 0, 4));
+    expect(missing).toEqual({ type: MemWalError, code: 'IOError', message: 'table file gone.arrow does not exist' });
+    expect(missing).toEqual(before);
+    await expect(h.tableReadRange('t.arrow', -1, 4)).rejects.toMatchObject({ code: 'InvalidArgument' });
+    await h.release();
   });
 });

@@ -1,7 +1,9 @@
 // RemoteStorage: a StorageAdapter whose calls run in a second worker, the store's I/O worker
 // (io-host.ts), so that synchronous OPFS I/O, table encoding, CRCs and compaction never
 // block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §11).
-// Bytes cross as transferred copies; the caller's buffers are never detached. Browser contexts.
+// Bytes cross as transferred copies; the caller's buffers are never detached. Table reads of the
+// OPFS layout are served from the engine thread's own read-only handles where it can open them.
+// Browser contexts.
 
 import type { BackgroundJobs, CompactJob, FlushJob, JobsPlace } from '../lsm/jobs.js';
 import type { StoreSchema } from '../data/schema.js';
@@ -10,6 +12,9 @@ import { MemWalError, errorFromWire } from '../util/errors.js';
 import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
+import { checkRange } from '../storage/adapter.js';
+import { opfsTableOpener, readOnlySyncHandlesAvailable, type SyncAccessHandle } from '../storage/opfs.js';
+import { readTableRange, readWholeTable, TableReaders } from '../storage/opfs-readers.js';
 import {
   type IoApi,
   type IoEvent,
@@ -37,6 +42,17 @@ const own = (bytes: Uint8Array): Uint8Array => bytes.slice();
 const takeOver = (bytes: Uint8Array): Uint8Array =>
   bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
 
+/**
+ * Opens read-only handles on store `store`'s table files from the engine's thread, in the files
+ * its I/O worker writes (`opfsTableOpener`).
+ */
+export type LocalTableOpener = (store: string) => (name: string) => Promise<SyncAccessHandle>;
+
+/** The OPFS layout's opener where this context has read-only sync access handles, else none. */
+function defaultLocalTables(layout: string): LocalTableOpener | undefined {
+  return layout === 'opfs' && readOnlySyncHandlesAvailable() ? opfsTableOpener : undefined;
+}
+
 /** The proxy adapter. One I/O worker per RemoteStorage, started on first use. */
 export class RemoteStorage implements StorageAdapter, JobsPlace {
   private endpoint: IoEndpoint | undefined;
@@ -49,12 +65,15 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
 
   /**
    * `layout`: what the I/O worker stores with (`'opfs'` or `'indexeddb'`); `spawn` starts it.
-   * `logger` gets the I/O worker's warnings.
+   * `logger` gets the I/O worker's warnings. `localTables`: how this thread reads table files
+   * itself (default: the OPFS layout's files where this context can open read-only sync access
+   * handles; none: every read goes to the I/O worker).
    */
   constructor(
     readonly layout: string,
     private readonly spawn: () => IoEndpoint,
     private readonly logger: { warn(message: string): void } = console,
+    private readonly localTables: LocalTableOpener | undefined = defaultLocalTables(layout),
   ) {}
 
   async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
@@ -65,8 +84,12 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
     try {
       if (options.signal?.aborted) throw new MemWalError('Aborted', `opening store "${name}" was aborted`);
       const handle = await this.send('openStore', open, name, { timeoutMs: options.timeoutMs, steal: options.steal });
-      if (options.onLost) this.lost.set(handle, options.onLost);
-      return new RemoteHandle(this, handle);
+      const remote = new RemoteHandle(this, handle, this.localTables?.(name));
+      this.lost.set(handle, (reason) => {
+        remote.closeLocalReaders(); // so that the store's next writer can remove or compact those files
+        options.onLost?.(reason);
+      });
+      return remote;
     } finally {
       this.waiting.delete(open);
       options.signal?.removeEventListener('abort', onAbort);
@@ -152,12 +175,35 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
   }
 }
 
-/** One open store, in the I/O worker. */
+/**
+ * One open store, in the I/O worker. Table reads run on this thread's own read-only handles when
+ * it has an opener (docs/impl.md §11): a file is removed only after this thread's handle on it is
+ * closed, every handle is closed on release and when the store is lost, and a read that cannot be
+ * served here (the handle did not open, the file is being removed, the handles were closed) goes
+ * to the I/O worker, which answers it as it answered every read before.
+ */
 class RemoteHandle implements StoreHandle {
+  /** This thread's read-only handles on the store's table files (none: every read goes to the I/O worker). */
+  private readonly local: TableReaders | undefined;
+  /** Files read through the I/O worker only: removed (or being removed), or not opened here. */
+  private readonly remoteOnly = new Set<string>();
+
   constructor(
     private readonly remote: RemoteStorage,
     readonly id: number,
-  ) {}
+    openLocal?: (name: string) => Promise<SyncAccessHandle>,
+  ) {
+    this.local =
+      openLocal &&
+      new TableReaders(async (name) => {
+        try {
+          return await openLocal(name);
+        } catch (e) {
+          this.remoteOnly.add(name);
+          throw e;
+        }
+      });
+  }
 
   manifestLoad(): Promise<Manifest | undefined> {
     return this.remote.send('manifestLoad', this.id);
@@ -204,24 +250,54 @@ class RemoteHandle implements StoreHandle {
   }
 
   tableRead(name: string): Promise<Uint8Array> {
-    return this.remote.send('tableRead', this.id, name);
+    return this.readTable(
+      name,
+      (sync) => readWholeTable(sync, name),
+      () => this.remote.send('tableRead', this.id, name),
+    );
   }
 
-  tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
-    return this.remote.send('tableReadRange', this.id, name, offset, length);
+  async tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
+    checkRange(name, offset, length);
+    return this.readTable(
+      name,
+      (sync) => readTableRange(sync, name, offset, length),
+      () => this.remote.send('tableReadRange', this.id, name, offset, length),
+    );
   }
 
   tableList(): Promise<string[]> {
     return this.remote.send('tableList', this.id);
   }
 
-  tableRemove(name: string): Promise<void> {
+  /** Closes this thread's handle on `name` first (an open handle would make the removal fail). */
+  async tableRemove(name: string): Promise<void> {
+    this.remoteOnly.add(name);
+    await this.local?.close(name);
     return this.remote.send('tableRemove', this.id, name);
   }
 
   async release(): Promise<void> {
+    this.closeLocalReaders();
     this.remote.forget(this.id);
     await this.remote.send('release', this.id).catch(() => undefined);
+  }
+
+  /** Closes every handle this thread keeps on the store's files (and any still opening); later reads go to the I/O worker. */
+  closeLocalReaders(): void {
+    this.local?.closeAll();
+  }
+
+  /** `read` on this thread's handle of `name`, or else `remote` (the I/O worker). */
+  private async readTable<T>(name: string, read: (sync: SyncAccessHandle) => T, remote: () => Promise<T>): Promise<T> {
+    if (this.local && !this.remoteOnly.has(name)) {
+      try {
+        return await this.local.read(name, read);
+      } catch {
+        // Not served here: the I/O worker answers, with the bytes or the error it always gave.
+      }
+    }
+    return remote();
   }
 }
 

@@ -4,11 +4,14 @@
 
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
-import { checkAppendOffset, checkInside, checkRange, parseSegmentName } from './adapter.js';
+import { checkAppendOffset, checkRange, parseSegmentName } from './adapter.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import { browserStorageEstimate, commitManifest, deleteStoreRecords, loadManifest, memwalDb, onDatabaseClosed } from './idb-db.js';
 import { WriterSession } from './weblock.js';
 import { checkEpoch, checkSegmentEpoch } from './fencing.js';
+import { readTableRange, readWholeTable, TableReaders } from './opfs-readers.js';
+
+export { MAX_TABLE_READERS } from './opfs-readers.js';
 
 /** `FileSystemSyncAccessHandle` (WebWorker lib; declared here so the DOM lib type-checks). */
 export interface SyncAccessHandle {
@@ -33,6 +36,8 @@ interface OpfsDirectory extends FileSystemDirectoryHandle {
 
 /** The root directory of every store: `memwal/` in the origin private file system. */
 const ROOT_DIR = 'memwal';
+/** A store's table files: `memwal/{store}/tables/`. */
+const TABLES_DIR = 'tables';
 /** How long a store retries a segment still open elsewhere when `timeoutMs` is undefined. */
 const DEFAULT_SEGMENT_RETRY_MS = 10_000;
 /**
@@ -41,12 +46,6 @@ const DEFAULT_SEGMENT_RETRY_MS = 10_000;
  * open never holds a file's lock.
  */
 export const SYNC_OPEN_LIMIT_MS = 10_000;
-/**
- * Sync access handles kept open for reading table files (least recently used closed first). A
- * kept handle answers a 4–64 KiB ranged read in about 0.01–0.1 ms, against 1–3 ms for any async
- * path (docs/impl.md, "Ranged reads"); each costs one file descriptor.
- */
-export const MAX_TABLE_READERS = 32;
 
 /** True where this context can use the OPFS layout: sync access handles and `getDirectory`. */
 export function opfsSyncHandlesAvailable(): boolean {
@@ -54,6 +53,30 @@ export function opfsSyncHandlesAvailable(): boolean {
     typeof (globalThis as { FileSystemSyncAccessHandle?: unknown }).FileSystemSyncAccessHandle === 'function' &&
     typeof (globalThis as { navigator?: Navigator }).navigator?.storage?.getDirectory === 'function'
   );
+}
+
+/**
+ * True where this context can open sync access handles that honour `mode: 'read-only'` (Chromium
+ * 121+: the handle has a `mode`). Elsewhere the option is ignored and the handle is exclusive, so
+ * a second context must not keep one on a file that its store's owner reads and removes.
+ */
+export function readOnlySyncHandlesAvailable(): boolean {
+  const handle = (globalThis as { FileSystemSyncAccessHandle?: { prototype: object } }).FileSystemSyncAccessHandle;
+  return opfsSyncHandlesAvailable() && handle !== undefined && 'mode' in handle.prototype;
+}
+
+/**
+ * Opens read-only sync access handles on store `store`'s table files, from a context other than
+ * the one that holds the store (the engine's thread of a store served by an I/O worker, docs/impl.md
+ * §11). Creates nothing; rejects with the platform's error (`NotFoundError` for a missing file or
+ * directory), `NotSupported` outside dedicated workers.
+ */
+export function opfsTableOpener(store: string): (name: string) => Promise<SyncAccessHandle> {
+  let tables: Promise<FileSystemDirectoryHandle> | undefined;
+  return async (name) => {
+    tables ??= opfsRoot().then(async (root) => (await root.getDirectoryHandle(store)).getDirectoryHandle(TABLES_DIR));
+    return openSyncAccessHandle(await (await tables).getFileHandle(name), 'read-only');
+  };
 }
 
 /** `memwal/` in OPFS; `NotSupported` where this context has no sync access handles. */
@@ -172,7 +195,7 @@ export class OpfsStorage implements StorageAdapter {
     try {
       const storeDir = await root.getDirectoryHandle(name, { create: true });
       const walDir = (await storeDir.getDirectoryHandle('wal', { create: true })) as OpfsDirectory;
-      const tablesDir = (await storeDir.getDirectoryHandle('tables', { create: true })) as OpfsDirectory;
+      const tablesDir = (await storeDir.getDirectoryHandle(TABLES_DIR, { create: true })) as OpfsDirectory;
       await memwalDb();
       session.check();
       return new OpfsStoreHandle(session, walDir, tablesDir, retryMs);
@@ -225,8 +248,8 @@ class OpfsStoreHandle implements StoreHandle {
   private readonly segments = new Map<string, Promise<Segment>>();
   /** Segments this handle removed: never reopened in this session. */
   private readonly closedSegments = new Set<string>();
-  /** Read-only handles on table files, least recently used first. */
-  private readonly readers = new Map<string, Promise<SyncAccessHandle>>();
+  /** Read-only handles on table files. */
+  private readonly readers: TableReaders;
   /** Every sync handle open now, closed at once when the session ends or is lost. */
   private readonly openHandles = new Set<SyncAccessHandle>();
   /** The newest writer epoch this handle has seen in the manifest (load or commit): appends below it are stale. */
@@ -241,11 +264,22 @@ class OpfsStoreHandle implements StoreHandle {
     private readonly segmentRetryMs: number,
   ) {
     this.store = session.store;
+    this.readers = new TableReaders(
+      async (name) => {
+        try {
+          return await openSyncAccessHandle(await this.tablesDir.getFileHandle(name), 'read-only');
+        } catch (e) {
+          if (errorName(e) === 'NotFoundError') throw new MemWalError('IOError', `table file ${name} does not exist`, { cause: e });
+          throw toMemWalError(e, `reading table file ${name}`);
+        }
+      },
+      () => this.session.check(),
+    );
     session.onEnd(onDatabaseClosed((reason) => session.lose(reason)));
     session.onEnd(() => {
       for (const sync of this.openHandles) sync.close();
       this.openHandles.clear();
-      this.readers.clear();
+      this.readers.closeAll();
     });
   }
 
@@ -408,24 +442,13 @@ class OpfsStoreHandle implements StoreHandle {
 
   /** The whole table file, read through a kept read-only handle. */
   async tableRead(name: string): Promise<Uint8Array> {
-    return this.readTable(name, (sync) => {
-      const bytes = new Uint8Array(sync.getSize());
-      const read = sync.read(bytes, { at: 0 });
-      if (read !== bytes.length) throw new MemWalError('IOError', `table file ${name}: read ${read} of ${bytes.length} bytes`);
-      return bytes;
-    });
+    return this.readTable(name, (sync) => readWholeTable(sync, name));
   }
 
   /** `length` bytes at `offset` through a kept read-only handle: one synchronous read, no other I/O. */
   async tableReadRange(name: string, offset: number, length: number): Promise<Uint8Array> {
     checkRange(name, offset, length);
-    return this.readTable(name, (sync) => {
-      checkInside(name, offset, length, sync.getSize());
-      const bytes = new Uint8Array(length);
-      const read = sync.read(bytes, { at: offset });
-      if (read !== length) throw new MemWalError('IOError', `table file ${name}: read ${read} of ${length} bytes at ${offset}`);
-      return bytes;
-    });
+    return this.readTable(name, (sync) => readTableRange(sync, name, offset, length));
   }
 
   async tableList(): Promise<string[]> {
@@ -437,7 +460,7 @@ class OpfsStoreHandle implements StoreHandle {
     this.session.check();
     const context = `removing table file ${name}`;
     await this.fence(context);
-    await this.closeReader(name);
+    await this.readers.close(name);
     await removeIfPresent(this.tablesDir, name, context);
   }
 
@@ -497,47 +520,8 @@ class OpfsStoreHandle implements StoreHandle {
   }
 
   /** Runs `read` on a kept read-only handle of table file `name` (`IOError` when it is missing). */
-  private async readTable<T>(name: string, read: (sync: SyncAccessHandle) => T): Promise<T> {
-    const context = `reading table file ${name}`;
-    for (;;) {
-      this.session.check();
-      let reader = this.readers.get(name);
-      if (reader) {
-        this.readers.delete(name); // re-inserted below: most recently used last
-      } else {
-        reader = (async () => {
-          try {
-            const file = await this.tablesDir.getFileHandle(name);
-            return await this.track(openSyncAccessHandle(file, 'read-only'));
-          } catch (e) {
-            if (errorName(e) === 'NotFoundError') throw new MemWalError('IOError', `table file ${name} does not exist`, { cause: e });
-            throw toMemWalError(e, context);
-          }
-        })();
-        reader.catch(() => this.readers.get(name) === reader && this.readers.delete(name));
-      }
-      this.readers.set(name, reader);
-      this.evictReaders();
-      const sync = await reader;
-      // Evicted or closed while this call waited: open it again.
-      if (!this.openHandles.has(sync)) continue;
-      return this.io(context, () => read(sync));
-    }
-  }
-
-  /** Closes the least recently used table readers beyond MAX_TABLE_READERS. */
-  private evictReaders(): void {
-    for (const [name] of this.readers) {
-      if (this.readers.size <= MAX_TABLE_READERS) return;
-      void this.closeReader(name);
-    }
-  }
-
-  /** Closes the kept handle of table file `name`, if any. */
-  private async closeReader(name: string): Promise<void> {
-    const reader = this.readers.get(name);
-    this.readers.delete(name);
-    this.untrack(await reader?.catch(() => undefined));
+  private readTable<T>(name: string, read: (sync: SyncAccessHandle) => T): Promise<T> {
+    return this.readers.read(name, (sync) => this.io(`reading table file ${name}`, () => read(sync)));
   }
 
   /**
