@@ -2,7 +2,7 @@
 // and what a scan merges), and the sort itself. Pure; any runtime.
 
 import type { RecordBatch, Schema } from 'apache-arrow';
-import { KeyIndex } from '../data/key-index.js';
+import type { KeyIndex } from '../data/key-index.js';
 import { type Key, keyString } from '../data/keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
@@ -28,13 +28,17 @@ export function sortKeys(keys: Key[], storeSchema: StoreSchema): Key[] {
   return enc.map((e) => e.k);
 }
 
-/** A key index's entries, copied (cheap: no hashing), so later puts cannot change them. */
+/**
+ * A key index's entries, copied (cheap: no hashing), so later puts cannot change them: key `i`
+ * points at row `ordinals[i]`. Without `ordinals`, `keys` has one key per row (key `i` is row
+ * `i`'s, repeats allowed) and the newest row of each key is the one meant.
+ */
 export interface IndexEntries {
-  keys: Key[];
-  ordinals: number[];
+  keys: ArrayLike<Key>;
+  ordinals?: ArrayLike<number>;
 }
 
-export function indexEntries(index: KeyIndex): IndexEntries {
+export function indexEntries(index: KeyIndex): { keys: Key[]; ordinals: number[] } {
   const keys: Key[] = [];
   const ordinals: number[] = [];
   for (const [k, loc] of index) {
@@ -67,7 +71,7 @@ export function sortedOrder(
   return runSteps(sortedOrderSteps(schema, storeSchema, batches, visible, entries));
 }
 
-/** {@link sortedOrder} as four steps (index, sort, look-up, gather), so a table build can pause between them. */
+/** {@link sortedOrder} as two steps (sort, gather), so a table build can pause between them. */
 export function* sortedOrderSteps(
   schema: Schema,
   storeSchema: StoreSchema,
@@ -75,11 +79,7 @@ export function* sortedOrderSteps(
   visible: number,
   entries: IndexEntries,
 ): Steps<SortedOrder> {
-  const where = indexOf(entries);
-  yield;
-  const keys = sortKeys([...entries.keys], storeSchema);
-  yield;
-  const ordinals = ordinalsOf(where, keys);
+  const { keys, ordinals } = newestInKeyOrder(entries.keys, entries.ordinals, storeSchema);
   yield;
   const shown = batches.slice(0, visible);
   let total = 0;
@@ -88,17 +88,50 @@ export function* sortedOrderSteps(
   return { flat, ordinals, keys };
 }
 
-// Per-row loops stay out of the steps: V8 cannot optimize a hot loop inside a generator while it runs.
-function indexOf(entries: IndexEntries): KeyIndex {
-  const where = new KeyIndex();
-  for (let i = 0; i < entries.keys.length; i++) where.set(entries.keys[i]!, entries.ordinals[i]!);
-  return where;
+/**
+ * The rows of `keys` in key order, the newest of each key only: key `i` is row `ordinals[i]`'s
+ * (row `i`'s when `ordinals` is omitted: a memtable's rows in insertion order, repeats allowed,
+ * the last of each key winning as in its key index). One stable sort of the positions by key, no
+ * hashing; where a key repeats, its last position wins, so `ordinals` must grow with position
+ * there (a key index's entries have no repeats). Numbers compare natively, strings (bytes as
+ * char codes) with `<`, a mix through `keyString` (each key value has one form, so equal keys
+ * compare equal either way).
+ */
+export function newestInKeyOrder(
+  keys: ArrayLike<Key>,
+  ordinals: ArrayLike<number> | undefined,
+  storeSchema: StoreSchema,
+): { keys: Key[]; ordinals: Int32Array } {
+  const n = keys.length;
+  const perm = new Int32Array(n);
+  for (let i = 0; i < n; i++) perm[i] = i;
+  let numbers = 0;
+  for (let i = 0; i < n; i++) if (typeof keys[i] === 'number') numbers++;
+  if (numbers === n) {
+    const k = keys as ArrayLike<number>;
+    perm.sort((a, b) => k[a]! - k[b]!);
+  } else {
+    const k: ArrayLike<string> = numbers === 0 ? (keys as ArrayLike<string>) : Array.from(keys, (x) => keyString(x, storeSchema));
+    perm.sort((a, b) => (k[a]! < k[b]! ? -1 : k[a]! > k[b]! ? 1 : 0));
+  }
+  return newestOfRuns(keys, ordinals, perm);
 }
 
-function ordinalsOf(where: KeyIndex, keys: readonly Key[]): Int32Array {
-  const ordinals = new Int32Array(keys.length);
-  for (let i = 0; i < keys.length; i++) ordinals[i] = where.get(keys[i]!)!;
-  return ordinals;
+/** The last of each run of equal keys in `perm` (sorted by key, stably). */
+function newestOfRuns(
+  keys: ArrayLike<Key>,
+  ordinals: ArrayLike<number> | undefined,
+  perm: Int32Array,
+): { keys: Key[]; ordinals: Int32Array } {
+  const out: Key[] = [];
+  const at = new Int32Array(perm.length);
+  for (let i = 0; i < perm.length; i++) {
+    const p = perm[i]!;
+    if (i + 1 < perm.length && keys[perm[i + 1]!] === keys[p]) continue;
+    at[out.length] = ordinals ? ordinals[p]! : p;
+    out.push(keys[p]!);
+  }
+  return { keys: out, ordinals: at.slice(0, out.length) };
 }
 
 /**
