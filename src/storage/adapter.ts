@@ -125,6 +125,12 @@ export interface StoreHandle {
    * to another thread): the caller must not use it after the call.
    */
   walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number>;
+  /**
+   * Optional: `walAppend` of the bytes of `parts` in order, written where each lands, without
+   * joining them first (a frame's header and its payload). Same durability, offset check, fencing
+   * and failure behaviour: on rejection the segment is as it was before the call.
+   */
+  walAppendParts?(name: string, offset: number, parts: readonly Uint8Array[]): Promise<void>;
   /** Cut segment `name` to `length` bytes, durably (torn-tail repair). */
   walTruncate(name: string, length: number): Promise<void>;
   /** Delete segment `name` (retention). Missing segments are not an error. */
