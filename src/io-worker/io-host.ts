@@ -12,9 +12,9 @@ import { SchemaVersions } from '../format/schema-versions.js';
 import { TableCache } from '../lsm/table-cache.js';
 import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
-import { encodeFrame, encodeFrameHeader, scanSegment } from '../format/wal/codec.js';
+import { encodeFrameHeader, scanSegment } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
-import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import { appendFrame, type StorageAdapter, type StoreHandle } from '../storage/adapter.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import type { StorageEstimate } from '../storage/adapter.js';
 import {
@@ -162,9 +162,7 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       position: number,
       payload: Uint8Array,
     ): Promise<number> {
-      const h = need(handle);
-      if (h.walAppendParts) await h.walAppendParts(name, offset, [encodeFrameHeader(epoch, position, payload), payload]);
-      else await h.walAppend(name, offset, encodeFrame(epoch, position, payload));
+      await appendFrame(need(handle), name, offset, encodeFrameHeader(epoch, position, payload), payload);
       kept.get(handle)?.set(position, { position, epoch, payload });
       return FRAME_HEADER_BYTES + payload.length;
     },

@@ -4,6 +4,7 @@
 
 import { MemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
+import { joinFrame } from '../format/wal/codec.js';
 import type { Logger } from '../util/logger.js';
 
 /**
@@ -156,6 +157,17 @@ export interface StoreHandle {
 
   /** Close every handle and release the writer lock. Idempotent; never throws. */
   release(): Promise<void>;
+}
+
+/**
+ * Append one WAL frame (`header` from `encodeFrameHeader`, then `payload`) at `offset` of segment
+ * `name`: as two parts where `handle` offers `walAppendParts` (the payload is not copied), else
+ * joined, through `walAppend`.
+ */
+export function appendFrame(handle: StoreHandle, name: string, offset: number, header: Uint8Array, payload: Uint8Array): Promise<void> {
+  return handle.walAppendParts
+    ? handle.walAppendParts(name, offset, [header, payload])
+    : handle.walAppend(name, offset, joinFrame(header, payload));
 }
 
 /** `InvalidArgument` unless `offset` and `length` are non-negative integers (a ranged table read). */

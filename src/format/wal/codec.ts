@@ -24,7 +24,11 @@ const U32 = 0x1_0000_0000;
  * Throws as {@link encodeFrameHeader}. Runs in every runtime.
  */
 export function encodeFrame(epoch: number, position: number, payload: Uint8Array): Uint8Array {
-  const header = encodeFrameHeader(epoch, position, payload);
+  return joinFrame(encodeFrameHeader(epoch, position, payload), payload);
+}
+
+/** A frame's header and its payload as one new buffer. */
+export function joinFrame(header: Uint8Array, payload: Uint8Array): Uint8Array {
   const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
   frame.set(header);
   frame.set(payload, FRAME_HEADER_BYTES);
