@@ -68,6 +68,19 @@ describe('a keyed flush sorts once: the newest row of each key, in key order', (
     expect([...got.ordinals]).toEqual(want.ordinals);
   });
 
+  it('number keys across the whole safe range (negative, beyond 2^32, ±(2^53 − 1)) in numeric order', () => {
+    const rnd = lcg(5);
+    const edges = [0, -1, 1, 2 ** 32 - 1, 2 ** 32, -(2 ** 32), -(2 ** 32) - 1, 2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 40 + 3, -(2 ** 45) + 7];
+    const keys = Float64Array.from({ length: 4_000 }, (_, i) =>
+      i % 3 === 0 ? edges[i % edges.length]! : Math.round((rnd() - 0.5) * 2 ** (1 + Math.floor(rnd() * 53))),
+    );
+    const got = newestInKeyOrder(keys, undefined, single);
+    const want = model(keys, single);
+    expect(got.keys).toEqual(want.keys);
+    expect([...got.ordinals]).toEqual(want.ordinals);
+    expect(got.keys).toEqual([...new Set(keys)].sort((a, b) => a - b));
+  });
+
   it("string keys with repeats, and a key index's entries (unique keys, ordinals of their own)", () => {
     const rnd = lcg(11);
     const keys = Array.from({ length: 3_000 }, () => `k\u0000${Math.floor(rnd() * 700)}`);
