@@ -96,6 +96,15 @@ describe('a keyed flush sorts once: the newest row of each key, in key order', (
     expect([...fromIndex.ordinals]).toEqual(want.ordinals);
   });
 
+  it('keys already in order (ids put in order, repeats next to each other): the last of each run wins', () => {
+    const numbers = newestInKeyOrder(Float64Array.from([1, 1, 2, 3, 3, 3, 9]), undefined, single);
+    expect(numbers.keys).toEqual([1, 2, 3, 9]);
+    expect([...numbers.ordinals]).toEqual([1, 2, 5, 6]);
+    const strings = newestInKeyOrder(['a', 'b', 'b', 'c'], [10, 20, 30, 40], single);
+    expect(strings.keys).toEqual(['a', 'b', 'c']);
+    expect([...strings.ordinals]).toEqual([10, 30, 40]);
+  });
+
   it('a mix of number and string keys (Int64 beyond 2^53) sorts by the keys’ encodings', () => {
     const big = keyString(0, single).replace(/^./, '\u00ff'); // encodes above every safe integer
     const negBig = keyString(0, single).replace(/^./, '\u0000'); // below every safe integer

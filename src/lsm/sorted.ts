@@ -91,11 +91,12 @@ export function* sortedOrderSteps(
 /**
  * The rows of `keys` in key order, the newest of each key only: key `i` is row `ordinals[i]`'s
  * (row `i`'s when `ordinals` is omitted: a memtable's rows in insertion order, repeats allowed,
- * the last of each key winning as in its key index). One stable sort of the positions by key, no
- * hashing; where a key repeats, its last position wins, so `ordinals` must grow with position
- * there (a key index's entries have no repeats). Numbers sort by a radix sort, strings (bytes
- * as char codes) by `<`, a mix through `keyString` (each key value has one form, so equal keys
- * compare equal either way).
+ * the last of each key winning as in its key index). Where a key repeats, its last position
+ * wins, so `ordinals` must grow with position there (a key index's entries have no repeats).
+ * Keys already in order (ids put in order) are not sorted. Otherwise number keys: one stable
+ * radix sort of the positions by key, no hashing. Strings (bytes as char
+ * codes), and a mix through `keyString` (each key value has one form, so equal keys compare
+ * equal either way): one Map of each key's last position and the native sort of its keys.
  */
 export function newestInKeyOrder(
   keys: ArrayLike<Key>,
@@ -105,12 +106,46 @@ export function newestInKeyOrder(
   const n = keys.length;
   let numbers = 0;
   for (let i = 0; i < n; i++) if (typeof keys[i] === 'number') numbers++;
+  const k = numbers === n || numbers === 0 ? (keys as ArrayLike<number | string>) : Array.from(keys, (x) => keyString(x, storeSchema));
+  if (inOrder(k)) return newestOfRuns(keys, ordinals, identity(n)); // ids put in order: nothing to sort
   if (numbers === n) return newestOfRuns(keys, ordinals, numberOrder(keys as ArrayLike<number>));
-  const k: ArrayLike<string> = numbers === 0 ? (keys as ArrayLike<string>) : Array.from(keys, (x) => keyString(x, storeSchema));
+  return newestByString(k as ArrayLike<string>, keys, ordinals);
+}
+
+/** True when `k` (all numbers or all strings) never decreases. */
+function inOrder(k: ArrayLike<number | string>): boolean {
+  for (let i = 1; i < k.length; i++) if (k[i]! < k[i - 1]!) return false;
+  return true;
+}
+
+function identity(n: number): Int32Array<ArrayBuffer> {
   const perm = new Int32Array(n);
   for (let i = 0; i < n; i++) perm[i] = i;
-  perm.sort((a, b) => (k[a]! < k[b]! ? -1 : k[a]! > k[b]! ? 1 : 0));
-  return newestOfRuns(keys, ordinals, perm);
+  return perm;
+}
+
+/**
+ * {@link newestInKeyOrder} for keys in string form `k` (`keys` their original forms): the last
+ * position of each key in one Map, its keys sorted by the native string sort (a sort with a
+ * comparator, a call per comparison, was slower than this for random keys), positions looked up
+ * in that same Map.
+ */
+function newestByString(
+  k: ArrayLike<string>,
+  keys: ArrayLike<Key>,
+  ordinals: ArrayLike<number> | undefined,
+): { keys: Key[]; ordinals: Int32Array } {
+  const last = new Map<string, number>();
+  for (let i = 0; i < k.length; i++) last.set(k[i]!, i);
+  const sorted = [...last.keys()].sort();
+  const out: Key[] = new Array(sorted.length);
+  const at = new Int32Array(sorted.length);
+  for (let j = 0; j < sorted.length; j++) {
+    const i = last.get(sorted[j]!)!;
+    out[j] = keys[i]!;
+    at[j] = ordinals ? ordinals[i]! : i;
+  }
+  return { keys: out, ordinals: at };
 }
 
 /**
@@ -129,8 +164,7 @@ function numberOrder(keys: ArrayLike<number>): Int32Array {
     lo[i] = l;
     hi[i] = (k - l) / 4294967296 + 2097152; // |k| < 2^53, so the high word is within ±2^21
   }
-  let perm = new Int32Array(n);
-  for (let i = 0; i < n; i++) perm[i] = i;
+  let perm = identity(n);
   let next = new Int32Array(n);
   const count = new Int32Array(257);
   for (const [words, shift] of RADIX_PASSES(lo, hi)) {
