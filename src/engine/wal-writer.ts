@@ -6,9 +6,9 @@
 
 import { type RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../util/errors.js';
-import { segmentName } from '../storage/adapter.js';
+import { appendFrame, segmentName } from '../storage/adapter.js';
 import { backoffMs, clearTimer, nowMs, setTimer, sleep, type Timer, yieldToEventLoop } from '../util/schedule.js';
-import { encodeFrame } from '../format/wal/codec.js';
+import { encodeFrameHeader } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
 import type { ClaimedContext } from './context.js';
 import type { BackgroundLane, LaneStep } from './lane.js';
@@ -308,11 +308,11 @@ export class WalWriter {
     const encode = (): Uint8Array => tableToIPC(new Table(this.schema, e.batches), 'stream');
     let payload = encode();
     const handle = this.ctx.handle;
-    // Where the adapter frames entries itself (its I/O runs elsewhere), the frame copy and its CRC
-    // leave this thread too. Such an adapter may take the payload over (transfer its buffer): a
-    // retry encodes it again.
+    // Where the adapter frames entries itself (its I/O runs elsewhere), the frame's CRC leaves
+    // this thread too. Such an adapter may take the payload over (transfer its buffer): a retry
+    // encodes it again.
     const frameLength = FRAME_HEADER_BYTES + payload.length;
-    const frame = handle.walAppendEntry ? undefined : encodeFrame(this.epoch, e.position, payload);
+    const header = handle.walAppendEntry ? undefined : encodeFrameHeader(this.epoch, e.position, payload);
     let seg = this.current;
     if (!seg || seg.bytes >= WAL_SEGMENT_TARGET_BYTES) {
       seg = {
@@ -331,8 +331,8 @@ export class WalWriter {
     await yieldToEventLoop(); // encoding and the append are separate slices
     for (;;) {
       try {
-        const append: Promise<unknown> = frame
-          ? handle.walAppend(seg.name, seg.bytes, frame)
+        const append: Promise<unknown> = header
+          ? appendFrame(handle, seg.name, seg.bytes, header, payload)
           : handle.walAppendEntry!(seg.name, seg.bytes, this.epoch, e.position, payload);
         await settleWithin(append, limitMs, `WAL append of entry ${e.position}`);
         break;
@@ -345,7 +345,7 @@ export class WalWriter {
         this.ctx.options.logger.warn(`memwal: ${err.message}; retry ${attempt}`);
         await sleep(backoffMs(attempt, this.ctx.options.walRetry.baseMs, this.ctx.options.walRetry.maxMs));
         if (this.ctx.life.dead) throw err;
-        if (!frame) payload = encode();
+        if (!header) payload = encode();
         try {
           await settleWithin(handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
         } catch (t) {

@@ -12,8 +12,9 @@ import { SchemaVersions } from '../format/schema-versions.js';
 import { TableCache } from '../lsm/table-cache.js';
 import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
-import { encodeFrame, scanSegment } from '../format/wal/codec.js';
-import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import { encodeFrameHeader, scanSegment } from '../format/wal/codec.js';
+import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
+import { appendFrame, type StorageAdapter, type StoreHandle } from '../storage/adapter.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import type { StorageEstimate } from '../storage/adapter.js';
 import {
@@ -149,7 +150,10 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
     walList: (handle: number) => need(handle).walList(),
     walRead: (handle: number, name: string, offset?: number) => need(handle).walRead(name, offset),
     walAppend: (handle: number, name: string, offset: number, bytes: Uint8Array) => need(handle).walAppend(name, offset, bytes),
-    /** Frame the entry here (the copy and its CRC-32C) and append it; resolves the frame's length. */
+    /**
+     * Frame the entry here (its CRC-32C) and append it: header and payload as two parts when the
+     * handle takes parts, else joined; resolves the frame's length.
+     */
     async walAppendEntry(
       handle: number,
       name: string,
@@ -158,10 +162,9 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       position: number,
       payload: Uint8Array,
     ): Promise<number> {
-      const frame = encodeFrame(epoch, position, payload);
-      await need(handle).walAppend(name, offset, frame);
+      await appendFrame(need(handle), name, offset, encodeFrameHeader(epoch, position, payload), payload);
       kept.get(handle)?.set(position, { position, epoch, payload });
-      return frame.length;
+      return FRAME_HEADER_BYTES + payload.length;
     },
     /**
      * From now on keep the payloads appended on `handle` until a flush builds them (its store's

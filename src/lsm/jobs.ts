@@ -12,7 +12,6 @@ import { type MergeSource, mergeSorted } from './merge.js';
 import { type IndexEntries, indexEntries, sortedOrderSteps } from './sorted.js';
 import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
 import { runStepsSliced, type Steps, yieldToEventLoop } from '../util/schedule.js';
-import { KeyIndex } from '../data/key-index.js';
 import type { Key, KeyEncoder } from '../data/keys.js';
 import type { MemTable } from './memtable.js';
 import type { StoreSchema } from '../data/schema.js';
@@ -99,15 +98,12 @@ function* flushTableSteps(
   if (keyEncoder) {
     let index = entries;
     if (!index) {
-      const built = new KeyIndex();
-      let base = 0;
+      const perBatch: ArrayLike<Key>[] = [];
       for (const b of batches) {
-        indexRows(built, keyEncoder(b), base);
-        base += b.numRows;
+        perBatch.push(keyEncoder(b));
         yield;
       }
-      index = indexEntries(built);
-      yield;
+      index = { keys: concatKeys(perBatch) };
     }
     const order = yield* sortedOrderSteps(storeSchema.internal, storeSchema, batches, batches.length, index);
     const blocks = yield* cutSelectionSteps(storeSchema.internal, order.flat, order.ordinals);
@@ -117,11 +113,25 @@ function* flushTableSteps(
 }
 
 /**
- * Point `index` at rows `base + r` by their keys (a loop of its own: V8 cannot optimize a hot
- * loop inside a generator while it runs, so per-row loops stay out of the steps).
+ * The keys of consecutive batches as one array: a `Float64Array` when every batch's keys are
+ * numbers (a loop of its own: V8 cannot optimize a hot loop inside a generator while it runs).
  */
-function indexRows(index: KeyIndex, keys: ArrayLike<Key>, base: number): void {
-  for (let r = 0; r < keys.length; r++) index.set(keys[r]!, base + r);
+function concatKeys(perBatch: readonly ArrayLike<Key>[]): ArrayLike<Key> {
+  let n = 0;
+  for (const k of perBatch) n += k.length;
+  if (perBatch.every((k) => k instanceof Float64Array)) {
+    const out = new Float64Array(n);
+    let at = 0;
+    for (const k of perBatch as Float64Array[]) {
+      out.set(k, at);
+      at += k.length;
+    }
+    return out;
+  }
+  const out: Key[] = new Array(n);
+  let at = 0;
+  for (const k of perBatch) for (let r = 0; r < k.length; r++) out[at++] = k[r]!;
+  return out;
 }
 
 /** Rows in final order, cut into blocks and encoded as one table file, a block per step. */

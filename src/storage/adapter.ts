@@ -4,6 +4,7 @@
 
 import { MemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
+import { joinFrame } from '../format/wal/codec.js';
 import type { Logger } from '../util/logger.js';
 
 /**
@@ -125,6 +126,12 @@ export interface StoreHandle {
    * to another thread): the caller must not use it after the call.
    */
   walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number>;
+  /**
+   * Optional: `walAppend` of the bytes of `parts` in order, written where each lands, without
+   * joining them first (a frame's header and its payload). Same durability, offset check, fencing
+   * and failure behaviour: on rejection the segment is as it was before the call.
+   */
+  walAppendParts?(name: string, offset: number, parts: readonly Uint8Array[]): Promise<void>;
   /** Cut segment `name` to `length` bytes, durably (torn-tail repair). */
   walTruncate(name: string, length: number): Promise<void>;
   /** Delete segment `name` (retention). Missing segments are not an error. */
@@ -150,6 +157,17 @@ export interface StoreHandle {
 
   /** Close every handle and release the writer lock. Idempotent; never throws. */
   release(): Promise<void>;
+}
+
+/**
+ * Append one WAL frame (`header` from `encodeFrameHeader`, then `payload`) at `offset` of segment
+ * `name`: as two parts where `handle` offers `walAppendParts` (the payload is not copied), else
+ * joined, through `walAppend`.
+ */
+export function appendFrame(handle: StoreHandle, name: string, offset: number, header: Uint8Array, payload: Uint8Array): Promise<void> {
+  return handle.walAppendParts
+    ? handle.walAppendParts(name, offset, [header, payload])
+    : handle.walAppend(name, offset, joinFrame(header, payload));
 }
 
 /** `InvalidArgument` unless `offset` and `length` are non-negative integers (a ranged table read). */

@@ -136,6 +136,31 @@ const FILE_ERROR_NO_SPACE = -8;
  * default off-the-record contexts) does not throw QuotaExceededError when full: `write()` returns
  * a negative `base::File::Error` wrapped to an unsigned 32-bit count (2^32 - 8 for NO_SPACE).
  */
+/**
+ * Append the bytes of `parts`, in order, at `offset` of a segment's sync handle (which must be
+ * its length), each part written where it lands, then one flush. On any failure the segment is
+ * cut back to `offset` (as it was, so the append can be retried there) and the error rethrown.
+ */
+export function appendToSegment(sync: SyncAccessHandle, name: string, offset: number, parts: readonly Uint8Array[]): void {
+  checkAppendOffset(name, offset, sync.getSize());
+  try {
+    let at = offset;
+    for (const part of parts) {
+      checkWritten(sync.write(part, { at }), part.length, `WAL segment ${name}`);
+      at += part.length;
+    }
+    sync.flush();
+  } catch (e) {
+    try {
+      sync.truncate(offset);
+      sync.flush();
+    } catch {
+      // The append's own error is the one to report; the engine truncates before retrying.
+    }
+    throw e;
+  }
+}
+
 function checkWritten(written: number, expected: number, context: string): void {
   if (written === expected) return;
   const fileError = written > expected ? written - 2 ** 32 : 0;
@@ -340,7 +365,12 @@ class OpfsStoreHandle implements StoreHandle {
     });
   }
 
-  async walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void> {
+  walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void> {
+    return this.walAppendParts(name, offset, [bytes]);
+  }
+
+  /** `walAppend` of the bytes of `parts` in order, each written at its offset: no joined copy. */
+  async walAppendParts(name: string, offset: number, parts: readonly Uint8Array[]): Promise<void> {
     const parsed = parseSegmentName(name);
     if (!parsed) throw new MemWalError('InvalidArgument', `"${name}" is not a WAL segment name`);
     this.session.check();
@@ -361,24 +391,7 @@ class OpfsStoreHandle implements StoreHandle {
       }
       segment.epochChecked = true;
     }
-    const { sync } = segment;
-    this.io(`WAL append to ${name}`, () => {
-      const length = sync.getSize();
-      checkAppendOffset(name, offset, length);
-      try {
-        checkWritten(sync.write(bytes, { at: offset }), bytes.length, `WAL segment ${name}`);
-        sync.flush();
-      } catch (e) {
-        // Leave the segment as it was, so the append can be retried at the same offset.
-        try {
-          sync.truncate(offset);
-          sync.flush();
-        } catch {
-          // The append's own error is the one to report; the engine truncates before retrying.
-        }
-        throw e;
-      }
-    });
+    this.io(`WAL append to ${name}`, () => appendToSegment(segment.sync, name, offset, parts));
   }
 
   async walTruncate(name: string, length: number): Promise<void> {

@@ -18,13 +18,33 @@ const U32 = 0x1_0000_0000;
 
 /**
  * Frame one WAL entry: header (magic, length, CRC-32C, epoch, position) + a copy of `payload`.
- * Returns a new buffer of `FRAME_HEADER_BYTES + payload.length` bytes.
+ * Returns a new buffer of `FRAME_HEADER_BYTES + payload.length` bytes: {@link encodeFrameHeader}
+ * followed by `payload`.
+ *
+ * Throws as {@link encodeFrameHeader}. Runs in every runtime.
+ */
+export function encodeFrame(epoch: number, position: number, payload: Uint8Array): Uint8Array {
+  return joinFrame(encodeFrameHeader(epoch, position, payload), payload);
+}
+
+/** A frame's header and its payload as one new buffer. */
+export function joinFrame(header: Uint8Array, payload: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
+  frame.set(header);
+  frame.set(payload, FRAME_HEADER_BYTES);
+  return frame;
+}
+
+/**
+ * The `FRAME_HEADER_BYTES` that go before `payload` in its frame (the CRC-32C covers the header's
+ * epoch and position and the payload), without copying `payload`: an adapter that can write
+ * two parts at their offsets appends header and payload as they are.
  *
  * Throws `MemWalError('InvalidArgument')` when `epoch` is not a non-negative safe integer,
  * `position` not a positive safe integer, or `payload` is empty or longer than
  * `FRAME_MAX_PAYLOAD_BYTES`. Runs in every runtime.
  */
-export function encodeFrame(epoch: number, position: number, payload: Uint8Array): Uint8Array {
+export function encodeFrameHeader(epoch: number, position: number, payload: Uint8Array): Uint8Array {
   if (!Number.isSafeInteger(epoch) || epoch < 0) {
     throw new MemWalError('InvalidArgument', `WAL frame epoch must be a non-negative safe integer, got ${epoch}`);
   }
@@ -34,17 +54,16 @@ export function encodeFrame(epoch: number, position: number, payload: Uint8Array
   if (payload.length === 0 || payload.length > FRAME_MAX_PAYLOAD_BYTES) {
     throw new MemWalError('InvalidArgument', `WAL frame payload must be 1..${FRAME_MAX_PAYLOAD_BYTES} bytes, got ${payload.length}`);
   }
-  const frame = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
-  const view = new DataView(frame.buffer);
+  const header = new Uint8Array(FRAME_HEADER_BYTES);
+  const view = new DataView(header.buffer);
   view.setUint32(0, FRAME_MAGIC, true);
   view.setUint32(FRAME_LENGTH_OFFSET, payload.length, true);
   view.setUint32(FRAME_EPOCH_OFFSET, epoch % U32, true);
   view.setUint32(FRAME_EPOCH_OFFSET + 4, Math.floor(epoch / U32), true);
   view.setUint32(FRAME_POSITION_OFFSET, position % U32, true);
   view.setUint32(FRAME_POSITION_OFFSET + 4, Math.floor(position / U32), true);
-  frame.set(payload, FRAME_HEADER_BYTES);
-  view.setUint32(FRAME_CRC_OFFSET, crc32c(frame.subarray(FRAME_EPOCH_OFFSET)), true);
-  return frame;
+  view.setUint32(FRAME_CRC_OFFSET, crc32c(payload, crc32c(header.subarray(FRAME_EPOCH_OFFSET))), true);
+  return header;
 }
 
 /** One valid frame found by `scanSegment`. */
