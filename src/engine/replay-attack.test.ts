@@ -123,7 +123,12 @@ describe('recovery from a crash with a WAL (edge keys, duplicates, deletes, torn
     m.put(retried);
     // appends torn until the put gives up: the caller is told it failed, nothing of it may survive
     storage.tearNext('walAppend', Number.POSITIVE_INFINITY);
-    await expect(a.put([{ k: '😀', n: 1n << 56n, v: -1 }, { k: 'never', n: 0n, v: -1 }])).rejects.toThrow();
+    await expect(
+      a.put([
+        { k: '😀', n: 1n << 56n, v: -1 },
+        { k: 'never', n: 0n, v: -1 },
+      ]),
+    ).rejects.toThrow();
     storage.clearFaults();
     storage.crash();
     await storage.settled();
