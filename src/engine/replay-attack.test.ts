@@ -181,3 +181,34 @@ describe('recovery from a crash with a WAL (edge keys, duplicates, deletes, torn
     await d.close();
   });
 });
+
+describe('a memtable wider than 65,536 rows', () => {
+  it('more than 65,536 rows in one memtable, every key twice in one put: the later row of each, from memory, after a replay and from the table file', async () => {
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName('wide-memtable');
+    const n = 40_000;
+    const mk = (tag: string) =>
+      Array.from({ length: n }, (_, i) => ({ k: `key-${String(i).padStart(6, '0')}`, n: BigInt(i) << 40n, v: tag === 'a' ? i : -i }));
+    const w = await open(storage, name, v1);
+    await w.put([...mk('a'), ...mk('b')]); // 80,000 rows, one memtable
+    await w.delete([{ k: 'key-000007', n: 7n << 40n }]);
+    const check = async (x: MemWal) => {
+      const t = await x.scan();
+      expect(t.numRows).toBe(n - 1);
+      for (const i of [0, 1, 7, 65_535 - n, 39_999]) {
+        const got = await x.get({ k: `key-${String(i).padStart(6, '0')}`, n: BigInt(i) << 40n });
+        if (i === 7) expect(got).toBeUndefined();
+        else expect(got).toMatchObject({ v: -i });
+      }
+    };
+    await check(w);
+    storage.crash();
+    await storage.settled();
+    const again = await open(storage, name, v1);
+    await check(again);
+    await again.forceSealActive();
+    await again.waitForFlushDrain();
+    await check(again);
+    await again.close();
+  }, 60_000);
+});
