@@ -212,3 +212,52 @@ describe('a memtable wider than 65,536 rows', () => {
     await again.close();
   }, 60_000);
 });
+
+describe('a steal during a replay', () => {
+  it('an append-only store whose replay is stolen mid-way (its flush held): the thief holds every acknowledged row exactly once, and the robbed writer is Fenced (at its open or its next put)', async () => {
+    const storage = new FaultInjectingStorage(new MemoryStorage());
+    const name = storeName('steal-replay');
+    const opts = {
+      name,
+      schema: v1,
+      primaryKey: [] as string[],
+      storage,
+      logger: quiet,
+      maxMemtableRows: 1_000_000,
+      maxUnflushedMemtableBytes: 16 * 1024,
+    };
+    const a = await MemWal.open(opts);
+    const tags: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      await a.put(Array.from({ length: 50 }, (_, j) => ({ k: `r${i}`, n: BigInt(j), v: i * 100 + j })));
+      for (let j = 0; j < 50; j++) tags.push(i * 100 + j);
+    }
+    storage.crash(); // 3,000 rows in the WAL, more than the replay's memtable budget
+    await storage.settled();
+    const release = storage.hold('tableWrite'); // the robbed writer's flushes cannot finish
+    const robbed = MemWal.open(opts).then(
+      async (w) => {
+        const err = await w.put([{ k: 'late', n: 0n, v: -1 }]).then(
+          () => 'acknowledged',
+          (e: { code?: string }) => e.code,
+        );
+        await w.close().catch(() => undefined);
+        return `opened, then a put: ${err}`;
+      },
+      (e: { code?: string }) => e.code,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const thief = await MemWal.open({ ...opts, steal: true });
+    release();
+    const outcome = await robbed;
+    expect(['Fenced', 'opened, then a put: Fenced', 'opened, then a put: acknowledged']).toContain(outcome);
+    // an acknowledged put is there once; one the robbed writer was refused is not there at all
+    const want = outcome?.endsWith('acknowledged') ? [-1, ...tags] : tags;
+    const t = await thief.scan();
+    expect(Array.from(t.getChild('v')!.toArray() as Float64Array).sort((x, y) => x - y)).toEqual(want);
+    await thief.close();
+    const last = await MemWal.open(opts);
+    expect((await last.scan()).numRows).toBe(want.length);
+    await last.close();
+  }, 30_000);
+});
