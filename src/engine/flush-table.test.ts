@@ -3,7 +3,7 @@
 
 import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { BLOCK_TARGET_BYTES } from '../format/table/format.js';
+import { BLOCK_TARGET_BYTES, KEYED_BLOCK_TARGET_BYTES } from '../format/table/format.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import { blockRanges } from '../format/table/reader.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -52,10 +52,28 @@ describe('a flushed table file', () => {
     await flushAll(w);
     const [file] = [...tableFiles(storage).values()];
     const blocks = blockRanges(file!);
-    expect(Math.max(...blocks.map((b) => b.length))).toBeLessThanOrEqual(2 * BLOCK_TARGET_BYTES);
+    expect(Math.max(...blocks.map((b) => b.length))).toBeLessThanOrEqual(2 * KEYED_BLOCK_TARGET_BYTES);
     expect((await w.scan()).numRows).toBe(4_005);
     expect(expectChecksumsOfBytes(w, storage)).toBe(1);
     await w.close();
+  });
+
+  it('a keyed store cuts its table files into blocks of about 16 KiB, an append-only store into blocks of about 64 KiB', async () => {
+    for (const keyed of [true, false]) {
+      const storage = new MemoryStorage();
+      const w = keyed ? await open(storage) : await open(storage, { primaryKey: [] });
+      await w.put(Array.from({ length: 40_000 }, (_, i) => ({ id: i, value: i, name: `name-${i}` })));
+      await flushAll(w);
+      const [file] = [...tableFiles(storage).values()];
+      const blocks = blockRanges(file!).slice(0, -1); // the last block holds what is left
+      const target = keyed ? KEYED_BLOCK_TARGET_BYTES : BLOCK_TARGET_BYTES;
+      expect(blocks.length).toBeGreaterThan(1);
+      for (const b of blocks) {
+        expect(b.length).toBeGreaterThan(target / 2);
+        expect(b.length).toBeLessThanOrEqual(2 * target);
+      }
+      await w.close();
+    }
   });
 
   it("a flushed file's checksum is the CRC-32C of its bytes: one row, empty and odd-length strings, nulls, many blocks, tombstones only, append-only", async () => {

@@ -7,7 +7,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
-import { BLOCK_MAX_ROWS } from '../format/table/format.js';
+import { BLOCK_MAX_ROWS, blockTargetBytes } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
 import { type IndexEntries, indexEntries, sortedOrderSteps } from './sorted.js';
 import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
@@ -106,7 +106,7 @@ function* flushTableSteps(
       index = { keys: concatKeys(perBatch) };
     }
     const order = yield* sortedOrderSteps(storeSchema.internal, storeSchema, batches, batches.length, index);
-    const blocks = yield* cutSelectionSteps(storeSchema.internal, order.flat, order.ordinals);
+    const blocks = yield* cutSelectionSteps(storeSchema.internal, order.flat, order.ordinals, blockTargetBytes(true));
     return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, order.keys);
   }
   return yield* tableSteps(storeSchema, undefined, batches, generation, generation);
@@ -142,7 +142,7 @@ function* tableSteps(
   minGeneration: number,
   maxGeneration: number,
 ): Steps<BuiltTable> {
-  const blocks = yield* cutBlockSteps(storeSchema.internal, rows);
+  const blocks = yield* cutBlockSteps(storeSchema.internal, rows, blockTargetBytes(storeSchema.primaryKey.length > 0));
   return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, minGeneration, maxGeneration);
 }
 

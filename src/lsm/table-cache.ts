@@ -8,7 +8,7 @@ import { RecordBatch, type Schema, type Table, tableFromIPC } from 'apache-arrow
 import { MemWalError } from '../util/errors.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { BloomFilter } from '../format/table/bloom.js';
-import { TABLE_FORMAT_V1 } from '../format/table/format.js';
+import { blockTargetBytes, TABLE_FORMAT_V1 } from '../format/table/format.js';
 import { decodeBlock, readTableIndex, type TableIndex } from '../format/table/reader.js';
 import { sortKeys } from './sorted.js';
 import { cutBlocks } from '../format/table/writer.js';
@@ -307,7 +307,7 @@ export class TableCache {
       const children = this.schema.fields.map((f, j) =>
         gather(f.type, [{ data: flat.data.children[j]!, idx: ordinals, start: 0, count: ordinals.length }]),
       );
-      blocks = cutBlocks(this.schema, [makeBatch(this.schema, children, ordinals.length)]);
+      blocks = cutBlocks(this.schema, [makeBatch(this.schema, children, ordinals.length)], blockTargetBytes(true));
     } else {
       blocks = batches;
     }

@@ -17,8 +17,21 @@ export const META_BLOCKS = 'memwal.table.blocks';
 /** base64 of the Bloom filter of the file's keys (keyed stores only). */
 export const META_BLOOM = 'memwal.table.bloom';
 
-/** A block is cut at this many estimated bytes (about 64 KiB: one ranged read per point read). */
+/**
+ * A block of an append-only store is cut at this many estimated bytes (about 64 KiB: scans read
+ * few, large blocks). A writer's choice, not part of the format: readers take each block's
+ * offset and length from the file.
+ */
 export const BLOCK_TARGET_BYTES = 64 * 1024;
+/**
+ * A block of a keyed store is cut at this many estimated bytes (about 16 KiB): a point read that
+ * misses the block cache reads, checksums and searches one block, so a smaller block is a cheaper
+ * miss; scans of keyed stores measured no slower (docs/benchmarks.md, "Keyed blocks of 16 KiB").
+ */
+export const KEYED_BLOCK_TARGET_BYTES = 16 * 1024;
+
+/** The block size a store's table files are cut at: {@link KEYED_BLOCK_TARGET_BYTES} when keyed. */
+export const blockTargetBytes = (keyed: boolean): number => (keyed ? KEYED_BLOCK_TARGET_BYTES : BLOCK_TARGET_BYTES);
 /** ... or at this many rows, whichever comes first. */
 export const BLOCK_MAX_ROWS = 4096;
 /** Bloom filter bits per key: about 1 % false positives with 7 hash functions. */

@@ -38,14 +38,14 @@ export interface BlockBounds {
 
 /**
  * Cuts `batches` (rows in final order) into blocks of at most BLOCK_MAX_ROWS rows and about
- * BLOCK_TARGET_BYTES each, copying every block into compact buffers. Any runtime.
+ * `targetBytes` each (`blockTargetBytes`), copying every block into compact buffers. Any runtime.
  */
-export function cutBlocks(schema: Schema, batches: readonly RecordBatch[]): RecordBatch[] {
-  return runSteps(cutBlockSteps(schema, batches));
+export function cutBlocks(schema: Schema, batches: readonly RecordBatch[], targetBytes = BLOCK_TARGET_BYTES): RecordBatch[] {
+  return runSteps(cutBlockSteps(schema, batches, targetBytes));
 }
 
 /** {@link cutBlocks} as steps, one block per step (a caller may pause between them). */
-export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[]): Steps<RecordBatch[]> {
+export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[], targetBytes = BLOCK_TARGET_BYTES): Steps<RecordBatch[]> {
   const out: RecordBatch[] = [];
   let pending: { batch: RecordBatch; idx: null; start: number; count: number }[] = [];
   let rows = 0;
@@ -62,13 +62,13 @@ export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[]):
     const rowBytes = Math.max(1, estimateBatchBytes(batch) / n);
     let at = 0;
     while (at < n) {
-      const room = Math.max(1, Math.min(BLOCK_MAX_ROWS - rows, Math.floor((BLOCK_TARGET_BYTES - bytes) / rowBytes)));
+      const room = Math.max(1, Math.min(BLOCK_MAX_ROWS - rows, Math.floor((targetBytes - bytes) / rowBytes)));
       const take = Math.min(room, n - at);
       pending.push({ batch, idx: null, start: at, count: take });
       rows += take;
       bytes += take * rowBytes;
       at += take;
-      if (rows >= BLOCK_MAX_ROWS || bytes >= BLOCK_TARGET_BYTES) {
+      if (rows >= BLOCK_MAX_ROWS || bytes >= targetBytes) {
         flush();
         yield;
       }
@@ -80,15 +80,19 @@ export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[]):
 
 /**
  * The rows `idx` selects from `batch`, in that order, cut into blocks of at most BLOCK_MAX_ROWS
- * rows and about BLOCK_TARGET_BYTES each, gathered straight from `batch`: one copy, a block per
+ * rows and about `targetBytes` each, gathered straight from `batch`: one copy, a block per
  * step. `idx` may select few of `batch`'s rows (a keyed memtable whose keys were overwritten), so
  * `batch`'s average row size is only the first guess: each block's own size sets the next one's
  * rows, and a block more than twice the target is gathered again with fewer rows.
  */
-export function* cutSelectionSteps(schema: Schema, batch: RecordBatch, idx: Int32Array): Steps<RecordBatch[]> {
+export function* cutSelectionSteps(
+  schema: Schema,
+  batch: RecordBatch,
+  idx: Int32Array,
+  targetBytes = BLOCK_TARGET_BYTES,
+): Steps<RecordBatch[]> {
   const out: RecordBatch[] = [];
-  const rowsFor = (rowBytes: number): number =>
-    Math.max(1, Math.min(BLOCK_MAX_ROWS, Math.floor(BLOCK_TARGET_BYTES / Math.max(1, rowBytes))));
+  const rowsFor = (rowBytes: number): number => Math.max(1, Math.min(BLOCK_MAX_ROWS, Math.floor(targetBytes / Math.max(1, rowBytes))));
   const gathered = (at: number, count: number): RecordBatch =>
     gatherBatch(schema, [{ batch, idx: idx.subarray(at, at + count), start: 0, count }], count);
   let perBlock = rowsFor(estimateBatchBytes(batch) / Math.max(1, batch.numRows));
@@ -96,7 +100,7 @@ export function* cutSelectionSteps(schema: Schema, batch: RecordBatch, idx: Int3
     let count = Math.min(perBlock, idx.length - at);
     let block = gathered(at, count);
     let bytes = estimateBatchBytes(block);
-    if (count > 1 && bytes > 2 * BLOCK_TARGET_BYTES) {
+    if (count > 1 && bytes > 2 * targetBytes) {
       count = Math.min(count - 1, rowsFor(bytes / count));
       block = gathered(at, count);
       bytes = estimateBatchBytes(block);
