@@ -1,0 +1,176 @@
+// An outsider's attack on the keyed flush built from the WAL's rows (the I/O worker's flush: every
+// row decoded, repeats and deletes included, ordered by one sort): a store on RemoteStorage over a
+// MessageChannel (the I/O worker's protocol in one Node thread) against a model of what was
+// acknowledged, and the same workload inline (a flush from the memtable's key index).
+
+import { Field, Float64, Int64, Schema, Uint64, Utf8 } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { MemWal } from '../engine/memwal.js';
+import { storeName } from '../engine/testkit.test-util.js';
+import { MemoryStorage } from '../storage/memory.js';
+import type { StorageAdapter } from '../storage/adapter.js';
+import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
+import { type IoScope, serveStorage } from './io-host.js';
+
+/** A RemoteStorage whose I/O "worker" serves `inner` at the other end of a MessageChannel. */
+function remoteOver(inner: MemoryStorage): RemoteStorage {
+  return new RemoteStorage('memory', () => {
+    const { port1, port2 } = new MessageChannel();
+    serveStorage(port2 as unknown as IoScope, inner);
+    port2.start();
+    port1.start();
+    return port1 as unknown as IoEndpoint;
+  });
+}
+
+function lcg(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const S53 = 2n ** 53n;
+const S63 = 2n ** 63n;
+/** Int64 keys at the edges of the number form (±2^53), of 32 bits, of 64 bits, and keys that differ only in their high bytes. */
+const SIGNED_EDGES: bigint[] = [
+  0n,
+  1n,
+  -1n,
+  S53 - 1n,
+  S53,
+  S53 + 1n,
+  -(S53 - 1n),
+  -S53,
+  -S53 - 1n,
+  S63 - 1n,
+  -S63,
+  -S63 + 1n,
+  2n ** 32n,
+  2n ** 32n - 1n,
+  -(2n ** 32n),
+  ...Array.from({ length: 16 }, (_, b) => (BigInt(b * 8 - 64) << 56n) | 5n),
+  ...Array.from({ length: 16 }, (_, b) => (BigInt(b) << 48n) | 5n),
+];
+/** The same within the safe integers only: every key takes the number form (the radix sort's keys). */
+const SAFE_EDGES = SIGNED_EDGES.filter((k) => k < S53 && k > -S53);
+const UNSIGNED_EDGES: bigint[] = [
+  0n,
+  1n,
+  S53 - 1n,
+  S53,
+  S53 + 1n,
+  2n ** 64n - 1n,
+  S63,
+  S63 - 1n,
+  2n ** 32n,
+  ...Array.from({ length: 16 }, (_, b) => (BigInt(b * 16) << 56n) | 7n),
+];
+
+function keyOf(rnd: () => number, edges: bigint[], signed: boolean): bigint {
+  const pick = rnd();
+  if (pick < 0.5) return edges[Math.floor(rnd() * edges.length)]!;
+  if (pick < 0.8) return BigInt(Math.floor(rnd() * 200) - (signed ? 100 : 0));
+  const hi = BigInt(Math.floor(rnd() * 2 ** 32));
+  const lo = BigInt(Math.floor(rnd() * 2 ** 32));
+  const v = (hi << 32n) | lo;
+  if (edges === SAFE_EDGES) return BigInt.asIntN(53, v); // within ±2^52: the number form
+  return signed ? BigInt.asIntN(64, v) : v;
+}
+
+type Model = Map<bigint, number>;
+
+/**
+ * Puts (repeats inside one put and across puts), deletes, flushes and a compaction at seeded
+ * points; every call awaited, so each is acknowledged. Returns what the store must hold.
+ */
+async function workload(w: MemWal, rnd: () => number, edges: bigint[], signed: boolean): Promise<Model> {
+  const model: Model = new Map();
+  let serial = 0;
+  for (let step = 0; step < 60; step++) {
+    const r = rnd();
+    if (r < 0.65) {
+      const n = 1 + Math.floor(rnd() * 40);
+      const batch = [];
+      for (let i = 0; i < n; i++) {
+        const id = keyOf(rnd, edges, signed);
+        const value = ++serial;
+        batch.push({ id, value, name: `v${value}` });
+        model.set(id, value);
+      }
+      await w.put(batch);
+    } else if (r < 0.85) {
+      const n = 1 + Math.floor(rnd() * 10);
+      const keys = [];
+      for (let i = 0; i < n; i++) {
+        const id = keyOf(rnd, edges, signed);
+        keys.push({ id });
+        model.delete(id);
+      }
+      await w.delete(keys);
+    } else if (r < 0.97) {
+      await w.forceSealActive();
+      await w.waitForFlushDrain();
+    } else {
+      await w.forceSealActive();
+      await w.waitForFlushDrain();
+      await w.compact();
+    }
+  }
+  return model;
+}
+
+/** The store holds exactly the model: a get of every key ever touched, and a scan in key order. */
+async function expectHolds(w: MemWal, model: Model, touched: Iterable<bigint>): Promise<void> {
+  const keys = [...new Set(touched)];
+  const got = await w.getMany(keys.map((id) => ({ id })));
+  const wrong = keys.filter((k, i) => (got[i] ? (got[i] as { value: number }).value : undefined) !== model.get(k));
+  expect(wrong.map(String)).toEqual([]);
+  const scan = await w.scan();
+  const ids = scan.getChild('id')!.toArray() as BigInt64Array;
+  expect([...ids]).toEqual([...model.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+async function attack(
+  storageOf: (inner: MemoryStorage) => StorageAdapter,
+  key: Int64 | Uint64,
+  edges: bigint[],
+  seed: number,
+): Promise<void> {
+  const signed = key instanceof Int64;
+  const schema = new Schema([new Field('id', key, false), new Field('value', new Float64(), true), new Field('name', new Utf8(), true)]);
+  const inner = new MemoryStorage();
+  const name = storeName('keyed-flush');
+  const options = { name, schema, primaryKey: ['id'], logger: { warn: () => undefined } };
+  const w = await MemWal.open({ ...options, storage: storageOf(inner), maxMemtableRows: 97 });
+  const rnd = lcg(seed);
+  const model = await workload(w, rnd, edges, signed);
+  const touched = [...edges, ...Array.from({ length: 400 }, (_, i) => BigInt(i - 200)).filter((k) => signed || k >= 0n)];
+  await expectHolds(w, model, touched);
+  await w.forceSealActive();
+  await w.waitForFlushDrain();
+  await w.compact();
+  await expectHolds(w, model, touched);
+  await w.close();
+  const again = await MemWal.open({ ...options, storage: storageOf(inner) });
+  await expectHolds(again, model, touched);
+  await again.close();
+}
+
+describe('a keyed flush built from the WAL rows loses no acknowledged write and resurrects no overwritten or deleted one', () => {
+  for (const seed of [1, 2, 3]) {
+    it(`Int64 keys at the number form's edges (±2^53, ±2^63, high bytes only) with repeats and deletes, through the I/O worker (seed ${seed})`, async () => {
+      await attack(remoteOver, new Int64(), SIGNED_EDGES, seed);
+    });
+    it(`Int64 keys within ±(2^53 − 1) only (the number form: beyond 2^32, high bytes only) with repeats and deletes, through the I/O worker (seed ${seed})`, async () => {
+      await attack(remoteOver, new Int64(), SAFE_EDGES, seed + 50);
+    });
+    it(`Uint64 keys beyond 2^53 and 2^63 with repeats and deletes, through the I/O worker (seed ${seed})`, async () => {
+      await attack(remoteOver, new Uint64(), UNSIGNED_EDGES, seed + 100);
+    });
+  }
+  it('the same Int64 workload inline (a flush from the key index)', async () => {
+    await attack((inner) => inner, new Int64(), SIGNED_EDGES, 1);
+  });
+});
