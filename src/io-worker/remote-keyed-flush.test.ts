@@ -3,7 +3,7 @@
 // MessageChannel (the I/O worker's protocol in one Node thread) against a model of what was
 // acknowledged, and the same workload inline (a flush from the memtable's key index).
 
-import { Field, Float64, Int64, Schema, Uint64, Utf8 } from 'apache-arrow';
+import { Field, Float64, Int32, Int64, Schema, Uint64, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
 import { storeName } from '../engine/testkit.test-util.js';
@@ -172,5 +172,132 @@ describe('a keyed flush built from the WAL rows loses no acknowledged write and 
   }
   it('the same Int64 workload inline (a flush from the key index)', async () => {
     await attack((inner) => inner, new Int64(), SIGNED_EDGES, 1);
+  });
+
+  it('composite (Utf8, Int32) keys: empty and non-ASCII strings, NUL bytes, long shared prefixes, repeats and deletes, through the I/O worker, in UTF-8 byte order', async () => {
+    const schema = new Schema([new Field('a', new Utf8(), false), new Field('b', new Int32(), false), new Field('v', new Float64(), true)]);
+    const prefix = 'p'.repeat(300);
+    const strings = [
+      '',
+      '\u0000',
+      '\u0000\u0000',
+      'a',
+      'a\u0000',
+      'ab',
+      'é',
+      'e\u0301',
+      '日本',
+      '\uffff',
+      '😀',
+      '\ud7ff',
+      `${prefix}`,
+      `${prefix}a`,
+      `${prefix}b`,
+      `${prefix}\u0000`,
+      `${prefix}é`,
+    ];
+    const numbers = [0, -1, 1, -(2 ** 31), 2 ** 31 - 1, 256, -256];
+    const tuple = (rnd: () => number): [string, number] => [
+      strings[Math.floor(rnd() * strings.length)]!,
+      numbers[Math.floor(rnd() * numbers.length)]!,
+    ];
+    const id = (t: readonly [string, number]): string => JSON.stringify(t);
+    const inner = new MemoryStorage();
+    const options = { name: storeName('keyed-flush-composite'), schema, primaryKey: ['a', 'b'], logger: { warn: () => undefined } };
+    const w = await MemWal.open({ ...options, storage: remoteOver(inner), maxMemtableRows: 53 });
+    const rnd = lcg(9);
+    const model = new Map<string, number>();
+    let serial = 0;
+    for (let step = 0; step < 80; step++) {
+      const r = rnd();
+      if (r < 0.65) {
+        const batch = Array.from({ length: 1 + Math.floor(rnd() * 30) }, () => {
+          const [a, b] = tuple(rnd);
+          model.set(id([a, b]), ++serial);
+          return { a, b, v: serial };
+        });
+        await w.put(batch);
+      } else if (r < 0.85) {
+        const keys = Array.from({ length: 1 + Math.floor(rnd() * 6) }, () => {
+          const [a, b] = tuple(rnd);
+          model.delete(id([a, b]));
+          return { a, b };
+        });
+        await w.delete(keys);
+      } else {
+        await w.forceSealActive();
+        await w.waitForFlushDrain();
+        if (r > 0.95) await w.compact();
+      }
+    }
+    const all = strings.flatMap((a) => numbers.map((b) => [a, b] as const));
+    const utf8 = (x: string): Buffer => Buffer.from(x, 'utf8');
+    const order = (x: readonly [string, number], y: readonly [string, number]): number =>
+      Buffer.compare(utf8(x[0]), utf8(y[0])) || x[1] - y[1];
+    const holds = async (store: MemWal): Promise<void> => {
+      const got = await store.getMany(all.map(([a, b]) => ({ a, b })));
+      const wrong = all.filter((t, i) => (got[i] ? (got[i] as { v: number }).v : undefined) !== model.get(id(t)));
+      expect(wrong).toEqual([]);
+      const scan = await store.scan();
+      const as = scan.getChild('a')!.toArray() as string[];
+      const bs = scan.getChild('b')!.toArray() as Int32Array;
+      const want = all.filter((t) => model.has(id(t))).sort(order);
+      expect(Array.from(bs, (b, i) => [as[i], b])).toEqual(want.map((t) => [...t]));
+    };
+    await holds(w);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    await holds(w);
+    await w.close();
+    const again = await MemWal.open({ ...options, storage: remoteOver(inner) });
+    await holds(again);
+    await again.close();
+  });
+
+  it('a memtable of more than 65,536 rows (repeats, deletes, number keys out of order) flushes through the I/O worker to the newest row of each key', async () => {
+    const schema = new Schema([
+      new Field('id', new Int64(), false),
+      new Field('value', new Float64(), true),
+      new Field('name', new Utf8(), true),
+    ]);
+    const inner = new MemoryStorage();
+    const options = { name: storeName('keyed-flush-big'), schema, primaryKey: ['id'], logger: { warn: () => undefined } };
+    const w = await MemWal.open({
+      ...options,
+      storage: remoteOver(inner),
+      maxMemtableRows: 1_000_000,
+      maxMemtableBytes: 512 * 1024 * 1024,
+    });
+    const rnd = lcg(77);
+    const model = new Map<number, number>();
+    let serial = 0;
+    for (let b = 0; b < 8; b++) {
+      const batch = Array.from({ length: 10_000 }, () => {
+        const id = Math.floor(rnd() * 40_000) * 65_537 - 2 ** 30; // ids beyond 2^32 apart in their low words
+        model.set(id, ++serial);
+        return { id, value: serial, name: '' };
+      });
+      await w.put(batch);
+      const gone = Array.from({ length: 500 }, () => Math.floor(rnd() * 40_000) * 65_537 - 2 ** 30);
+      for (const id of gone) model.delete(id);
+      await w.delete(gone.map((id) => ({ id })));
+    }
+    expect((await w.memtableStats()).rowCount).toBeGreaterThan(65_536);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    const holds = async (store: MemWal): Promise<void> => {
+      const scan = await store.scan();
+      const ids = Array.from(scan.getChild('id')!.toArray() as BigInt64Array, Number);
+      const values = Array.from(scan.getChild('value')!.toArray() as Float64Array);
+      const want = [...model.keys()].sort((x, y) => x - y);
+      expect(ids).toEqual(want);
+      expect(values).toEqual(want.map((k) => model.get(k)));
+    };
+    await holds(w);
+    await w.close();
+    const again = await MemWal.open({ ...options, storage: remoteOver(inner) });
+    await holds(again);
+    await again.close();
   });
 });
