@@ -303,6 +303,47 @@ describe('a keyed flush built from the WAL rows loses no acknowledged write and 
   });
 });
 
+describe('a keyed flush of ids put in order (the sort skipped)', () => {
+  it('repeats next to each other across puts and a delete closing a run: the last row of each run wins, through the I/O worker', async () => {
+    const schema = new Schema([new Field('id', new Int64(), false), new Field('payload', new Utf8(), true)]);
+    const inner = new MemoryStorage();
+    const options = { name: storeName('in-order'), schema, primaryKey: ['id'], logger: { warn: () => undefined } };
+    const w = await MemWal.open({ ...options, storage: remoteOver(inner) });
+    await w.put([
+      { id: 0, payload: 'a0' },
+      { id: 1, payload: 'a1' },
+      { id: 1, payload: 'b1' },
+    ]);
+    await w.put([
+      { id: 1, payload: 'c1' },
+      { id: 2, payload: 'a2' },
+      { id: 2, payload: 'b2' },
+    ]);
+    await w.delete([{ id: 2 }]);
+    await w.put([
+      { id: 3, payload: 'a3' },
+      { id: 4, payload: 'a4' },
+    ]);
+    await w.delete([{ id: 4 }]);
+    await w.put([{ id: 4, payload: 'b4' }]);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    const rows = async (store: MemWal): Promise<string[]> => {
+      const t = await store.scan();
+      const ids = t.getChild('id')!.toArray() as BigInt64Array;
+      const payloads = t.getChild('payload')!.toArray() as string[];
+      return Array.from(ids, (id, i) => `${id}=${payloads[i]}`);
+    };
+    const want = ['0=a0', '1=c1', '3=a3', '4=b4'];
+    expect(await rows(w)).toEqual(want);
+    expect(await w.get({ id: 2 })).toBeUndefined();
+    await w.close();
+    const again = await MemWal.open({ ...options, storage: remoteOver(inner) });
+    expect(await rows(again)).toEqual(want);
+    await again.close();
+  });
+});
+
 describe('torn and crashed WAL appends in the I/O worker, then a reopen', () => {
   for (const seed of [1, 2, 3, 4, 5, 6]) {
     it(`every acknowledged put is there whole, the one in flight whole or not at all, the overwritten key the newest (seed ${seed})`, async () => {
