@@ -6,54 +6,11 @@
 
 import { Field, Float64, Int32, Int64, Schema, Utf8 } from 'apache-arrow';
 import { type MemWalClient, openMemWal } from '../../src/index.js';
+import { EDGE_STRINGS, INT64_EDGE_KEYS } from '../../src/io-worker/edge-keys.test-util.js';
+import { rng } from '../../src/testing/rng.js';
 
-function lcg(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
-const S53 = 2n ** 53n;
-const S63 = 2n ** 63n;
-const INT64_KEYS: bigint[] = [
-  ...new Set([
-    0n,
-    1n,
-    -1n,
-    S53 - 1n,
-    S53,
-    S53 + 1n,
-    -(S53 - 1n),
-    -S53,
-    -S53 - 1n,
-    S63 - 1n,
-    -S63,
-    2n ** 32n,
-    -(2n ** 32n),
-    ...Array.from({ length: 16 }, (_, b) => (BigInt(b * 8 - 64) << 56n) | 5n),
-    ...Array.from({ length: 16 }, (_, b) => (BigInt(b) << 48n) | 5n),
-    ...Array.from({ length: 60 }, (_, i) => BigInt(i - 30)),
-  ]),
-]; // each key once: the model goes by a key's place here
-const PREFIX = 'p'.repeat(300);
-const STRINGS = [
-  '',
-  '\u0000',
-  'a',
-  'a\u0000',
-  'ab',
-  'é',
-  'e\u0301',
-  '日本',
-  '\uffff',
-  '😀',
-  PREFIX,
-  `${PREFIX}a`,
-  `${PREFIX}\u0000`,
-  `${PREFIX}é`,
-];
+// Each key once: the model goes by a key's place here.
+const INT64_KEYS = [...new Set([...INT64_EDGE_KEYS, ...Array.from({ length: 60 }, (_, i) => BigInt(i - 30))])];
 const INT32S = [0, -1, 1, -(2 ** 31), 2 ** 31 - 1];
 
 /** A keyed store of one case: its key values, how a key row is made, and its schema. */
@@ -72,7 +29,7 @@ const CASES: Record<'int64' | 'composite', Case> = {
   composite: {
     schema: new Schema([new Field('a', new Utf8(), false), new Field('b', new Int32(), false), new Field('v', new Float64(), true)]),
     primaryKey: ['a', 'b'],
-    keys: STRINGS.flatMap((a) => INT32S.map((b) => ({ a, b }))),
+    keys: EDGE_STRINGS.flatMap((a) => INT32S.map((b) => ({ a, b }))),
   },
 };
 
@@ -99,7 +56,7 @@ const probe = {
     const c = CASES[which];
     db = await openMemWal({ name, schema: c.schema, primaryKey: c.primaryKey, maxMemtableRows: 61 });
     model = new Map();
-    const rnd = lcg(seed);
+    const rnd = rng(seed);
     let serial = 0;
     for (let step = 0; step < 60; step++) {
       const r = rnd();

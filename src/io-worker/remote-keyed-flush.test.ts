@@ -10,50 +10,12 @@ import { storeName } from '../engine/testkit.test-util.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import type { StorageAdapter } from '../storage/adapter.js';
-import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
-import { type IoScope, serveStorage } from './io-host.js';
-
-/** A RemoteStorage whose I/O "worker" serves `inner` at the other end of a MessageChannel. */
-function remoteOver(inner: StorageAdapter): RemoteStorage {
-  return new RemoteStorage('memory', () => {
-    const { port1, port2 } = new MessageChannel();
-    serveStorage(port2 as unknown as IoScope, inner);
-    port2.start();
-    port1.start();
-    return port1 as unknown as IoEndpoint;
-  });
-}
-
-function lcg(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
-    return s / 2 ** 32;
-  };
-}
+import { rng } from '../testing/rng.js';
+import { EDGE_STRINGS, INT64_EDGE_KEYS, remoteOver } from './edge-keys.test-util.js';
 
 const S53 = 2n ** 53n;
 const S63 = 2n ** 63n;
-/** Int64 keys at the edges of the number form (±2^53), of 32 bits, of 64 bits, and keys that differ only in their high bytes. */
-const SIGNED_EDGES: bigint[] = [
-  0n,
-  1n,
-  -1n,
-  S53 - 1n,
-  S53,
-  S53 + 1n,
-  -(S53 - 1n),
-  -S53,
-  -S53 - 1n,
-  S63 - 1n,
-  -S63,
-  -S63 + 1n,
-  2n ** 32n,
-  2n ** 32n - 1n,
-  -(2n ** 32n),
-  ...Array.from({ length: 16 }, (_, b) => (BigInt(b * 8 - 64) << 56n) | 5n),
-  ...Array.from({ length: 16 }, (_, b) => (BigInt(b) << 48n) | 5n),
-];
+const SIGNED_EDGES = INT64_EDGE_KEYS;
 /** The same within the safe integers only: every key takes the number form (the radix sort's keys). */
 const SAFE_EDGES = SIGNED_EDGES.filter((k) => k < S53 && k > -S53);
 const UNSIGNED_EDGES: bigint[] = [
@@ -69,7 +31,7 @@ const UNSIGNED_EDGES: bigint[] = [
   ...Array.from({ length: 16 }, (_, b) => (BigInt(b * 16) << 56n) | 7n),
 ];
 
-function keyOf(rnd: () => number, edges: bigint[], signed: boolean): bigint {
+function keyOf(rnd: () => number, edges: readonly bigint[], signed: boolean): bigint {
   const pick = rnd();
   if (pick < 0.5) return edges[Math.floor(rnd() * edges.length)]!;
   if (pick < 0.8) return BigInt(Math.floor(rnd() * 200) - (signed ? 100 : 0));
@@ -86,7 +48,7 @@ type Model = Map<bigint, number>;
  * Puts (repeats inside one put and across puts), deletes, flushes and a compaction at seeded
  * points; every call awaited, so each is acknowledged. Returns what the store must hold.
  */
-async function workload(w: MemWal, rnd: () => number, edges: bigint[], signed: boolean): Promise<Model> {
+async function workload(w: MemWal, rnd: () => number, edges: readonly bigint[], signed: boolean): Promise<Model> {
   const model: Model = new Map();
   let serial = 0;
   for (let step = 0; step < 60; step++) {
@@ -136,7 +98,7 @@ async function expectHolds(w: MemWal, model: Model, touched: Iterable<bigint>): 
 async function attack(
   storageOf: (inner: MemoryStorage) => StorageAdapter,
   key: Int64 | Uint64,
-  edges: bigint[],
+  edges: readonly bigint[],
   seed: number,
 ): Promise<void> {
   const signed = key instanceof Int64;
@@ -145,7 +107,7 @@ async function attack(
   const name = storeName('keyed-flush');
   const options = { name, schema, primaryKey: ['id'], logger: { warn: () => undefined } };
   const w = await MemWal.open({ ...options, storage: storageOf(inner), maxMemtableRows: 97 });
-  const rnd = lcg(seed);
+  const rnd = rng(seed);
   const model = await workload(w, rnd, edges, signed);
   const touched = [...edges, ...Array.from({ length: 400 }, (_, i) => BigInt(i - 200)).filter((k) => signed || k >= 0n)];
   await expectHolds(w, model, touched);
@@ -177,26 +139,7 @@ describe('a keyed flush built from the WAL rows loses no acknowledged write and 
 
   it('composite (Utf8, Int32) keys: empty and non-ASCII strings, NUL bytes, long shared prefixes, repeats and deletes, through the I/O worker, in UTF-8 byte order', async () => {
     const schema = new Schema([new Field('a', new Utf8(), false), new Field('b', new Int32(), false), new Field('v', new Float64(), true)]);
-    const prefix = 'p'.repeat(300);
-    const strings = [
-      '',
-      '\u0000',
-      '\u0000\u0000',
-      'a',
-      'a\u0000',
-      'ab',
-      'é',
-      'e\u0301',
-      '日本',
-      '\uffff',
-      '😀',
-      '\ud7ff',
-      `${prefix}`,
-      `${prefix}a`,
-      `${prefix}b`,
-      `${prefix}\u0000`,
-      `${prefix}é`,
-    ];
+    const strings = EDGE_STRINGS;
     const numbers = [0, -1, 1, -(2 ** 31), 2 ** 31 - 1, 256, -256];
     const tuple = (rnd: () => number): [string, number] => [
       strings[Math.floor(rnd() * strings.length)]!,
@@ -206,7 +149,7 @@ describe('a keyed flush built from the WAL rows loses no acknowledged write and 
     const inner = new MemoryStorage();
     const options = { name: storeName('keyed-flush-composite'), schema, primaryKey: ['a', 'b'], logger: { warn: () => undefined } };
     const w = await MemWal.open({ ...options, storage: remoteOver(inner), maxMemtableRows: 53 });
-    const rnd = lcg(9);
+    const rnd = rng(9);
     const model = new Map<string, number>();
     let serial = 0;
     for (let step = 0; step < 80; step++) {
@@ -270,7 +213,7 @@ describe('a keyed flush built from the WAL rows loses no acknowledged write and 
       maxMemtableRows: 1_000_000,
       maxMemtableBytes: 512 * 1024 * 1024,
     });
-    const rnd = lcg(77);
+    const rnd = rng(77);
     const model = new Map<number, number>();
     let serial = 0;
     for (let b = 0; b < 8; b++) {
@@ -357,7 +300,7 @@ describe('torn and crashed WAL appends in the I/O worker, then a reopen', () => 
         walRetry: { baseMs: 1, maxMs: 5, timeoutMs: 2_000 },
         maxMemtableRows: 40,
       };
-      const rnd = lcg(seed);
+      const rnd = rng(seed);
       const rowsOf = (i: number) => [
         ...Array.from({ length: 5 }, (_, k) => ({ id: BigInt(i * 5 + k), payload: `${i}` })),
         { id: -1n, payload: `${i}` },
