@@ -147,3 +147,82 @@ test("a store stolen by another engine worker: the old one's read-only handles a
   await call(page, thief, 'close');
   expect(await call(page, thief, 'destroy', name)).toBe('destroyed');
 });
+
+/** Starts a burst of gets in engine worker `w` and waits until `atLeast` of them answered. */
+async function startGets(page: Page, w: number, n: number, tag: string, atLeast = 50): Promise<void> {
+  await call(page, w, 'startGets', n, 8, tag);
+  await expect.poll(async () => Number(await call(page, w, 'answered')), { timeout: 10_000 }).toBeGreaterThanOrEqual(atLeast);
+}
+
+test('gets racing a compaction on the engine worker: each answers the newest row, and the compaction still removes every file it retired', async ({
+  page,
+}) => {
+  await ioPage(page);
+  const name = 'io-own-reads-race';
+  const w = (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  await call(page, w, 'open', name, { maxMemtableRows: 1_000 });
+  await putAll(page, w, 4_000, 'a');
+  await putAll(page, w, 4_000, 'b');
+  await startGets(page, w, 4_000, 'b');
+  await call(page, w, 'compact');
+  await startGets(page, w, 4_000, 'b', Number(await call(page, w, 'answered')) + 50); // more gets over the compaction's output
+  const burst = (await call(page, w, 'stopGets')) as { answered: number; wrong: string[]; errors: string[] };
+  expect(burst.wrong).toEqual([]);
+  expect(burst.errors).toEqual([]);
+  await noRetiredFiles(page, w, name);
+  expect((await call(page, w, 'warnings')) as string[]).toEqual([]);
+  await call(page, w, 'close');
+});
+
+test('a steal while gets run in the old engine worker: they end with a clear error, and the thief compacts away every file they read', async ({
+  page,
+}) => {
+  await ioPage(page);
+  const name = 'io-own-reads-steal-burst';
+  const start = async () => (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  const old = await start();
+  await call(page, old, 'open', name, { maxMemtableRows: 1_000 });
+  await putAll(page, old, 4_000, 'a');
+  await startGets(page, old, 4_000, 'a');
+  const read = (await call(page, old, 'tableFiles', name)) as string[];
+  const thief = await start();
+  await call(page, thief, 'open', name, { steal: true, maxMemtableRows: 1_000 });
+  await putAll(page, thief, 4_000, 'b');
+  await call(page, thief, 'compact');
+  await noRetiredFiles(page, thief, name);
+  expect(((await call(page, thief, 'tableFiles', name)) as string[]).filter((f) => read.includes(f))).toEqual([]);
+  expect((await call(page, thief, 'warnings')) as string[]).toEqual([]);
+  const burst = (await call(page, old, 'stopGets')) as { answered: number; wrong: string[]; errors: string[] };
+  expect(burst.wrong).toEqual([]); // a get the old worker answered answered its own rows
+  for (const e of burst.errors) expect(e).toMatch(/^(Fenced|Closed|IOError):/);
+  expect(await call(page, thief, 'get', [0, 1_234, 3_999])).toEqual(['b0', 'b1234', 'b3999']);
+  await call(page, thief, 'close');
+  expect(await call(page, thief, 'destroy', name)).toBe('destroyed');
+});
+
+test('a close during a burst of gets, and an I/O worker killed during one: every get settles, and the store can then be destroyed', async ({
+  page,
+}) => {
+  await ioPage(page);
+  const start = async () => (await page.evaluate(() => (window as unknown as { io: Io }).io.start())) as number;
+  for (const how of ['close', 'kill'] as const) {
+    const name = `io-own-reads-${how}-burst`;
+    const w = await start();
+    await call(page, w, 'open', name, { maxMemtableRows: 1_000 });
+    await putAll(page, w, 2_000, 'a');
+    await startGets(page, w, 2_000, 'a');
+    if (how === 'close') expect(Number(await call(page, w, 'close'))).toBeLessThan(5_000);
+    else await call(page, w, 'io', 'throw');
+    const burst = (await call(page, w, 'stopGets')) as { answered: number; wrong: string[]; errors: string[] };
+    expect(burst.wrong).toEqual([]);
+    for (const e of burst.errors) expect(e).toMatch(/^(Fenced|Closed|IOError):/);
+    if (how === 'kill') {
+      expect(Number(await call(page, w, 'close'))).toBeLessThan(5_000);
+      // as in the test above, the app ends the engine worker (its I/O worker with it)
+      await page.evaluate((i) => (window as unknown as { io: Io }).io.terminate(i), w);
+    }
+    const other = await start();
+    expect(await call(page, other, 'destroy', name)).toBe('destroyed');
+    expect(await call(page, other, 'tableFiles', name)).toBeNull();
+  }
+});

@@ -10,6 +10,7 @@ const schema = new Schema([new Field('id', new Int32(), false), new Field('paylo
 let io: Worker | undefined;
 let db: MemWal | undefined;
 const warnings: string[] = [];
+let burst: { stop: boolean; answered: number; wrong: string[]; errors: string[]; done: Promise<void> } | undefined;
 
 const storage = new RemoteStorage('opfs', () => {
   io = new Worker(new URL('./io-fault-io.worker.ts', import.meta.url), { type: 'module' });
@@ -102,6 +103,36 @@ const api = {
       () => 'destroyed',
       (e: MemWalError) => `${e.code}: ${e.message}`,
     );
+  },
+  /**
+   * Starts gets of ids `0..n-1` in a loop, `parallel` at a time, until `stopGets`; each answer is
+   * checked against `tag` (a payload `${tag}${id}`).
+   */
+  startGets(n: number, parallel: number, tag: string): void {
+    burst = { stop: false, answered: 0, wrong: [], errors: [], done: Promise.resolve() };
+    const b = burst;
+    const loop = async (lane: number): Promise<void> => {
+      for (let i = lane; !b.stop; i = (i + parallel) % n) {
+        try {
+          const got = ((await db!.get({ id: i })) as { payload: string } | undefined)?.payload;
+          if (got !== `${tag}${i}`) b.wrong.push(`${i}=${got}`);
+          b.answered++;
+        } catch (e) {
+          b.errors.push(`${(e as MemWalError).code}: ${(e as Error).message}`);
+          return;
+        }
+      }
+    };
+    b.done = Promise.all(Array.from({ length: parallel }, (_, lane) => loop(lane))).then(() => undefined);
+  },
+  /** How many gets of the running burst answered so far. */
+  answered: () => burst?.answered ?? 0,
+  /** Stops the burst; resolves its answers, wrong answers and errors once every get settled. */
+  async stopGets(): Promise<{ answered: number; wrong: string[]; errors: string[] }> {
+    const b = burst!;
+    b.stop = true;
+    await b.done;
+    return { answered: b.answered, wrong: b.wrong.slice(0, 10), errors: [...new Set(b.errors)] };
   },
   ioTableReads: () => ioTableReads,
   warnings: () => warnings,

@@ -25,7 +25,7 @@ import type {
 } from '../metrics/stats.js';
 import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
-import { nowMs } from '../util/schedule.js';
+import { EventLoopTurns, nowMs } from '../util/schedule.js';
 import type { MemWalApi, PutResult, WalEntry } from './api.js';
 import { Backpressure } from './backpressure.js';
 import { type CompactionPolicy, DEFAULT_COMPACTION_POLICY } from './compaction.js';
@@ -99,6 +99,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly retention: Retention;
   private readonly estimates: CachedEstimate;
   private closePromise: Promise<void> | undefined;
+  /** Gives the event loop a turn during a long run of point reads that need no round trip. */
+  private readonly readTurns = new EventLoopTurns();
 
   private constructor(
     opened: { ctx: ClaimedContext; wal: WalWriter; tier: Tier; retention: Retention },
@@ -354,6 +356,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
+    await this.readTurns.turn();
     return this.tier.get(key);
   }
 
@@ -367,6 +370,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]>;
   async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
     this.life.throwIfUnusable();
+    await this.readTurns.turn();
     return this.tier.getMany(keys);
   }
 

@@ -26,6 +26,7 @@ import {
   type WireSchemaVersions,
   type WireStoreSchema,
 } from './io-protocol.js';
+import { clearTimer, setTimer, type Timer } from '../util/schedule.js';
 
 /** What RemoteStorage needs of the I/O worker: a Worker or a MessagePort. */
 export interface IoEndpoint {
@@ -36,6 +37,13 @@ export interface IoEndpoint {
 }
 
 /** A copy of `bytes` that owns its buffer (transferable without detaching the caller's). */
+/**
+ * How long a started I/O worker may take to send its first message (a reply, or the event that
+ * the store's lock is busy): one that sends none has failed to start, or runs a script that does
+ * not serve memwal, and every call waiting on it would wait for ever.
+ */
+export const IO_WORKER_START_LIMIT_MS = 30_000;
+
 const own = (bytes: Uint8Array): Uint8Array => bytes.slice();
 
 /** `bytes` itself where it spans its whole buffer (transferred, detaching the caller's), else a copy. */
@@ -62,18 +70,22 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: MemWalError) => void }>();
   private readonly waiting = new Map<number, () => void>();
   private readonly lost = new Map<number, (reason: string) => void>();
+  /** Set while the started I/O worker has sent nothing yet: it dies when this fires. */
+  private startTimer: Timer | undefined;
 
   /**
    * `layout`: what the I/O worker stores with (`'opfs'` or `'indexeddb'`); `spawn` starts it.
    * `logger` gets the I/O worker's warnings. `localTables`: how this thread reads table files
    * itself (default: the OPFS layout's files where this context can open read-only sync access
-   * handles; none: every read goes to the I/O worker).
+   * handles; none: every read goes to the I/O worker). `startLimitMs`: how long the I/O worker
+   * may take to send its first message before it is taken for dead (`IOError`).
    */
   constructor(
     readonly layout: string,
     private readonly spawn: () => IoEndpoint,
     private readonly logger: { warn(message: string): void } = console,
     private readonly localTables: LocalTableOpener | undefined = defaultLocalTables(layout),
+    private readonly startLimitMs = IO_WORKER_START_LIMIT_MS,
   ) {}
 
   async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
@@ -147,10 +159,18 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
       this.die(new MemWalError('IOError', `the store's I/O worker died (${what})`));
     });
     this.endpoint = endpoint;
+    this.startTimer = setTimer(() => {
+      this.startTimer = undefined;
+      this.die(new MemWalError('IOError', `the store's I/O worker sent nothing within ${this.startLimitMs} ms (it did not start)`));
+    }, this.startLimitMs);
     return endpoint;
   }
 
   private receive(msg: IoReply | IoEvent): void {
+    if (this.startTimer !== undefined) {
+      clearTimer(this.startTimer);
+      this.startTimer = undefined;
+    }
     if ('event' in msg) {
       if (msg.event === 'lost') this.lost.get(msg.handle)?.(msg.reason);
       else if (msg.event === 'waiting') this.waiting.get(msg.open)?.();
@@ -168,6 +188,7 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
   private die(err: MemWalError): void {
     if (this.dead) return;
     this.dead = err;
+    if (this.startTimer !== undefined) clearTimer(this.startTimer);
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
     for (const onLost of this.lost.values()) onLost(err.message);

@@ -191,6 +191,31 @@ function hostYield(): Promise<void> {
 }
 
 /**
+ * For calls that may resolve through microtasks only (a get answered from memory, a cached block
+ * or a synchronous read handle): a caller awaiting them in a loop would otherwise hold the event
+ * loop for ever, and no timer, message or background step of the store would run. `turn()` resolves
+ * at once unless the event loop has had no turn for `sliceMs` since a call of this run began;
+ * then it resolves after one.
+ */
+export class EventLoopTurns {
+  /** When the current run began (undefined: the event loop had a turn since the last call). */
+  private since: number | undefined;
+
+  constructor(private readonly sliceMs = SLICE_MS) {}
+
+  turn(): Promise<void> | undefined {
+    if (this.since === undefined) {
+      this.since = nowMs();
+      void yieldToEventLoop().then(() => {
+        this.since = undefined;
+      });
+      return undefined;
+    }
+    return nowMs() - this.since >= this.sliceMs ? yieldToEventLoop() : undefined;
+  }
+}
+
+/**
  * Long work as a generator of steps: each `yield` marks a point where the work may pause (a
  * table build yields after each block). {@link runSteps} runs it to its end at once;
  * {@link runStepsSliced} gives the event loop a turn whenever a slice has run `sliceMs`.
