@@ -10,20 +10,9 @@ import { MemWal } from '../engine/memwal.js';
 import { schema, storeName } from '../engine/testkit.test-util.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage } from '../storage/memory.js';
-import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
-import { type IoScope, serveStorage } from './io-host.js';
+import { remoteOver } from './edge-keys.test-util.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import { crc32c } from '../util/crc32c.js';
-
-function remote(inner: MemoryStorage) {
-  return new RemoteStorage('memory', () => {
-    const { port1, port2 } = new MessageChannel();
-    serveStorage(port2 as unknown as IoScope, inner);
-    port2.start();
-    port1.start();
-    return port1 as unknown as IoEndpoint;
-  });
-}
 
 function rng(seed: number) {
   let s = seed >>> 0;
@@ -50,7 +39,7 @@ describe('a store on RemoteStorage against a model, under faults on both sides o
         const r = rng(seed * 7 + (keyed ? 1 : 0));
         const inner = new MemoryStorage();
         const far = new FaultInjectingStorage(inner);
-        const storage = remote(far as unknown as MemoryStorage);
+        const storage = remoteOver(far);
         const faults = new FaultInjectingStorage(storage);
         const name = storeName();
         const quiet = { warn: () => undefined };
