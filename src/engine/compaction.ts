@@ -210,7 +210,10 @@ export class Compactor {
       this.parts.cache.pin(inputs.map((t) => t.name));
       try {
         for await (const built of this.parts.jobs.compactionOutputs(job, signal)) {
-          if (signal?.aborted || this.ctx.life.dead) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
+          if (signal?.aborted || this.ctx.life.dead) {
+            built.release();
+            throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
+          }
           const name = `c${maxGeneration}-${this.ctx.log.epoch}-${++this.seq}.arrow`;
           const placement = { name, level: 1, minGeneration, maxGeneration, schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1 };
           outputs.push(await writeTableFile(this.ctx.handle, built, placement, this.ctx.options.flushRetry.stallMs));

@@ -1,17 +1,16 @@
-// Writing and removing table files, shared by the flush and compaction: a built file goes to the
-// adapter in chunks (a yield between chunks), time-limited, and becomes the manifest entry that
-// names it (with the CRC-32C its builder computed).
+// Writing and removing table files, shared by the flush and compaction: a built file is written
+// where it was built (the I/O worker writes what it built; an inline build goes to the adapter in
+// chunks, a yield between), time-limited, and becomes the manifest entry that names it (with the
+// CRC-32C its builder computed).
 
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { StoreHandle } from '../storage/adapter.js';
 import { TABLE_FORMAT_V2 } from '../format/table/format.js';
-import type { BuiltTable } from '../format/table/writer.js';
-import { yieldToEventLoop } from '../util/schedule.js';
+import type { JobTable } from '../lsm/jobs.js';
 import { keyToHex } from '../data/keys.js';
 import { settleWithin } from './limits.js';
 
-/** Table files are handed to the adapter in chunks of this size, with a yield between. */
-export const TABLE_WRITE_CHUNK_BYTES = 1024 * 1024;
+export { TABLE_WRITE_CHUNK_BYTES } from '../storage/adapter.js';
 
 /** Where and how a built table file becomes a manifest entry. */
 export interface TablePlacement {
@@ -24,15 +23,19 @@ export interface TablePlacement {
 }
 
 /**
- * Write `built` as table file `p.name` (durable on resolve; `IOError` when it has not finished
- * within `limitMs`) and return its manifest entry.
+ * Write `built` as table file `p.name` through `handle` (durable on resolve; `IOError` when it
+ * has not finished within `limitMs`) and return its manifest entry. `built` is released either way.
  */
-export async function writeTableFile(handle: StoreHandle, built: BuiltTable, p: TablePlacement, limitMs: number): Promise<TableFileEntry> {
-  await settleWithin(handle.tableWrite(p.name, chunked(built.bytes)), limitMs, `table write of ${p.name}`);
+export async function writeTableFile(handle: StoreHandle, built: JobTable, p: TablePlacement, limitMs: number): Promise<TableFileEntry> {
+  try {
+    await settleWithin(built.write(handle, p.name), limitMs, `table write of ${p.name}`);
+  } finally {
+    built.release();
+  }
   const entry: TableFileEntry = {
     generation: p.maxGeneration,
     name: p.name,
-    bytes: built.bytes.length,
+    bytes: built.length,
     rows: built.rows,
     checksum: built.crc.toString(16).padStart(8, '0'),
     format: TABLE_FORMAT_V2,
@@ -59,14 +62,6 @@ export async function removeTableFile(
     await settleWithin(handle.tableRemove(name), limitMs, `removal of ${name}`);
   } catch (e) {
     warn?.(`memwal: could not remove table file ${name} (swept at the next open)`, e);
-  }
-}
-
-/** Split bytes into chunks, yielding to the event loop between them (stats stay responsive). */
-async function* chunked(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  for (let off = 0; off < bytes.length; off += TABLE_WRITE_CHUNK_BYTES) {
-    if (off > 0) await yieldToEventLoop();
-    yield bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
   }
 }
 

@@ -2,7 +2,9 @@
 // adapter (OPFS or IndexedDB), and runs its background jobs next to the files — building a
 // flushed memtable's table file from the WAL payloads it appended (kept in memory until their
 // flush; read back from the segments when it does not hold them all), and compaction outputs from
-// the input files — handing back built bytes. Writes and commits stay the engine's. Browser workers.
+// the input files. A built table stays here under an id until the engine names its file and has
+// it written here (or takes its bytes, for a wrapper handle that writes them itself), or releases
+// it: its bytes never cross to the engine's thread. Commits stay the engine's. Browser workers.
 
 import { decodePayload, type WalPayload } from '../format/wal/payload.js';
 import { buildCompactionOutputs, buildFlushTable, type CompactJob } from '../lsm/jobs.js';
@@ -14,7 +16,7 @@ import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import { encodeFrameHeader, scanSegment } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
-import { appendFrame, type StorageAdapter, type StoreHandle } from '../storage/adapter.js';
+import { appendFrame, type StorageAdapter, type StoreHandle, tableChunks } from '../storage/adapter.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import type { StorageEstimate } from '../storage/adapter.js';
 import {
@@ -22,6 +24,7 @@ import {
   type IoReply,
   type IoRequest,
   transferables,
+  type WireBuiltTable,
   type WireFlushJob,
   type WireSchemaVersions,
   type WireStoreSchema,
@@ -92,7 +95,9 @@ function stream(handle: StoreHandle, name: string): Stream {
 export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void) {
   const handles = new Map<number, StoreHandle>();
   const streams = new Map<number, Stream>();
-  const compactions = new Map<number, AsyncIterator<BuiltTable>>();
+  const compactions = new Map<number, { handle: number; outputs: AsyncIterator<BuiltTable> }>();
+  /** Tables built here and not yet written or released, by id, with the handle of their store. */
+  const built = new Map<number, { handle: number; bytes: Uint8Array }>();
   const opening = new Map<number, AbortController>();
   const schemas = new Map<string, StoreSchema>();
   /** Per handle that runs flushes here: the payloads appended and not yet built into a table, by position. */
@@ -112,6 +117,21 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
     const h = handles.get(handle);
     if (!h) throw new MemWalError('Closed', 'store handle was released');
     return h;
+  };
+  /** Keep `table` for `handle`'s store; what the engine gets of it. */
+  const keep = (handle: number, table: BuiltTable): WireBuiltTable => {
+    const id = nextId++;
+    const { bytes, ...meta } = table;
+    built.set(id, { handle, bytes });
+    return { id, length: bytes.length, ...meta };
+  };
+  /** The bytes of built table `id` of `handle`'s store, no longer kept. */
+  const take = (handle: number, id: number): Uint8Array => {
+    const t = built.get(id);
+    if (!t || t.handle !== handle)
+      throw new MemWalError('IOError', `built table ${id} is not kept here (written, released, or its store released)`);
+    built.delete(id);
+    return t.bytes;
   };
   const streamOf = (id: number): Stream => {
     const s = streams.get(id);
@@ -197,6 +217,28 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       s?.fail(new Error('table write abandoned by the engine'));
       await s?.done.catch(() => undefined);
     },
+    /**
+     * Write built table `table` as new table file `name` of `handle`'s store, through its handle
+     * (fenced, time-limited by the engine; a failed write leaves no file), in chunks with a turn
+     * of the event loop between them. The table is no longer kept, whatever the outcome.
+     */
+    async tableWriteBuilt(handle: number, table: number, name: string): Promise<void> {
+      const h = need(handle);
+      await h.tableWrite(name, tableChunks(take(handle, table)));
+    },
+    /** The bytes of built table `table` (transferred), no longer kept: for a wrapper handle that writes them itself. */
+    async builtTake(handle: number, table: number): Promise<Uint8Array> {
+      need(handle);
+      return take(handle, table);
+    },
+    /** Drop built table `table` unwritten (nothing happens when it is not kept). */
+    async builtRelease(table: number): Promise<void> {
+      built.delete(table);
+    },
+    /** How many built tables are kept here (tests, diagnostics). */
+    async builtKept(): Promise<number> {
+      return built.size;
+    },
     tableRead: (handle: number, name: string) => need(handle).tableRead(name),
     tableReadRange: (handle: number, name: string, offset: number, length: number) => need(handle).tableReadRange(name, offset, length),
     tableList: (handle: number) => need(handle).tableList(),
@@ -205,6 +247,7 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       const h = handles.get(handle);
       handles.delete(handle);
       kept.delete(handle);
+      for (const [id, t] of built) if (t.handle === handle) built.delete(id);
       await h?.release();
     },
 
@@ -213,7 +256,7 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
      * when this worker holds every one (then dropped, with any older ones), else read back from the
      * segments (entries replayed at open, or a retry after they were dropped).
      */
-    async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<BuiltTable> {
+    async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<WireBuiltTable> {
       const storeSchema = schemaOf(schema);
       const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
       const h = need(handle);
@@ -224,7 +267,9 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
         batches.push(...versions.projectEntry(t, e.epoch, e.position));
       }
       const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
-      return buildFlushTable(storeSchema, keyEncoder, batches, job.generation);
+      const table = await buildFlushTable(storeSchema, keyEncoder, batches, job.generation);
+      need(handle); // released meanwhile: keep nothing
+      return keep(handle, table);
     },
     /** Open a compaction's inputs here; resolves the id `compactNext` pulls its outputs from. */
     async compactOpen(handle: number, schema: WireStoreSchema, job: CompactJob, wv: WireSchemaVersions): Promise<number> {
@@ -242,20 +287,25 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       );
       const tables = await Promise.all(job.inputs.map((t) => cache.open(t)));
       const id = nextId++;
-      compactions.set(id, buildCompactionOutputs(storeSchema, keyEncoder, job, tables, undefined)[Symbol.asyncIterator]());
+      compactions.set(id, {
+        handle,
+        outputs: buildCompactionOutputs(storeSchema, keyEncoder, job, tables, undefined)[Symbol.asyncIterator](),
+      });
       return id;
     },
-    /** The next output of compaction `compaction`, or null when there is none. */
-    async compactNext(compaction: number): Promise<BuiltTable | null> {
-      const it = compactions.get(compaction);
-      if (!it) throw new Error(`no compaction ${compaction}`);
-      const r = await it.next();
-      return r.done ? null : r.value;
+    /** The next output of compaction `compaction` (kept here), or null when there is none. */
+    async compactNext(compaction: number): Promise<WireBuiltTable | null> {
+      const c = compactions.get(compaction);
+      if (!c) throw new Error(`no compaction ${compaction}`);
+      const r = await c.outputs.next();
+      if (r.done) return null;
+      need(c.handle);
+      return keep(c.handle, r.value);
     },
     async compactClose(compaction: number): Promise<void> {
-      const it = compactions.get(compaction);
+      const c = compactions.get(compaction);
       compactions.delete(compaction);
-      await it?.return?.();
+      await c?.outputs.return?.();
     },
   };
 }
@@ -287,11 +337,9 @@ async function readEntries(h: StoreHandle, job: WireFlushJob): Promise<WalPayloa
   return out;
 }
 
-/** The bytes of a result that are transferred rather than copied: a read, or a built table file. */
+/** The bytes of a result that are transferred rather than copied: a read, or a built table's bytes taken. */
 function resultBytes(value: unknown): Uint8Array[] {
-  if (value instanceof Uint8Array) return [value];
-  const bytes = (value as Partial<BuiltTable> | null | undefined)?.bytes;
-  return bytes instanceof Uint8Array ? [bytes] : [];
+  return value instanceof Uint8Array ? [value] : [];
 }
 
 /**

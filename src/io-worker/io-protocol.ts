@@ -48,6 +48,21 @@ export interface WireFlushJob {
   segments: { name: string }[];
 }
 
+/**
+ * A table built in the I/O worker and kept there under `id` until written (`tableWriteBuilt`),
+ * taken (`builtTake`) or released (`builtRelease`): what the manifest records of it.
+ */
+export interface WireBuiltTable {
+  id: number;
+  /** The file's length in bytes. */
+  length: number;
+  crc: number;
+  rows: number;
+  blocks: number;
+  minKey?: string;
+  maxKey?: string;
+}
+
 /** The buffers of `values` that can be transferred: Uint8Arrays that own their whole buffer. */
 export function transferables(values: readonly unknown[]): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];

@@ -18,16 +18,19 @@ import { type IoScope, serveStorage } from './io-host.js';
 
 /**
  * A RemoteStorage whose I/O "worker" is the other end of a MessageChannel; counts the jobs run
- * there and holds a weak reference to each WAL payload the far side receives.
+ * there, lists every request it gets (`ops`) and holds a weak reference to each WAL payload the
+ * far side receives.
  */
-function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: string[]; payloads: WeakRef<ArrayBuffer>[] } {
+function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: string[]; ops: string[]; payloads: WeakRef<ArrayBuffer>[] } {
   const jobs: string[] = [];
+  const ops: string[] = [];
   const payloads: WeakRef<ArrayBuffer>[] = [];
   const storage = new RemoteStorage('memory', () => {
     const { port1, port2 } = new MessageChannel();
     port2.addEventListener('message', (ev: MessageEvent) => {
       const { op, args } = ev.data as { op?: string; args?: unknown[] };
       if (op === 'buildFlush' || op === 'compactOpen') jobs.push(op);
+      if (op) ops.push(op);
       if (op === 'walAppendEntry')
         for (const a of args ?? []) if (a instanceof Uint8Array) payloads.push(new WeakRef(a.buffer as ArrayBuffer));
     });
@@ -36,7 +39,7 @@ function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: st
     port1.start();
     return port1 as unknown as IoEndpoint;
   });
-  return { storage, jobs, payloads };
+  return { storage, jobs, ops, payloads };
 }
 
 /** How many of `refs` are still reachable after a few collections. */
@@ -115,7 +118,7 @@ describe('a store on RemoteStorage', () => {
   });
 
   it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes), and the jobs still run on the far side', async () => {
-    const { storage, jobs } = remote();
+    const { storage, jobs, ops } = remote();
     const faults = new FaultInjectingStorage(storage);
     const w = await MemWal.open({
       name: storeName(),
@@ -131,8 +134,11 @@ describe('a store on RemoteStorage', () => {
     await w.waitForFlushDrain();
     expect((await w.writeStats()).flushFailureCount).toBe(2);
     expect(jobs).toContain('buildFlush'); // found through the wrapper's `inner`
+    expect(ops).toContain('builtTake'); // the wrapper writes the bytes itself: it saw them
+    expect(ops).not.toContain('tableWriteBuilt');
     expect((await w.scan()).numRows).toBe(10);
     await w.close();
+    expect(await storage.send('builtKept')).toBe(0);
   });
 
   it('a flush built on the far side reads WAL entries of older schema versions by their writer: a column dropped and added again reads null', async () => {
@@ -152,6 +158,108 @@ describe('a store on RemoteStorage', () => {
     expect(await c.get({ id: 1 })).toEqual({ id: 1n, x: null });
     expect(await c.get({ id: 2 })).toEqual({ id: 2n, x: 22 });
     await c.close();
+  });
+});
+
+/** The table files of store `name` in `inner` that its manifest does not name (orphans). */
+async function orphans(inner: MemoryStorage, name: string): Promise<string[]> {
+  const h = await inner.openStore(name);
+  try {
+    const named = new Set(((await h.manifestLoad())?.tables ?? []).map((t) => t.name));
+    return (await h.tableList()).filter((f) => !named.has(f));
+  } finally {
+    await h.release();
+  }
+}
+
+describe('tables built in the I/O worker are written there', () => {
+  const quiet = { warn: () => undefined };
+
+  it('a flush and a compaction write their tables in the I/O worker: no table byte crosses to the engine, and nothing stays kept', async () => {
+    const inner = new MemoryStorage();
+    const { storage, ops } = remote(inner);
+    const name = storeName();
+    const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 200, logger: quiet });
+    for (let round = 0; round < 2; round++) for (let i = 0; i < 1_000; i += 100) await w.put(rows(i, 100, `r${round}-`));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    expect(ops.filter((o) => o === 'tableWriteBuilt').length).toBeGreaterThan(1);
+    for (const o of ['tableWriteOpen', 'tableWriteChunk', 'builtTake']) expect(ops).not.toContain(o);
+    expect(await storage.send('builtKept')).toBe(0);
+    expect(await w.get({ id: 567 })).toMatchObject({ name: 'r1-567' });
+    await w.close();
+    expect(await orphans(inner, name)).toEqual([]);
+  });
+
+  it('a table write that fails in the I/O worker leaves no file and keeps its rows in the WAL; the retry builds again and writes', async () => {
+    const inner = new MemoryStorage();
+    const far = new FaultInjectingStorage(inner);
+    const { storage, jobs } = remote(far as unknown as MemoryStorage);
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, flushRetry: { baseMs: 1, maxMs: 2 }, logger: quiet };
+    const w = await MemWal.open(opts);
+    await w.put(rows(0, 300));
+    far.tearNext('tableWrite'); // a prefix reaches storage, then the write fails
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect((await w.writeStats()).flushFailureCount).toBe(1);
+    expect(jobs.filter((j) => j === 'buildFlush').length).toBe(2); // the retry built the table again
+    expect(await storage.send('builtKept')).toBe(0); // the failed attempt's bytes were dropped
+    expect(await w.get({ id: 299 })).toMatchObject({ id: 299n });
+    await w.close();
+    expect(await orphans(inner, name)).toEqual([]);
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(300);
+    await again.close();
+  });
+
+  it('a table write that does not finish in time fails the flush (its rows stay in the WAL) and the retry writes', async () => {
+    const inner = new MemoryStorage();
+    const far = new FaultInjectingStorage(inner);
+    const { storage } = remote(far as unknown as MemoryStorage);
+    const name = storeName();
+    const w = await MemWal.open({
+      name,
+      schema,
+      primaryKey: ['id'],
+      storage,
+      flushRetry: { baseMs: 1, maxMs: 2, stallMs: 50 },
+      logger: quiet,
+    });
+    await w.put(rows(0, 100));
+    far.hangNext('tableWrite');
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect((await w.writeStats()).flushFailureCount).toBe(1);
+    expect(await storage.send('builtKept')).toBe(0);
+    expect((await w.scan()).numRows).toBe(100);
+    await w.close();
+    expect(await orphans(inner, name)).toEqual([]);
+  });
+
+  it('a close or an abort while the I/O worker writes a table: nothing stays kept, and every row is there after reopening', async () => {
+    for (const end of ['close', 'abort'] as const) {
+      const inner = new MemoryStorage();
+      const far = new FaultInjectingStorage(inner);
+      const { storage, ops } = remote(far as unknown as MemoryStorage);
+      const name = storeName();
+      const opts = { name, schema, primaryKey: ['id'], storage, logger: quiet };
+      const w = await MemWal.open(opts);
+      await w.put(rows(0, 100));
+      const resume = far.hold('tableWrite');
+      await w.forceSealActive();
+      await vi.waitFor(() => expect(ops).toContain('tableWriteBuilt'));
+      const ended = end === 'close' ? w.close() : w.abort();
+      await new Promise((r) => setTimeout(r, 5));
+      resume();
+      await ended;
+      expect(await storage.send('builtKept'), end).toBe(0);
+      const again = await MemWal.open(opts);
+      expect((await again.scan()).numRows, end).toBe(100);
+      await again.close();
+      expect(await orphans(inner, name), end).toEqual([]);
+    }
   });
 });
 

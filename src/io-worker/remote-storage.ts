@@ -5,14 +5,13 @@
 // OPFS layout are served from the engine thread's own read-only handles where it can open them.
 // Browser contexts.
 
-import type { BackgroundJobs, CompactJob, FlushJob, JobsPlace } from '../lsm/jobs.js';
+import type { BackgroundJobs, CompactJob, FlushJob, JobTable, JobsPlace } from '../lsm/jobs.js';
 import type { StoreSchema } from '../data/schema.js';
 import { encodeSchema } from '../data/schema.js';
 import { MemWalError, errorFromWire } from '../util/errors.js';
 import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
-import type { BuiltTable } from '../format/table/writer.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
-import { checkRange } from '../storage/adapter.js';
+import { checkRange, tableChunks } from '../storage/adapter.js';
 import { opfsTableOpener, readOnlySyncHandlesAvailable, type SyncAccessHandle } from '../storage/opfs.js';
 import { readTableRange, readWholeTable, TableReaders } from '../storage/opfs-readers.js';
 import {
@@ -23,6 +22,7 @@ import {
   type IoRequest,
   type IoResult,
   transferables,
+  type WireBuiltTable,
   type WireSchemaVersions,
   type WireStoreSchema,
 } from './io-protocol.js';
@@ -210,7 +210,7 @@ class RemoteHandle implements StoreHandle {
   private readonly remoteOnly = new Set<string>();
 
   constructor(
-    private readonly remote: RemoteStorage,
+    readonly remote: RemoteStorage,
     readonly id: number,
     openLocal?: (name: string) => Promise<SyncAccessHandle>,
   ) {
@@ -322,7 +322,10 @@ class RemoteHandle implements StoreHandle {
   }
 }
 
-/** Jobs run by the I/O worker: it reads the rows next to its files and hands back built bytes. */
+/**
+ * Jobs run by the I/O worker: it reads the rows next to its files and keeps the tables it builds,
+ * handing back what the manifest records of each (`remoteTable`).
+ */
 class RemoteJobs implements BackgroundJobs {
   private readonly schema: WireStoreSchema;
 
@@ -335,22 +338,49 @@ class RemoteJobs implements BackgroundJobs {
     this.schema = { schema: encodeSchema(schema.base), primaryKey: schema.primaryKey };
   }
 
-  buildFlush(job: FlushJob): Promise<BuiltTable> {
+  async buildFlush(job: FlushJob): Promise<JobTable> {
     const { generation, firstPosition, lastPosition, segments } = job;
-    return this.remote.send('buildFlush', this.handle, this.schema, { generation, firstPosition, lastPosition, segments }, this.versions);
+    const wire = { generation, firstPosition, lastPosition, segments };
+    return remoteTable(this.remote, this.handle, await this.remote.send('buildFlush', this.handle, this.schema, wire, this.versions));
   }
 
-  async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<BuiltTable> {
+  async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<JobTable> {
     const id = await this.remote.send('compactOpen', this.handle, this.schema, job, this.versions);
     try {
       for (;;) {
         if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
         const out = await this.remote.send('compactNext', id);
         if (!out) return;
-        yield out;
+        yield remoteTable(this.remote, this.handle, out);
       }
     } finally {
       await this.remote.send('compactClose', id).catch(() => undefined);
     }
   }
+}
+
+/**
+ * A table the I/O worker built and keeps for store handle `handle`. Written through that store's
+ * own RemoteHandle, the I/O worker writes it where it is (the bytes never cross); through a
+ * wrapper's handle (fault injection, tracing), its bytes are taken over and written through the
+ * wrapper, which then sees every byte as it saw them before. Released in the I/O worker either way.
+ */
+function remoteTable(remote: RemoteStorage, handle: number, table: WireBuiltTable): JobTable {
+  const { id, ...meta } = table;
+  let kept = true;
+  return {
+    ...meta,
+    async write(via: StoreHandle, name: string): Promise<void> {
+      if (!kept) throw new MemWalError('IOError', `table file ${name}: its built bytes were already written or released`);
+      kept = false;
+      if (via instanceof RemoteHandle && via.remote === remote && via.id === handle)
+        return remote.send('tableWriteBuilt', handle, id, name);
+      await via.tableWrite(name, tableChunks(await remote.send('builtTake', handle, id)));
+    },
+    release(): void {
+      if (!kept) return;
+      kept = false;
+      void remote.send('builtRelease', id).catch(() => undefined);
+    },
+  };
 }

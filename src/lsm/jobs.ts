@@ -1,12 +1,14 @@
 // Background jobs behind one seam (docs/impl.md §11): building the table file of a frozen memtable
 // and the outputs of a compaction — the CPU-heavy work (sorting, encoding, CRCs, merging). The
 // inline implementation runs them on the engine's thread (Node, Deno, workerd); a browser store
-// runs them in its I/O worker (io-worker/remote-storage.ts). Either way the engine writes and commits.
+// runs them in its I/O worker (io-worker/remote-storage.ts), which keeps the bytes it built and
+// writes them there when the engine names the file. Either way the engine names, writes (through
+// its handle) and commits.
 
 import type { RecordBatch } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.js';
-import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import { type StorageAdapter, type StoreHandle, tableChunks } from '../storage/adapter.js';
 import { BLOCK_MAX_ROWS, blockTargetBytes } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
 import { type IndexEntries, indexEntries, sortedOrderSteps } from './sorted.js';
@@ -41,12 +43,64 @@ export interface CompactJob {
   targetBytes: number;
 }
 
-/** The seam: who builds table files. Implementations must not write or commit anything. */
+/**
+ * A table file a job built, held where the job ran (its bytes need not be on the engine's
+ * thread): what the manifest records of it, and how to write it. The holder keeps the bytes
+ * until `write` or `release`, whichever comes first; a table is written at most once (a retry
+ * builds again).
+ */
+export interface JobTable {
+  /** The file's length in bytes. */
+  readonly length: number;
+  /** CRC-32C of the file. */
+  readonly crc: number;
+  readonly rows: number;
+  readonly blocks: number;
+  /** Smallest and largest key (encoded), keyed stores with rows only. */
+  readonly minKey?: string;
+  readonly maxKey?: string;
+  /**
+   * Write it as new table file `name` through `handle` (the store's handle, or a wrapper's around
+   * it), durable on resolve, with that handle's guarantees (fencing; a failed write leaves no
+   * file). The kept bytes are released whatever the outcome: a second call rejects `IOError`.
+   */
+  write(handle: StoreHandle, name: string): Promise<void>;
+  /** Drop the kept bytes unwritten (idempotent; nothing to drop after `write`). */
+  release(): void;
+}
+
+/** A table built on this thread as a JobTable: `write` hands its bytes to the handle in chunks. */
+export function jobTableOf(built: BuiltTable): JobTable {
+  let bytes: Uint8Array | undefined = built.bytes;
+  const { crc, rows, blocks, minKey, maxKey } = built;
+  return {
+    length: built.bytes.length,
+    crc,
+    rows,
+    blocks,
+    ...(minKey !== undefined && { minKey }),
+    ...(maxKey !== undefined && { maxKey }),
+    async write(handle, name) {
+      const b = bytes;
+      bytes = undefined;
+      if (!b) throw new MemWalError('IOError', `table file ${name}: its built bytes were already written or released`);
+      await handle.tableWrite(name, tableChunks(b));
+    },
+    release() {
+      bytes = undefined;
+    },
+  };
+}
+
+/**
+ * The seam: who builds table files. Implementations write or commit nothing by themselves: the
+ * engine names each table and writes it (`JobTable.write`) or releases it.
+ */
 export interface BackgroundJobs {
   /** The table file of `job.memtable`, built. */
-  buildFlush(job: FlushJob): Promise<BuiltTable>;
-  /** The outputs of a compaction, built one at a time (the caller writes each before asking for the next). */
-  compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncIterable<BuiltTable>;
+  buildFlush(job: FlushJob): Promise<JobTable>;
+  /** The outputs of a compaction, built one at a time (the caller writes or releases each before asking for the next). */
+  compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncIterable<JobTable>;
 }
 
 /**
@@ -229,13 +283,21 @@ export class InlineJobs implements BackgroundJobs {
     private readonly open: (entry: TableFileEntry) => Promise<OpenTable>,
   ) {}
 
-  async buildFlush(job: FlushJob): Promise<BuiltTable> {
+  async buildFlush(job: FlushJob): Promise<JobTable> {
     const m = job.memtable;
-    return buildFlushTable(this.storeSchema, this.keyEncoder, m.batches, job.generation, m.keyIndex ? indexEntries(m.keyIndex) : undefined);
+    return jobTableOf(
+      await buildFlushTable(
+        this.storeSchema,
+        this.keyEncoder,
+        m.batches,
+        job.generation,
+        m.keyIndex ? indexEntries(m.keyIndex) : undefined,
+      ),
+    );
   }
 
-  async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<BuiltTable> {
+  async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<JobTable> {
     const tables = await Promise.all(job.inputs.map((t) => this.open(t)));
-    yield* buildCompactionOutputs(this.storeSchema, this.keyEncoder, job, tables, signal);
+    for await (const built of buildCompactionOutputs(this.storeSchema, this.keyEncoder, job, tables, signal)) yield jobTableOf(built);
   }
 }

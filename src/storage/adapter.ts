@@ -6,6 +6,7 @@ import { MemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import { joinFrame } from '../format/wal/codec.js';
 import type { Logger } from '../util/logger.js';
+import { yieldToEventLoop } from '../util/schedule.js';
 
 /**
  * Options for claiming a store's writer lock.
@@ -168,6 +169,21 @@ export function appendFrame(handle: StoreHandle, name: string, offset: number, h
   return handle.walAppendParts
     ? handle.walAppendParts(name, offset, [header, payload])
     : handle.walAppend(name, offset, joinFrame(header, payload));
+}
+
+/** Table files are handed to `tableWrite` in chunks of this size, with a yield between. */
+export const TABLE_WRITE_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * `bytes` as `tableWrite` chunks of {@link TABLE_WRITE_CHUNK_BYTES} (views, not copies), with a
+ * turn of the event loop between them, so the thread that writes a table file still answers
+ * other calls meanwhile (stats, WAL appends).
+ */
+export async function* tableChunks(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  for (let off = 0; off < bytes.length; off += TABLE_WRITE_CHUNK_BYTES) {
+    if (off > 0) await yieldToEventLoop();
+    yield bytes.subarray(off, Math.min(bytes.length, off + TABLE_WRITE_CHUNK_BYTES));
+  }
 }
 
 /** `InvalidArgument` unless `offset` and `length` are non-negative integers (a ranged table read). */
