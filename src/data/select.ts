@@ -228,6 +228,81 @@ export function gather(type: DataType, sels: Sel[]): Data {
   }
 }
 
+/**
+ * Rows `start..start+count` of `data` (of `type`) without copying their values: the values and
+ * offsets stay views of `data`'s (an Arrow IPC writer writes only the range's bytes of those, and
+ * rebases offsets itself), while validity bitmaps and Bool values, which the writer would write
+ * whole from bit 0 of the source, are copied to hold exactly the range. Encoded, it is byte for
+ * byte what {@link gather} of the range encodes to. Undefined for the types left to `gather`
+ * (unions, view types, dictionaries).
+ */
+export function rangeView(type: DataType, data: Data, start: number, count: number): Data | undefined {
+  let bitmap: Uint8Array = EMPTY;
+  let nullCount = 0;
+  if (type.typeId !== Type.Null && type.typeId !== Type.Union && data.nullCount > 0) {
+    bitmap = new Uint8Array((count + 7) >> 3);
+    const src = data.nullBitmap!;
+    for (let k = 0, r = data.offset + start; k < count; k++, r++) {
+      if (getBit(src, r)) bitmap[k >> 3]! |= 1 << (k & 7);
+      else nullCount++;
+    }
+  }
+  const children: Field[] = type.children ?? [];
+  switch (type.typeId) {
+    case Type.Null:
+      return new Data(type, 0, count, count);
+    case Type.Bool: {
+      const bits = new Uint8Array((count + 7) >> 3);
+      const src = data.values as Uint8Array;
+      for (let k = 0, r = data.offset + start; k < count; k++, r++) if (getBit(src, r)) bits[k >> 3]! |= 1 << (k & 7);
+      return new Data(type, 0, count, nullCount, [undefined, bits, bitmap]);
+    }
+    case Type.Utf8:
+    case Type.Binary:
+    case Type.LargeUtf8:
+    case Type.LargeBinary: {
+      const offsets = (data.valueOffsets as unknown as AnyArray).subarray(start, start + count + 1);
+      return new Data(type, 0, count, nullCount, [offsets as never, data.values, bitmap]);
+    }
+    case Type.List:
+    case Type.LargeList:
+    case Type.Map: {
+      const large = type.typeId === Type.LargeList;
+      const so = data.valueOffsets as unknown as AnyArray;
+      const a = Number(so[start]);
+      const child = rangeView(children[0]!.type, data.children[0]!, a, Number(so[start + count]) - a);
+      if (!child) return undefined;
+      const offsets = large ? new BigInt64Array(count + 1) : new Int32Array(count + 1);
+      for (let k = 1; k <= count; k++) offsets[k] = large ? BigInt(Number(so[start + k]) - a) : Number(so[start + k]) - a;
+      return new Data(type, 0, count, nullCount, [offsets, undefined, bitmap], [child]);
+    }
+    case Type.FixedSizeList: {
+      const size = (type as unknown as { listSize: number }).listSize;
+      const child = rangeView(children[0]!.type, data.children[0]!, start * size, count * size);
+      return child && new Data(type, 0, count, nullCount, [undefined, undefined, bitmap], [child]);
+    }
+    case Type.Struct: {
+      const kids: Data[] = [];
+      for (let j = 0; j < children.length; j++) {
+        const kid = rangeView(children[j]!.type, data.children[j]!, start, count);
+        if (!kid) return undefined;
+        kids.push(kid);
+      }
+      return new Data(type, 0, count, nullCount, [undefined, undefined, bitmap], kids);
+    }
+    case Type.Union:
+    case Type.Utf8View:
+    case Type.BinaryView:
+    case Type.Dictionary:
+      return undefined;
+    default: {
+      const stride = data.stride;
+      const values = (data.values as unknown as AnyArray).subarray(start * stride, (start + count) * stride);
+      return new Data(type, 0, count, nullCount, [undefined, values as never, bitmap]);
+    }
+  }
+}
+
 /** Fixed-width values (stride-aware: Decimal, FixedSizeBinary, Interval). */
 function gatherFixed(type: DataType, sels: Sel[], n: number): AnyArray {
   const stride = new Data(type, 0, 0).stride;

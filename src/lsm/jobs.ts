@@ -196,7 +196,7 @@ function* tableSteps(
   minGeneration: number,
   maxGeneration: number,
 ): Steps<BuiltTable> {
-  const blocks = yield* cutBlockSteps(storeSchema.internal, rows, blockTargetBytes(storeSchema.primaryKey.length > 0));
+  const blocks = yield* cutBlockSteps(storeSchema.internal, rows, blockTargetBytes(storeSchema.primaryKey.length > 0), true);
   return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, minGeneration, maxGeneration);
 }
 

@@ -30,7 +30,8 @@ import { BloomFilter } from './bloom.js';
 import { readFooter } from './footer.js';
 import { BLOCK_MAX_ROWS, META_BLOCKS, META_BLOOM, META_GENERATIONS } from './format.js';
 import { decodeBlock, readTableIndex } from './reader.js';
-import { cutBlocks, encodeTable } from './writer.js';
+import { cutBlockSteps, cutBlocks, encodeTable } from './writer.js';
+import { runSteps } from '../../util/schedule.js';
 
 const storeSchema = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
 const keyEncoder = makeKeyEncoder(storeSchema);
@@ -49,11 +50,99 @@ function sortedBatch(n: number) {
 
 const reader = (bytes: Uint8Array) => (offset: number, length: number) => Promise.resolve(bytes.slice(offset, offset + length));
 
+/** A batch of `n` rows of nullable and nested columns, 64-bit offsets, fixed widths (sorted by key), and its store schema. */
+function wideBatch(n: number) {
+  // Nullable and nested columns, 64-bit offsets, fixed widths: what the own loader builds.
+  const wide = makeStoreSchema(
+    new Schema([
+      new Field('id', new Utf8(), false),
+      new Field('n', new Int32(), true),
+      new Field('f', new Float64(), true),
+      new Field('big', new LargeUtf8(), true),
+      new Field('ok', new Bool(), true),
+      new Field('at', new TimestampMicrosecond(), true),
+      new Field('day', new DateMillisecond(), true),
+      new Field('hash', new FixedSizeBinary(2), true),
+      new Field('tags', new List(new Field('item', new Utf8(), true)), true),
+      new Field('pos', new Struct([new Field('x', new Int32(), true), new Field('y', new Utf8(), true)]), true),
+    ]),
+    ['id'],
+  );
+  const odd = (i: number) => i % 3 === 1;
+  const cols = [
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => `k${String(i).padStart(5, '0')}`),
+      new Utf8(),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : i - 1500)),
+      new Int32(),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : i / 7)),
+      new Float64(),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (i % 5 === 0 ? null : `large-${i}`)),
+      new LargeUtf8(),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : i % 2 === 0)),
+      new Bool(),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : 1_700_000_000_000_000 + i)),
+      new TimestampMicrosecond(),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : new Date(86_400_000 * i))),
+      new DateMillisecond(),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : new Uint8Array([i & 255, i >> 8]))),
+      new FixedSizeBinary(2),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : Array.from({ length: i % 4 }, (_, j) => (j === 1 ? null : `t${i}.${j}`)))),
+      new List(new Field('item', new Utf8(), true)),
+    ),
+    vectorFromArray(
+      Array.from({ length: n }, (_, i) => (odd(i) ? null : { x: i, y: i % 2 ? null : `y${i}` })),
+      new Struct([new Field('x', new Int32(), true), new Field('y', new Utf8(), true)]),
+    ),
+    vectorFromArray(Array.from({ length: n }, () => false)),
+  ];
+  const batch = makeBatch(
+    wide.internal,
+    cols.map((c) => c.data[0]!),
+    n,
+  );
+  return { wide, batch };
+}
+
 describe('table file format 2', () => {
   it('cuts rows into blocks of at most 4,096 rows and about 64 KiB', () => {
     const blocks = cutBlocks(storeSchema.internal, [sortedBatch(10_000)]);
     expect(blocks.reduce((n, b) => n + b.numRows, 0)).toBe(10_000);
     expect(Math.max(...blocks.map((b) => b.numRows))).toBeLessThanOrEqual(BLOCK_MAX_ROWS);
+  });
+
+  it('blocks that are runs of one batch are slices of it (views, no copy), and the file is byte for byte the gathered one', async () => {
+    const { wide, batch } = wideBatch(3000);
+    const small = wideBatch(40).batch; // gathered into a block with the next batch's first rows
+    for (const target of [16 * 1024, 4 * 1024, 1024]) {
+      const input = [batch, small, batch.slice(1, 2900)];
+      const gathered = cutBlocks(wide.internal, input, target);
+      const sliced = runSteps(cutBlockSteps(wide.internal, input, target, true));
+      expect(sliced.map((b) => b.numRows)).toEqual(gathered.map((b) => b.numRows));
+      const firstId = (b: (typeof sliced)[number]) => b.data.children[0]!.values.buffer;
+      expect(firstId(sliced[0]!)).toBe(firstId(batch)); // a view of the put's buffer
+      expect(firstId(gathered[0]!)).not.toBe(firstId(batch));
+      const a = encodeTable(wide, wide.internal, makeKeyEncoder(wide), gathered, 1, 1);
+      const b = encodeTable(wide, wide.internal, makeKeyEncoder(wide), sliced, 1, 1);
+      expect(b.crc).toBe(a.crc);
+      expect(Buffer.from(b.bytes).equals(Buffer.from(a.bytes))).toBe(true);
+    }
   });
 
   it("a built table's checksum is the CRC-32C of its bytes (combined from its blocks' checksums)", () => {
@@ -173,72 +262,8 @@ describe('table file format 2', () => {
   });
 
   it('a block decodes as views of its bytes, without copying, and equals what apache-arrow decodes', async () => {
-    // Nullable and nested columns, 64-bit offsets, fixed widths: what the own loader builds.
-    const wide = makeStoreSchema(
-      new Schema([
-        new Field('id', new Utf8(), false),
-        new Field('n', new Int32(), true),
-        new Field('f', new Float64(), true),
-        new Field('big', new LargeUtf8(), true),
-        new Field('ok', new Bool(), true),
-        new Field('at', new TimestampMicrosecond(), true),
-        new Field('day', new DateMillisecond(), true),
-        new Field('hash', new FixedSizeBinary(2), true),
-        new Field('tags', new List(new Field('item', new Utf8(), true)), true),
-        new Field('pos', new Struct([new Field('x', new Int32(), true), new Field('y', new Utf8(), true)]), true),
-      ]),
-      ['id'],
-    );
-    const n = 3000;
-    const odd = (i: number) => i % 3 === 1;
-    const cols = [
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => `k${String(i).padStart(5, '0')}`),
-        new Utf8(),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : i - 1500)),
-        new Int32(),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : i / 7)),
-        new Float64(),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (i % 5 === 0 ? null : `large-${i}`)),
-        new LargeUtf8(),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : i % 2 === 0)),
-        new Bool(),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : 1_700_000_000_000_000 + i)),
-        new TimestampMicrosecond(),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : new Date(86_400_000 * i))),
-        new DateMillisecond(),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : new Uint8Array([i & 255, i >> 8]))),
-        new FixedSizeBinary(2),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : Array.from({ length: i % 4 }, (_, j) => (j === 1 ? null : `t${i}.${j}`)))),
-        new List(new Field('item', new Utf8(), true)),
-      ),
-      vectorFromArray(
-        Array.from({ length: n }, (_, i) => (odd(i) ? null : { x: i, y: i % 2 ? null : `y${i}` })),
-        new Struct([new Field('x', new Int32(), true), new Field('y', new Utf8(), true)]),
-      ),
-      vectorFromArray(Array.from({ length: n }, () => false)),
-    ];
-    const batch = makeBatch(
-      wide.internal,
-      cols.map((c) => c.data[0]!),
-      n,
-    );
+    const { wide, batch } = wideBatch(3000);
+    const n = batch.numRows;
     const built = encodeTable(wide, wide.internal, makeKeyEncoder(wide), cutBlocks(wide.internal, [batch]), 1, 1);
     const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), wide.internal);
     const theirs = tableFromIPC(built.bytes);

@@ -3,10 +3,10 @@
 // come in final order: sorted by key with one row per key for keyed stores, insertion order for
 // append-only ones. Pure; any runtime.
 
-import { RecordBatch, RecordBatchFileWriter, Schema } from 'apache-arrow';
+import { type Data, RecordBatch, RecordBatchFileWriter, Schema } from 'apache-arrow';
 import { type Key, type KeyEncoder, keyBytes, keyString } from '../../data/keys.js';
 import type { StoreSchema } from '../../data/schema.js';
-import { gatherBatch } from '../../data/select.js';
+import { gatherBatch, makeBatch, rangeView } from '../../data/select.js';
 import { estimateBatchBytes } from '../../data/size.js';
 import { toBase64 } from '../../util/bytes.js';
 import { crc32c, crc32cCombine } from '../../util/crc32c.js';
@@ -44,14 +44,26 @@ export function cutBlocks(schema: Schema, batches: readonly RecordBatch[], targe
   return runSteps(cutBlockSteps(schema, batches, targetBytes));
 }
 
-/** {@link cutBlocks} as steps, one block per step (a caller may pause between them). */
-export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[], targetBytes = BLOCK_TARGET_BYTES): Steps<RecordBatch[]> {
+/**
+ * {@link cutBlocks} as steps, one block per step (a caller may pause between them). With `views`
+ * a block that is a run of one batch's rows (a batch of a block or more: most blocks of large
+ * puts) keeps views of the batch's values and offsets (`rangeView`: the IPC writer copies only
+ * the run's bytes into the file, the same bytes a gather would give); only validity bitmaps are
+ * copied, and a block of several batches' rows is gathered. For a caller that encodes the blocks
+ * at once (the views keep the whole batches alive).
+ */
+export function* cutBlockSteps(
+  schema: Schema,
+  batches: readonly RecordBatch[],
+  targetBytes = BLOCK_TARGET_BYTES,
+  views = false,
+): Steps<RecordBatch[]> {
   const out: RecordBatch[] = [];
   let pending: { batch: RecordBatch; idx: null; start: number; count: number }[] = [];
   let rows = 0;
   let bytes = 0;
   const flush = (): void => {
-    if (rows > 0) out.push(gatherBatch(schema, pending, rows));
+    if (rows > 0) out.push(views && pending.length === 1 ? sliceOf(schema, pending[0]!) : gatherBatch(schema, pending, rows));
     pending = [];
     rows = 0;
     bytes = 0;
@@ -64,7 +76,9 @@ export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[], 
     while (at < n) {
       const room = Math.max(1, Math.min(BLOCK_MAX_ROWS - rows, Math.floor((targetBytes - bytes) / rowBytes)));
       const take = Math.min(room, n - at);
-      pending.push({ batch, idx: null, start: at, count: take });
+      const last = pending[pending.length - 1];
+      if (last?.batch === batch && last.start + last.count === at) last.count += take;
+      else pending.push({ batch, idx: null, start: at, count: take });
       rows += take;
       bytes += take * rowBytes;
       at += take;
@@ -76,6 +90,20 @@ export function* cutBlockSteps(schema: Schema, batches: readonly RecordBatch[], 
   }
   flush();
   return out;
+}
+
+/**
+ * Rows `start..start+count` of `batch` as a batch of `schema`, their values not copied
+ * (`rangeView`), or else (a type it leaves to `gather`) gathered.
+ */
+function sliceOf(schema: Schema, sel: { batch: RecordBatch; idx: null; start: number; count: number }): RecordBatch {
+  const children: Data[] = [];
+  for (let j = 0; j < schema.fields.length; j++) {
+    const view = rangeView(schema.fields[j]!.type, sel.batch.data.children[j]!, sel.start, sel.count);
+    if (!view) return gatherBatch(schema, [sel], sel.count);
+    children.push(view);
+  }
+  return makeBatch(schema, children, sel.count);
 }
 
 /**
