@@ -70,6 +70,15 @@ export interface IngestResult {
   backpressureWaits: number;
   /** Compaction during the rep (this store's compactionStats at the drain). */
   compaction: CompactionFigures | undefined;
+  /** Each put's time from call to acknowledgement, ms: median, p90, p99, max. */
+  putMs: { p50: number; p90: number; p99: number; max: number };
+}
+
+/** The median, p90, p99 and max of `ms`. */
+function putPercentiles(ms: number[]): IngestResult['putMs'] {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (q: number): number => +(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2);
+  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
 }
 
 /** What compaction did in a store since it opened, and where the tables stand. */
@@ -123,8 +132,13 @@ async function ingest<T>(
     bytes += s.bytes;
   }
   try {
+    const putMs: number[] = [];
     const t0 = now();
-    await runWriters(items, writers, (it) => db.put(it as RecordBatch | Record<string, unknown>[]));
+    await runWriters(items, writers, async (it) => {
+      const t = now();
+      await db.put(it as RecordBatch | Record<string, unknown>[]);
+      putMs.push(now() - t);
+    });
     const ackMs = now() - t0;
     await db.waitForFlushDrain();
     const drainedMs = now() - t0;
@@ -138,6 +152,7 @@ async function ingest<T>(
       flushes: ws.flushCount,
       backpressureWaits: bp.totalCount,
       compaction: await compactionFigures(db),
+      putMs: putPercentiles(putMs),
     };
   } finally {
     await db.close();

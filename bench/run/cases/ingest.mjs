@@ -77,7 +77,12 @@ export const ingestCases = {
         backpressureWaits: rs.map((r) => r.backpressureWaits),
         drainedSeconds: rs.map((r) => +(r.drainedMs / 1000).toFixed(2)),
         compaction: rs.map((r) => r.compaction),
+        putMs: rs.map((r) => r.putMs),
       };
+      if (rs[0]?.putMs)
+        log(
+          `${name}: put ms (p50 p90 p99 max) per rep: ${rs.map((r) => `${r.putMs.p50} ${r.putMs.p90} ${r.putMs.p99} ${r.putMs.max}`).join(' | ')}`,
+        );
     }
     log('Arrow ingest: done');
   },
