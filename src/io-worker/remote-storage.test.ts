@@ -14,7 +14,8 @@ import { MemoryStorage } from '../storage/memory.js';
 import { type IoEndpoint, type LocalTableOpener, RemoteStorage } from './remote-storage.js';
 import type { SyncAccessHandle } from '../storage/opfs.js';
 import { MemWalError } from '../util/errors.js';
-import { type IoScope, serveStorage } from './io-host.js';
+import { type IoScope, makeIoHost, serveStorage } from './io-host.js';
+import { encodeSchema } from '../data/schema.js';
 
 /**
  * A RemoteStorage whose I/O "worker" is the other end of a MessageChannel; counts the jobs run
@@ -236,6 +237,36 @@ describe('tables built in the I/O worker are written there', () => {
     expect((await w.scan()).numRows).toBe(100);
     await w.close();
     expect(await orphans(inner, name)).toEqual([]);
+  });
+
+  it('the I/O worker drops a built table on release, with its store, and after a write whatever its outcome; a dropped table is not written', async () => {
+    const inner = new MemoryStorage();
+    const host = makeIoHost(inner, () => undefined);
+    const name = storeName();
+    const handle = await host.openStore(1, name, {});
+    const wire = { schema: encodeSchema(schema), primaryKey: ['id'] };
+    const build = () =>
+      host.buildFlush(
+        handle,
+        wire,
+        { generation: 1, firstPosition: 1, lastPosition: 0, segments: [] },
+        { versions: [{ version: 1, schema: wire.schema }], currentVersion: 1 },
+      );
+    const a = await build();
+    const b = await build();
+    const c = await build();
+    expect(await host.builtKept()).toBe(3);
+    await host.builtRelease(a.id);
+    expect(await host.builtKept()).toBe(2);
+    await expect(host.tableWriteBuilt(handle, a.id, '1-1-1.arrow')).rejects.toMatchObject({ code: 'IOError' });
+    await host.tableWriteBuilt(handle, b.id, '1-1-2.arrow');
+    expect(await host.builtKept()).toBe(1);
+    await expect(host.tableWriteBuilt(handle, b.id, '1-1-3.arrow')).rejects.toMatchObject({ code: 'IOError' }); // written once
+    expect(await host.tableList(handle)).toEqual(['1-1-2.arrow']);
+    expect((await host.tableRead(handle, '1-1-2.arrow')).length).toBe(b.length);
+    await host.release(handle); // c was never written: it goes with its store
+    expect(await host.builtKept()).toBe(0);
+    expect(c.id).toBeGreaterThan(0);
   });
 
   it('a close or an abort while the I/O worker writes a table: nothing stays kept, and every row is there after reopening', async () => {
