@@ -38,12 +38,7 @@ export function rowsToBatch(rows: Row[], storeSchema: StoreSchema, what: string)
 function buildColumn(rows: Row[], field: Field, what: string): Data {
   const t = field.type;
   if (builtHere(t)) {
-    const faults: ColumnFaults = {
-      bad: (i, v) => invalid(`${what}: row ${i}: column "${field.name}": expected ${expectedFor(t)}, got ${describe(v)}`),
-      missing: (i) => missingValue(what, i, field),
-    };
-    const tooBig = (): MemWalError => invalid(`${what}: column "${field.name}" holds more than 2 GiB in one put; split the put`);
-    const c = buildColumnBuffers(rows, field, faults, tooBig);
+    const c = buildColumnBuffers(rows, field, new FieldFaults(field, what));
     return new Data(t, 0, rows.length, c.nullCount, [c.valueOffsets, c.values, c.nullBitmap] as never);
   }
   switch (t.typeId) {
@@ -55,6 +50,23 @@ function buildColumn(rows: Row[], field: Field, what: string): Data {
       return buildFlat(rows, field, what);
     default:
       return buildFallback(rows, field, what);
+  }
+}
+
+/** The errors of a column built by row-columns.ts: InvalidArgument naming the column and row. */
+class FieldFaults implements ColumnFaults {
+  constructor(
+    private readonly field: Field,
+    private readonly what: string,
+  ) {}
+  bad(i: number, v: unknown): MemWalError {
+    return invalid(`${this.what}: row ${i}: column "${this.field.name}": expected ${expectedFor(this.field.type)}, got ${describe(v)}`);
+  }
+  missing(i: number): MemWalError {
+    return missingValue(this.what, i, this.field);
+  }
+  tooBig(): MemWalError {
+    return invalid(`${this.what}: column "${this.field.name}" holds more than 2 GiB in one put; split the put`);
   }
 }
 

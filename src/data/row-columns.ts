@@ -20,6 +20,8 @@ export interface ColumnFaults {
   bad(i: number, v: unknown): Error;
   /** Row `i` has no value (null, undefined or absent) in a non-nullable column. */
   missing(i: number): Error;
+  /** A variable-width column passes 2 GiB. */
+  tooBig(): Error;
 }
 
 /** A built column: apache-arrow's buffers (value offsets, values, validity) and its null count. */
@@ -57,15 +59,9 @@ export function builtHere(type: ColumnSpec['type']): boolean {
  * Column `spec` of `rows` (each row read as `rows[i][spec.name]`), for a type {@link builtHere}
  * accepts. Values: Int64/Uint64 a bigint or a safe-integer number; narrower ints an integer
  * number (or bigint) in range; Float any number; Bool a boolean; Utf8 a string; Binary a
- * Uint8Array; null/undefined/absent = null. Throws what `faults` gives, or `tooBig` when a
- * variable-width column passes 2 GiB.
+ * Uint8Array; null/undefined/absent = null. Throws what `faults` gives.
  */
-export function buildColumnBuffers(
-  rows: readonly Record<string, unknown>[],
-  spec: ColumnSpec,
-  faults: ColumnFaults,
-  tooBig: () => Error,
-): ColumnBuffers {
+export function buildColumnBuffers(rows: readonly Record<string, unknown>[], spec: ColumnSpec, faults: ColumnFaults): ColumnBuffers {
   const t = spec.type;
   switch (t.typeId) {
     case TYPE_ID.Int:
@@ -75,7 +71,7 @@ export function buildColumnBuffers(
     case TYPE_ID.Bool:
       return buildBool(rows, spec, faults);
     default:
-      return buildVarWidth(rows, spec, faults, tooBig);
+      return buildVarWidth(rows, spec, faults);
   }
 }
 
@@ -190,12 +186,7 @@ function buildBool(rows: readonly Record<string, unknown>[], spec: ColumnSpec, f
 }
 
 /** Utf8/LargeUtf8/Binary/LargeBinary: bytes into one growing buffer (ASCII strings copied by hand). */
-function buildVarWidth(
-  rows: readonly Record<string, unknown>[],
-  spec: ColumnSpec,
-  faults: ColumnFaults,
-  tooBig: () => Error,
-): ColumnBuffers {
+function buildVarWidth(rows: readonly Record<string, unknown>[], spec: ColumnSpec, faults: ColumnFaults): ColumnBuffers {
   const n = rows.length;
   const name = spec.name;
   const typeId = spec.type.typeId;
@@ -230,7 +221,7 @@ function buildVarWidth(
     } else {
       throw faults.bad(i, v);
     }
-    if (pos > INT32_MAX_BYTES) throw tooBig();
+    if (pos > INT32_MAX_BYTES) throw faults.tooBig();
     offsets[i + 1] = pos;
   }
   const values = pos < buf.length * 0.9 ? buf.slice(0, pos) : buf.subarray(0, pos);

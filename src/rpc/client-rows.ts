@@ -31,8 +31,7 @@ export function rowPlan(schema: WireSchema): RowPlan | undefined {
 
 /** What the builders throw here: the rows go as they are. */
 const notBuilt = (): Error => new Error('not built in the page');
-const FAULTS: ColumnFaults = { bad: notBuilt, missing: notBuilt };
-const TOO_BIG = notBuilt;
+const FAULTS: ColumnFaults = { bad: notBuilt, missing: notBuilt, tooBig: notBuilt };
 
 /**
  * `rows` as one batch of the store's columns, each in buffers of its own (to transfer), or
@@ -61,7 +60,7 @@ function build(rows: readonly unknown[], plan: RowPlan): WireArrow | undefined {
   }
   const plain = rows as readonly Record<string, unknown>[];
   const children: WireColumnData[] = plan.specs.map((spec) => {
-    const c = buildColumnBuffers(plain, spec, FAULTS, TOO_BIG);
+    const c = buildColumnBuffers(plain, spec, FAULTS);
     return {
       offset: 0,
       length: n,
