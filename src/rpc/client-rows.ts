@@ -9,14 +9,14 @@
 import { buildColumnBuffers, builtHere, type ColumnFaults, type ColumnSpec } from '../data/row-columns.js';
 import type { WireArrow, WireColumnData, WireSchema } from './protocol.js';
 
-/** The store's columns for {@link rowsToWire}; undefined when a column is of a type not built here. */
+/** How {@link rowsToWire} builds a store's rows: its columns, their names, its schema as plain data. */
 export interface RowPlan {
   specs: ColumnSpec[];
   names: Record<string, true>;
   schema: WireSchema;
 }
 
-/** The plan for a store opened with `wire` (its schema as plain data), or undefined. */
+/** The plan for a store of `schema` (as plain data), or undefined when a column is of a type not built here. */
 export function rowPlan(schema: WireSchema): RowPlan | undefined {
   const specs: ColumnSpec[] = [];
   const names: Record<string, true> = Object.create(null) as Record<string, true>;
