@@ -17,3 +17,14 @@ test('Arrow input of many kinds put from the page reads back the same through sc
   );
   expect(problems).toEqual([]);
 });
+
+test('plain rows of the types the page builds into columns read back as the same rows put as Arrow, before and after a flush and a reopen', async ({
+  page,
+}) => {
+  await clientPage(page);
+  await page.evaluate((url) => import(url), '/client/arrow-kinds.ts');
+  const problems = await page.evaluate(() =>
+    (window as unknown as { plainKinds: (name: string) => Promise<string[]> }).plainKinds(`plain-kinds-${Date.now()}`),
+  );
+  expect(problems).toEqual([]);
+});

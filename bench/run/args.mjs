@@ -9,7 +9,8 @@
 //   --full               BENCH_FULL=1    also IndexedDB and Dexie on the 1M-row set
 //   --sizes=200k,1m,4m   BENCH_SIZES     the row counts of the read ladders (readsworker, readspage)
 //   --profile=<case>     BENCH_PROFILE   CPU profile of the bench worker during that case (for
-//                                        "stats": the host worker and the page), written to
+//                                        "stats": the host worker and the page; for "rows100k":
+//                                        all three), written to
 //                                        bench/results/profile-<case>-<thread>.cpuprofile.json
 //   --baseline=<ref>     BENCH_BASELINE  an older memwal the ingest cases also run (default e7a7360,
 //                                        main before compaction; `none`: skip)

@@ -157,13 +157,18 @@ export async function profiled(session, name, work) {
   if (PROFILE !== name) return work();
   const { context, page } = session;
   // The client cases run memwal in the host worker; profile that one for them, and the page
-  // (it encodes the puts and times the calls).
-  if (name === 'stats') await session.call(() => globalThis.bench.startHosts());
-  const main =
-    name === 'stats'
-      ? ['host-worker', await WorkerCdp.attach(context, page, 'host.worker')]
-      : ['bench-worker', await session.benchWorkerCdp()];
-  const targets = [main, ...(name === 'stats' ? [['page', await context.newCDPSession(page)]] : [])];
+  // (it encodes the puts and times the calls). rows100k runs both ways: every thread.
+  const client = name === 'stats' || name === 'rows100k';
+  if (client) await session.call(() => globalThis.bench.startHosts());
+  const targets = [
+    ...(name === 'stats' ? [] : [['bench-worker', await session.benchWorkerCdp()]]),
+    ...(client
+      ? [
+          ['host-worker', await WorkerCdp.attach(context, page, 'host.worker')],
+          ['page', await context.newCDPSession(page)],
+        ]
+      : []),
+  ];
   const start = async (t) => {
     await t.send('Profiler.enable');
     await t.send('Profiler.setSamplingInterval', { interval: 200 });

@@ -1,5 +1,5 @@
 // Plain rows (`put([{...}])`) -> one record batch, built column by column straight into typed
-// arrays, and the scalar coercion plain rows and get() keys share (coerceScalar, expectedFor).
+// arrays (the common types by row-columns.ts, which the page's client shares), and the scalar coercion plain rows and get() keys share (coerceScalar, expectedFor).
 // The rules per column type are those of rows.ts `toBatches`. Any runtime.
 
 import { Bool, Data, type RecordBatch, Type, makeBuilder } from 'apache-arrow';
@@ -7,14 +7,12 @@ import type { DataType, Field } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { StoreSchema } from './schema.js';
 import { makeBatch, type ArrayCtor } from './select.js';
+import { buildColumnBuffers, builtHere, type ColumnFaults, EMPTY } from './row-columns.js';
 
 /** A plain row: column name -> value. */
 export type Row = Record<string, unknown>;
 
-export const EMPTY = new Uint8Array(0);
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-const INT32_MAX_BYTES = 2147483647;
-const encoder = new TextEncoder();
+export { EMPTY };
 
 // ---------------------------------------------------------------------------------------------
 // Plain rows -> one batch, column by column into typed arrays
@@ -38,19 +36,12 @@ export function rowsToBatch(rows: Row[], storeSchema: StoreSchema, what: string)
 }
 
 function buildColumn(rows: Row[], field: Field, what: string): Data {
-  const t = field.type as DataType & { bitWidth?: number; precision?: number };
+  const t = field.type;
+  if (builtHere(t)) {
+    const c = buildColumnBuffers(rows, field, new FieldFaults(field, what));
+    return new Data(t, 0, rows.length, c.nullCount, [c.valueOffsets, c.values, c.nullBitmap] as never);
+  }
   switch (t.typeId) {
-    case Type.Int:
-      return t.bitWidth === 64 ? buildInt64(rows, field, what) : buildFlat(rows, field, what);
-    case Type.Float:
-      return t.precision === 0 ? buildFallback(rows, field, what) : buildFlat(rows, field, what); // 0: HALF
-    case Type.Utf8:
-    case Type.LargeUtf8:
-    case Type.Binary:
-    case Type.LargeBinary:
-      return buildVarWidth(rows, field, what);
-    case Type.Bool:
-      return buildBool(rows, field, what);
     case Type.FixedSizeBinary:
     case Type.Date:
     case Type.Timestamp:
@@ -62,159 +53,51 @@ function buildColumn(rows: Row[], field: Field, what: string): Data {
   }
 }
 
-/** Lazily allocated validity bitmap of a column being built. */
-class Nulls {
-  bitmap: Uint8Array | undefined;
-  count = 0;
+/** The errors of a column built by row-columns.ts: InvalidArgument naming the column and row. */
+class FieldFaults implements ColumnFaults {
   constructor(
-    private readonly n: number,
     private readonly field: Field,
     private readonly what: string,
   ) {}
-  /** Row `i` has no value: null it, or throw when the column is non-nullable. */
-  mark(i: number): void {
-    if (!this.field.nullable) {
-      throw invalid(`${this.what}: row ${i}: column "${this.field.name}" is non-nullable but has no value`);
-    }
-    this.bitmap ??= new Uint8Array((this.n + 7) >> 3).fill(0xff);
-    this.bitmap[i >> 3]! &= ~(1 << (i & 7));
-    this.count++;
+  bad(i: number, v: unknown): MemWalError {
+    return invalid(`${this.what}: row ${i}: column "${this.field.name}": expected ${expectedFor(this.field.type)}, got ${describe(v)}`);
   }
-  get buffer(): Uint8Array {
-    return this.bitmap ?? EMPTY;
+  missing(i: number): MemWalError {
+    return missingValue(this.what, i, this.field);
+  }
+  tooBig(): MemWalError {
+    return invalid(`${this.what}: column "${this.field.name}" holds more than 2 GiB in one put; split the put`);
   }
 }
 
-function badValue(what: string, i: number, field: Field, v: unknown): MemWalError {
-  return invalid(`${what}: row ${i}: column "${field.name}": expected ${expectedFor(field.type)}, got ${describe(v)}`);
+function missingValue(what: string, i: number, field: Field): MemWalError {
+  return invalid(`${what}: row ${i}: column "${field.name}" is non-nullable but has no value`);
 }
 
-/** Int64/Uint64, the hot path: safe-integer numbers are written as two 32-bit words, no BigInt. */
-function buildInt64(rows: Row[], field: Field, what: string): Data {
-  const n = rows.length;
-  const name = field.name;
-  const signed = (field.type as { isSigned: boolean }).isSigned;
-  const buf = new ArrayBuffer(n * 8);
-  const words = new Int32Array(buf);
-  const big = signed ? new BigInt64Array(buf) : new BigUint64Array(buf);
-  const nulls = new Nulls(n, field, what);
-  for (let i = 0; i < n; i++) {
-    const v = rows[i]![name];
-    if (typeof v === 'number') {
-      if (!Number.isSafeInteger(v) || (!signed && v < 0)) throw badValue(what, i, field, v);
-      if (LITTLE_ENDIAN) {
-        words[2 * i] = v | 0;
-        words[2 * i + 1] = Math.floor(v / 4294967296) | 0;
-      } else {
-        big[i] = BigInt(v);
-      }
-    } else if (typeof v === 'bigint') {
-      if ((signed ? BigInt.asIntN(64, v) : BigInt.asUintN(64, v)) !== v) throw badValue(what, i, field, v);
-      big[i] = v;
-    } else if (v === null || v === undefined) {
-      nulls.mark(i);
-    } else {
-      throw badValue(what, i, field, v);
-    }
-  }
-  return new Data(field.type, 0, n, nulls.count, [undefined, big, nulls.buffer]);
-}
-
-/** Fixed-width columns through {@link coerceScalar}: Int8-32, Float32/64, dates, times, durations, FixedSizeBinary. */
+/** Fixed-width columns through {@link coerceScalar}: dates, times, durations, FixedSizeBinary. */
 function buildFlat(rows: Row[], field: Field, what: string): Data {
   const n = rows.length;
   const name = field.name;
   const type = field.type;
   const stride = type.typeId === Type.FixedSizeBinary ? (type as unknown as { byteWidth: number }).byteWidth : 1;
   const values = new (type.ArrayType as ArrayCtor)(n * stride);
-  const nulls = new Nulls(n, field, what);
-  if (type.typeId === Type.Float) {
-    // Floats: any number, no conversion.
-    for (let i = 0; i < n; i++) {
-      const v = rows[i]![name];
-      if (typeof v === 'number') values[i] = v;
-      else if (v === null || v === undefined) nulls.mark(i);
-      else throw badValue(what, i, field, v);
-    }
-  } else {
-    for (let i = 0; i < n; i++) {
-      const v = rows[i]![name];
-      if (v === null || v === undefined) {
-        nulls.mark(i);
-        continue;
-      }
-      const raw = coerceScalar(type, v);
-      if (raw === undefined) throw badValue(what, i, field, v);
-      if (stride === 1) values[i] = raw as number | bigint;
-      else values.set(raw as Uint8Array, i * stride);
-    }
-  }
-  return new Data(type, 0, n, nulls.count, [undefined, values, nulls.buffer]);
-}
-
-function buildBool(rows: Row[], field: Field, what: string): Data {
-  const n = rows.length;
-  const bits = new Uint8Array((n + 7) >> 3);
-  const nulls = new Nulls(n, field, what);
-  for (let i = 0; i < n; i++) {
-    const v = rows[i]![field.name];
-    if (v === true) bits[i >> 3]! |= 1 << (i & 7);
-    else if (v === null || v === undefined) nulls.mark(i);
-    else if (v !== false) throw badValue(what, i, field, v);
-  }
-  return new Data(field.type, 0, n, nulls.count, [undefined, bits, nulls.buffer]);
-}
-
-/** Utf8/LargeUtf8/Binary/LargeBinary: bytes into one growing buffer (ASCII strings copied by hand). */
-function buildVarWidth(rows: Row[], field: Field, what: string): Data {
-  const n = rows.length;
-  const name = field.name;
-  const strings = field.type.typeId === Type.Utf8 || field.type.typeId === Type.LargeUtf8;
-  const offsets = new Int32Array(n + 1);
-  let buf: Uint8Array = new Uint8Array(Math.max(1024, n * 16));
-  let pos = 0;
-  const nulls = new Nulls(n, field, what);
+  let bitmap: Uint8Array | undefined;
+  let nullCount = 0;
   for (let i = 0; i < n; i++) {
     const v = rows[i]![name];
-    if (strings && typeof v === 'string') {
-      const len = v.length;
-      if (pos + len > buf.length) buf = grow(buf, pos, len);
-      let j = 0;
-      for (; j < len; j++) {
-        const c = v.charCodeAt(j);
-        if (c >= 0x80) break;
-        buf[pos + j] = c;
-      }
-      if (j === len) {
-        pos += len;
-      } else {
-        if (pos + 3 * len > buf.length) buf = grow(buf, pos, 3 * len);
-        pos += encoder.encodeInto(v, buf.subarray(pos)).written;
-      }
-    } else if (!strings && v instanceof Uint8Array) {
-      if (pos + v.length > buf.length) buf = grow(buf, pos, v.length);
-      buf.set(v, pos);
-      pos += v.length;
-    } else if (v === null || v === undefined) {
-      nulls.mark(i);
-    } else {
-      throw badValue(what, i, field, v);
+    if (v === null || v === undefined) {
+      if (!field.nullable) throw missingValue(what, i, field);
+      bitmap ??= new Uint8Array((n + 7) >> 3).fill(0xff);
+      bitmap[i >> 3]! &= ~(1 << (i & 7));
+      nullCount++;
+      continue;
     }
-    if (pos > INT32_MAX_BYTES) {
-      throw invalid(`${what}: column "${name}" holds more than 2 GiB in one put; split the put`);
-    }
-    offsets[i + 1] = pos;
+    const raw = coerceScalar(type, v);
+    if (raw === undefined) throw invalid(`${what}: row ${i}: column "${name}": expected ${expectedFor(type)}, got ${describe(v)}`);
+    if (stride === 1) values[i] = raw as number | bigint;
+    else values.set(raw as Uint8Array, i * stride);
   }
-  const values = pos < buf.length * 0.9 ? buf.slice(0, pos) : buf.subarray(0, pos);
-  const large = field.type.typeId === Type.LargeUtf8 || field.type.typeId === Type.LargeBinary;
-  const valueOffsets = large ? BigInt64Array.from(offsets, (o) => BigInt(o)) : offsets;
-  return new Data(field.type, 0, n, nulls.count, [valueOffsets, values, nulls.buffer]);
-}
-
-function grow(buf: Uint8Array, used: number, need: number): Uint8Array {
-  const next = new Uint8Array(Math.max(buf.length * 2, used + need + 1024));
-  next.set(buf.subarray(0, used));
-  return next;
+  return new Data(type, 0, n, nullCount, [undefined, values, bitmap ?? EMPTY]);
 }
 
 /** Types without a hand-written builder: apache-arrow's builder with the declared type. */
@@ -222,9 +105,7 @@ function buildFallback(rows: Row[], field: Field, what: string): Data {
   const builder = makeBuilder({ type: field.type, nullValues: [null, undefined] });
   for (let i = 0; i < rows.length; i++) {
     const v = rows[i]![field.name];
-    if ((v === null || v === undefined) && !field.nullable) {
-      throw invalid(`${what}: row ${i}: column "${field.name}" is non-nullable but has no value`);
-    }
+    if ((v === null || v === undefined) && !field.nullable) throw missingValue(what, i, field);
     try {
       builder.append(v);
     } catch (e) {

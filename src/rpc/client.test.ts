@@ -205,6 +205,50 @@ describe('MemWalClient over a MessageChannel', () => {
     expect(big.getChild('name')!.get(19_999)).toBe('name-19999'); // the caller's table is intact
   });
 
+  it('plain rows are built into columns in the page and cross as transferred buffers, not as cloned row objects', async () => {
+    const c = await open(channelWorker());
+    const many = rows(1, 5000);
+    const seen = await posted(() => c.put(many));
+    const put = seen.find((p) => (p.message as { path?: string[] }).path?.join('.') === 'put')!;
+    const sent = JSON.stringify((put.message as { argumentList: unknown[] }).argumentList, (_, v) =>
+      ArrayBuffer.isView(v) ? `<${v.byteLength} bytes>` : v,
+    );
+    expect(sent).not.toContain('v4999'); // no row object in the message
+    expect(put.transferredBytes.reduce((a, b) => a + b, 0)).toBeGreaterThan(5000 * 4 + 5000 * 5); // ids and names
+    expect(await c.getMany([{ id: 1 }, { id: 5000 }, { id: 5001 }])).toEqual([
+      { id: 1, name: 'v1' },
+      { id: 5000, name: 'v5000' },
+      undefined,
+    ]);
+    many[0]!.name = 'changed'; // the caller's rows are untouched and its own
+    expect(await c.get({ id: 1 })).toEqual({ id: 1, name: 'v1' });
+  });
+
+  it('rows the page does not build cross as they are: the worker stores them or refuses them with its own message', async () => {
+    const c = await open(channelWorker());
+    const bad = await rejection(
+      c.put([
+        { id: 1, name: 'a' },
+        { id: 2.5, name: 'b' },
+      ]),
+    );
+    expect([bad.code, bad.message]).toEqual([
+      'InvalidArgument',
+      expect.stringContaining('put: row 1: column "id": expected an integer in'),
+    ]);
+    const missing = await rejection(c.put([{ name: 'no id' }]));
+    expect(missing.message).toContain('row 0: column "id" is non-nullable but has no value');
+    class Row {
+      constructor(
+        readonly id: number,
+        readonly name: string,
+      ) {}
+    }
+    await c.put([new Row(7, 'seven')] as never); // cloned as a plain object, built in the worker
+    expect(await c.get({ id: 7 })).toEqual({ id: 7, name: 'seven' });
+    expect(await c.get({ id: 1 })).toBeUndefined(); // nothing of the refused puts was stored
+  });
+
   it('MemWalError code and message survive: a real MemWalError is rebuilt on the client', async () => {
     const c = await open(channelWorker());
     const bad = await rejection(c.put([{ id: 1, name: 'x', nope: 1 }]));

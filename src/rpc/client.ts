@@ -22,6 +22,7 @@ import { MemWalError, isMemWalError } from '../util/errors.js';
 import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
 import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
+import { type RowPlan, rowPlan, rowsToWire } from './client-rows.js';
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs/tabs.js';
 import { openThroughTestHook } from './test-hook.js';
@@ -143,14 +144,17 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
 
 /**
  * Put/delete input for the wire, taken now: Arrow as a copy of its buffers, marked for transfer;
- * rows as they are (cloned as they are posted); what is not an object (bad input, which the
- * worker refuses with its own error) crosses as it is.
+ * with a `plan` (puts), rows built into the store's columns here and transferred
+ * (client-rows.ts); other rows as they are (cloned as they are posted); what is not an object
+ * (bad input, which the worker refuses with its own error) crosses as it is.
  */
-function wireInput(data: unknown): WireData {
+function wireInput(data: unknown, plan?: RowPlan): WireData {
   if (isArrowTable(data) || isArrowBatch(data)) {
     const wire = encodeArrow(data);
     return Comlink.transfer(wire, transfersOf(wire));
   }
+  const built = plan && Array.isArray(data) ? rowsToWire(data, plan) : undefined;
+  if (built) return Comlink.transfer(built, transfersOf(built));
   return data as WireData;
 }
 
@@ -180,6 +184,8 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   private nextSignalId = 1;
   private readonly cleanups: (() => void)[] = [];
   private persistResult: boolean | undefined;
+  /** How a put's plain rows are built here (client-rows.ts); undefined: they cross as they are. */
+  private rowPlan: RowPlan | undefined;
 
   /** @internal Use `openMemWal`. */
   constructor(
@@ -204,6 +210,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   /** @internal Open the store in the worker (state events arrive before the reply). */
   callOpen(wire: WireOpenOptions): Promise<void> {
+    this.rowPlan = rowPlan(wire.schema);
     return this.call('open', (r) => r.open(wire));
   }
 
@@ -385,7 +392,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
    * of its buffers (transferred; client-wire.ts).
    */
   put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => this.call('put', (r) => r.put(wireInput(data), w)));
+    return this.withSignal(opts.signal, (w) => this.call('put', (r) => r.put(wireInput(data, this.rowPlan), w)));
   }
 
   /** As `MemWal.delete` (posted as `put` is). */
