@@ -163,7 +163,7 @@ export interface StoreHandle {
 }
 
 /**
- * Append one WAL frame (`header` from `encodeFrameHeader`, then `payload`) at `offset` of segment
+ * Append one WAL frame (`header` from `encodeFrameHeader` or `encodeFrameHeaderFromCrc`, then `payload`) at `offset` of segment
  * `name`: as two parts where `handle` offers `walAppendParts` (the payload is not copied), else
  * joined, through `walAppend`.
  */
