@@ -165,6 +165,23 @@ describe('a store on RemoteStorage', () => {
     await again.close();
   });
 
+  it('the far side still frames an entry sent without a CRC-32C (a pass over the payload there): the same bytes, and replay reads them', async () => {
+    const { storage } = remote();
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
+    const w = await MemWal.open(opts);
+    const handle = (w as unknown as { handle: StoreHandle }).handle;
+    const original = handle.walAppendEntry!.bind(handle);
+    handle.walAppendEntry = (...a: Parameters<NonNullable<StoreHandle['walAppendEntry']>>) => original(a[0], a[1], a[2], a[3], a[4]);
+    await w.put(rows(0, 10));
+    await w.put(rows(10, 10));
+    expect((await walFrames(handle)).map((f) => f.position)).toEqual([1, 2]);
+    await w.abort();
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(20);
+    await again.close();
+  });
+
   it('the far side frames a WAL entry from the CRC-32C it is sent, with no pass over the payload: a wrong one makes a frame that replay finds torn', async () => {
     const { storage } = remote();
     const name = storeName();
