@@ -8,7 +8,8 @@ import { type RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../util/errors.js';
 import { appendFrame, segmentName } from '../storage/adapter.js';
 import { backoffMs, clearTimer, nowMs, setTimer, sleep, type Timer, yieldToEventLoop } from '../util/schedule.js';
-import { encodeFrameHeader } from '../format/wal/codec.js';
+import { encodeFrameHeaderFromCrc } from '../format/wal/codec.js';
+import { crc32c } from '../util/crc32c.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
 import type { ClaimedContext } from './context.js';
 import type { BackgroundLane, LaneStep } from './lane.js';
@@ -308,11 +309,14 @@ export class WalWriter {
     const encode = (): Uint8Array => tableToIPC(new Table(this.schema, e.batches), 'stream');
     let payload = encode();
     const handle = this.ctx.handle;
-    // Where the adapter frames entries itself (its I/O runs elsewhere), the frame's CRC leaves
-    // this thread too. Such an adapter may take the payload over (transfer its buffer): a retry
-    // encodes it again.
+    // The payload's CRC-32C is taken here, over the bytes just encoded, a slice at a time (the
+    // first after a turn of the event loop: encoding and checksum are separate slices). The frame
+    // header is built from it: here, or by an adapter that frames entries itself (its I/O runs
+    // elsewhere), which then makes no pass over the payload. Such an adapter may take the payload
+    // over (transfer its buffer): a retry encodes it again.
+    let payloadCrc = await crc32cInSlices(payload);
     const frameLength = FRAME_HEADER_BYTES + payload.length;
-    const header = handle.walAppendEntry ? undefined : encodeFrameHeader(this.epoch, e.position, payload);
+    const header = handle.walAppendEntry ? undefined : encodeFrameHeaderFromCrc(this.epoch, e.position, payload.length, payloadCrc);
     let seg = this.current;
     if (!seg || seg.bytes >= WAL_SEGMENT_TARGET_BYTES) {
       seg = {
@@ -328,12 +332,11 @@ export class WalWriter {
     const start = nowMs();
     const limitMs = this.ctx.options.walRetry.timeoutMs;
     let attempt = 0;
-    await yieldToEventLoop(); // encoding and the append are separate slices
     for (;;) {
       try {
         const append: Promise<unknown> = header
           ? appendFrame(handle, seg.name, seg.bytes, header, payload)
-          : handle.walAppendEntry!(seg.name, seg.bytes, this.epoch, e.position, payload);
+          : handle.walAppendEntry!(seg.name, seg.bytes, this.epoch, e.position, payload, payloadCrc);
         await settleWithin(append, limitMs, `WAL append of entry ${e.position}`);
         break;
       } catch (raw) {
@@ -345,7 +348,10 @@ export class WalWriter {
         this.ctx.options.logger.warn(`memwal: ${err.message}; retry ${attempt}`);
         await sleep(backoffMs(attempt, this.ctx.options.walRetry.baseMs, this.ctx.options.walRetry.maxMs));
         if (this.ctx.life.dead) throw err;
-        if (!header) payload = encode();
+        if (!header) {
+          payload = encode();
+          payloadCrc = await crc32cInSlices(payload);
+        }
         try {
           await settleWithin(handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
         } catch (t) {
@@ -362,4 +368,20 @@ export class WalWriter {
     this.ctx.writeStats.walAppendCount += 1;
     this.ctx.writeStats.walAppendTimeMs += nowMs() - start;
   }
+}
+
+/** Payload bytes checksummed per slice of the event loop by {@link crc32cInSlices} (about 1 ms). */
+const WAL_CRC_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * `crc32c(bytes)`, `WAL_CRC_SLICE_BYTES` at a time with a turn of the event loop before each
+ * slice, so a large WAL payload's checksum is no long task on the engine's thread.
+ */
+async function crc32cInSlices(bytes: Uint8Array): Promise<number> {
+  let crc = 0;
+  for (let at = 0; at < bytes.length; at += WAL_CRC_SLICE_BYTES) {
+    await yieldToEventLoop();
+    crc = crc32c(bytes.subarray(at, at + WAL_CRC_SLICE_BYTES), crc);
+  }
+  return crc;
 }

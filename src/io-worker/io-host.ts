@@ -14,7 +14,7 @@ import { SchemaVersions } from '../format/schema-versions.js';
 import { TableCache } from '../lsm/table-cache.js';
 import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
-import { encodeFrameHeader, scanSegment } from '../format/wal/codec.js';
+import { encodeFrameHeader, encodeFrameHeaderFromCrc, scanSegment } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
 import { appendFrame, type StorageAdapter, type StoreHandle, tableChunks } from '../storage/adapter.js';
 import type { Manifest } from '../format/manifest/manifest.js';
@@ -171,8 +171,10 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
     walRead: (handle: number, name: string, offset?: number) => need(handle).walRead(name, offset),
     walAppend: (handle: number, name: string, offset: number, bytes: Uint8Array) => need(handle).walAppend(name, offset, bytes),
     /**
-     * Frame the entry here (its CRC-32C) and append it: header and payload as two parts when the
-     * handle takes parts, else joined; resolves the frame's length.
+     * Frame the entry here and append it: header and payload as two parts when the handle takes
+     * parts, else joined; resolves the frame's length. The header's CRC-32C combines the header
+     * fields' with `payloadCrc` (the payload's, from the engine) where given, else is a pass over
+     * the payload.
      */
     async walAppendEntry(
       handle: number,
@@ -181,8 +183,13 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       epoch: number,
       position: number,
       payload: Uint8Array,
+      payloadCrc?: number,
     ): Promise<number> {
-      await appendFrame(need(handle), name, offset, encodeFrameHeader(epoch, position, payload), payload);
+      const header =
+        payloadCrc === undefined
+          ? encodeFrameHeader(epoch, position, payload)
+          : encodeFrameHeaderFromCrc(epoch, position, payload.length, payloadCrc);
+      await appendFrame(need(handle), name, offset, header, payload);
       kept.get(handle)?.set(position, { position, epoch, payload });
       return FRAME_HEADER_BYTES + payload.length;
     },

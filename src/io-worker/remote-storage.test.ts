@@ -16,6 +16,9 @@ import type { SyncAccessHandle } from '../storage/opfs.js';
 import { MemWalError } from '../util/errors.js';
 import { type IoScope, makeIoHost, serveStorage } from './io-host.js';
 import { encodeSchema } from '../data/schema.js';
+import { type DecodedFrame, encodeFrame, scanSegment } from '../format/wal/codec.js';
+import type { StoreHandle } from '../storage/adapter.js';
+import { crc32c } from '../util/crc32c.js';
 
 /**
  * A RemoteStorage whose I/O "worker" is the other end of a MessageChannel; counts the jobs run
@@ -71,6 +74,23 @@ function countingWalReads(): { storage: MemoryStorage; walReads: () => number } 
   return { storage, walReads: () => reads };
 }
 
+/** The frames of every WAL segment of `handle`, each checked to be byte for byte `encodeFrame`'s. */
+async function walFrames(handle: StoreHandle): Promise<DecodedFrame[]> {
+  const frames: DecodedFrame[] = [];
+  for (const seg of await handle.walList()) {
+    const bytes = await handle.walRead(seg.name);
+    const scan = scanSegment(bytes);
+    expect(scan.status).toBe('clean');
+    expect(scan.validEnd).toBe(bytes.length);
+    for (const f of scan.frames) {
+      const onDisk = bytes.subarray(f.offset, f.offset + f.frameBytes);
+      expect(Buffer.from(onDisk).equals(encodeFrame(f.epoch, f.position, f.payload))).toBe(true);
+      frames.push(f);
+    }
+  }
+  return frames;
+}
+
 describe('RemoteStorage conformance (over a MessageChannel)', () => {
   for (const c of conformanceCases(() => remote().storage)) it(c.name, () => c.run());
 });
@@ -115,6 +135,73 @@ describe('a store on RemoteStorage', () => {
     await w.abort(); // replay reads what the far side wrote
     const again = await MemWal.open(opts);
     expect((await again.scan()).numRows).toBe(50);
+    await again.close();
+  });
+
+  it("the engine sends each WAL payload's CRC-32C with it, and the frames the far side writes are byte for byte encodeFrame's", async () => {
+    const { storage } = remote();
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
+    const w = await MemWal.open(opts);
+    const handle = (w as unknown as { handle: StoreHandle }).handle;
+    const crcs: (number | undefined)[] = [];
+    const lengths: number[] = [];
+    const original = handle.walAppendEntry!.bind(handle);
+    handle.walAppendEntry = (...a: Parameters<NonNullable<StoreHandle['walAppendEntry']>>) => {
+      crcs.push(a[5] === crc32c(a[4]) ? a[5] : undefined); // before the payload is handed over
+      lengths.push(a[4].length);
+      return original(...a);
+    };
+    for (let i = 0; i < 2_000; i += 500) await w.put(rows(i, 500));
+    await w.put(rows(2_000, 60_000)); // checksummed in slices of 1 MiB
+    expect(crcs).toHaveLength(5);
+    expect(crcs.every((c) => c !== undefined)).toBe(true);
+    expect(Math.max(...lengths)).toBeGreaterThan(1024 * 1024);
+    const frames = await walFrames(handle);
+    expect(frames.map((f) => f.position)).toEqual([1, 2, 3, 4, 5]);
+    await w.abort(); // replay reads what the far side wrote
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(62_000);
+    await again.close();
+  });
+
+  it('the far side still frames an entry sent without a CRC-32C (a pass over the payload there): the same bytes, and replay reads them', async () => {
+    const { storage } = remote();
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
+    const w = await MemWal.open(opts);
+    const handle = (w as unknown as { handle: StoreHandle }).handle;
+    const original = handle.walAppendEntry!.bind(handle);
+    handle.walAppendEntry = (...a: Parameters<NonNullable<StoreHandle['walAppendEntry']>>) => original(a[0], a[1], a[2], a[3], a[4]);
+    await w.put(rows(0, 10));
+    await w.put(rows(10, 10));
+    expect((await walFrames(handle)).map((f) => f.position)).toEqual([1, 2]);
+    await w.abort();
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(20);
+    await again.close();
+  });
+
+  it('the far side frames a WAL entry from the CRC-32C it is sent, with no pass over the payload: a wrong one makes a frame that replay finds torn', async () => {
+    const { storage } = remote();
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
+    const w = await MemWal.open(opts);
+    const handle = (w as unknown as { handle: StoreHandle }).handle;
+    const original = handle.walAppendEntry!.bind(handle);
+    handle.walAppendEntry = (...a: Parameters<NonNullable<StoreHandle['walAppendEntry']>>) => {
+      if (a[3] === 2) a[5] = (a[5]! ^ 1) >>> 0; // the CRC of other bytes
+      return original(...a);
+    };
+    await w.put(rows(0, 10));
+    await w.put(rows(10, 10));
+    const [segment] = await handle.walList();
+    const scan = scanSegment(await handle.walRead(segment!.name));
+    expect(scan.frames.map((f) => f.position)).toEqual([1]);
+    expect(scan.status).toBe('torn');
+    await w.abort();
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(10);
     await again.close();
   });
 

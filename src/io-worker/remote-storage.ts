@@ -246,8 +246,8 @@ class RemoteHandle implements StoreHandle {
     return this.remote.send('walAppend', this.id, name, offset, own(bytes));
   }
 
-  walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
-    return this.remote.send('walAppendEntry', this.id, name, offset, epoch, position, takeOver(payload)); // the caller gave it up
+  walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array, payloadCrc?: number): Promise<number> {
+    return this.remote.send('walAppendEntry', this.id, name, offset, epoch, position, takeOver(payload), payloadCrc); // the caller gave it up
   }
 
   walTruncate(name: string, length: number): Promise<void> {

@@ -124,9 +124,11 @@ export interface StoreHandle {
    * payload)`, docs/format.md §4) with the semantics of `walAppend`; resolves the frame's length.
    * An adapter whose I/O runs elsewhere offers it so the frame copy and its CRC-32C are computed
    * there, not on the engine's thread. The adapter may take `payload` over (transfer its buffer
-   * to another thread): the caller must not use it after the call.
+   * to another thread): the caller must not use it after the call. `payloadCrc`, when given, is
+   * `crc32c(payload)`: the adapter builds the header from it (`encodeFrameHeaderFromCrc`) instead
+   * of a pass over the payload.
    */
-  walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number>;
+  walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array, payloadCrc?: number): Promise<number>;
   /**
    * Optional: `walAppend` of the bytes of `parts` in order, written where each lands, without
    * joining them first (a frame's header and its payload). Same durability, offset check, fencing
@@ -161,7 +163,7 @@ export interface StoreHandle {
 }
 
 /**
- * Append one WAL frame (`header` from `encodeFrameHeader`, then `payload`) at `offset` of segment
+ * Append one WAL frame (`header` from `encodeFrameHeader` or `encodeFrameHeaderFromCrc`, then `payload`) at `offset` of segment
  * `name`: as two parts where `handle` offers `walAppendParts` (the payload is not copied), else
  * joined, through `walAppend`.
  */

@@ -261,8 +261,15 @@ class FaultSession implements StoreHandle {
     });
   }
 
-  /** As `walAppend` of the framed entry; forwarded as `walAppendEntry` where the inner adapter has it. */
-  async walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array): Promise<number> {
+  /** As `walAppend` of the framed entry; forwarded as `walAppendEntry` (with `payloadCrc`) where the inner adapter has it. */
+  async walAppendEntry(
+    name: string,
+    offset: number,
+    epoch: number,
+    position: number,
+    payload: Uint8Array,
+    payloadCrc?: number,
+  ): Promise<number> {
     const copy = payload.slice();
     const frameLength = FRAME_HEADER_BYTES + copy.length;
     const inner = this.inner;
@@ -273,7 +280,7 @@ class FaultSession implements StoreHandle {
     await this.mutate('walAppend', {
       forward: async () => {
         if (inner.walAppendEntry)
-          await inner.walAppendEntry(name, offset, epoch, position, copy.slice()); // it may take it over
+          await inner.walAppendEntry(name, offset, epoch, position, copy.slice(), payloadCrc); // it may take it over
         else await inner.walAppend(name, offset, encodeFrame(epoch, position, copy));
       },
       tear: torn,

@@ -4,7 +4,7 @@
 import { Bool, Field, Int64, RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import type { MemWalError } from '../../util/errors.js';
-import { encodeFrame, scanSegment } from './codec.js';
+import { encodeFrame, encodeFrameHeader, encodeFrameHeaderFromCrc, joinFrame, scanSegment } from './codec.js';
 import type { SegmentScan } from './codec.js';
 import { crc32c } from '../../util/crc32c.js';
 import { concatBytes } from '../../util/bytes.js';
@@ -244,6 +244,43 @@ describe('encodeFrame / scanSegment', () => {
     expect(scanSegment(Uint8Array.of(0, 0, 1)).status).toBe('torn');
     const frame = encodeFrame(1, 1, new Uint8Array(10).fill(5));
     expect(scanSegment(frame.subarray(0, frame.length - 1))).toMatchObject({ status: 'torn', validEnd: 0 });
+  });
+});
+
+describe('encodeFrameHeaderFromCrc', () => {
+  it("builds encodeFrameHeader's bytes from the payload's length and CRC-32C, for any length", () => {
+    const rand = mulberry32(23);
+    for (const n of [1, 3, 7, 8, 63, 64, 65, 1000, 4096, 70_001]) {
+      const payload = randomBytes(rand, n);
+      for (const [epoch, position] of [
+        [0, 1],
+        [7, 123_456],
+        [2 ** 40 + 3, 2 ** 45 + 9],
+      ] as const) {
+        const fromCrc = encodeFrameHeaderFromCrc(epoch, position, n, crc32c(payload));
+        expect(fromCrc, `n=${n}`).toEqual(encodeFrameHeader(epoch, position, payload));
+        expect(Buffer.from(joinFrame(fromCrc, payload)).equals(encodeFrame(epoch, position, payload))).toBe(true);
+      }
+    }
+  });
+
+  it("trusts the CRC it is given: a frame built from another payload's CRC is rejected at replay", () => {
+    const rand = mulberry32(5);
+    const good = encodeFrame(1, 1, randomBytes(rand, 300));
+    const payload = randomBytes(rand, 500);
+    const other = payload.slice();
+    other[499] ^= 1;
+    const bad = joinFrame(encodeFrameHeaderFromCrc(1, 2, payload.length, crc32c(other)), payload);
+    const scan = scanSegment(concat(good, bad));
+    expect(scan.frames.map((f) => f.position)).toEqual([1]);
+    expect(scan.status).toBe('torn');
+  });
+
+  it('rejects a CRC that is not an unsigned 32-bit integer and the lengths encodeFrameHeader rejects', () => {
+    for (const crc of [-1, 2 ** 32, 1.5, Number.NaN])
+      expect(() => encodeFrameHeaderFromCrc(1, 1, 10, crc)).toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
+    for (const n of [0, FRAME_MAX_PAYLOAD_BYTES + 1, 2.5])
+      expect(() => encodeFrameHeaderFromCrc(1, 1, n, 0)).toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
   });
 });
 

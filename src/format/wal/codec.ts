@@ -2,7 +2,7 @@
 // frames, classifying what follows the last valid frame (clean / torn / corrupt). Runtime-agnostic.
 
 import { MemWalError } from '../../util/errors.js';
-import { crc32c } from '../../util/crc32c.js';
+import { crc32c, crc32cCombine } from '../../util/crc32c.js';
 import {
   FRAME_CRC_OFFSET,
   FRAME_EPOCH_OFFSET,
@@ -45,24 +45,50 @@ export function joinFrame(header: Uint8Array, payload: Uint8Array): Uint8Array {
  * `FRAME_MAX_PAYLOAD_BYTES`. Runs in every runtime.
  */
 export function encodeFrameHeader(epoch: number, position: number, payload: Uint8Array): Uint8Array {
+  const header = headerFields(epoch, position, payload.length);
+  new DataView(header.buffer).setUint32(FRAME_CRC_OFFSET, crc32c(payload, crc32c(header.subarray(FRAME_EPOCH_OFFSET))), true);
+  return header;
+}
+
+/**
+ * The same header as {@link encodeFrameHeader} from the payload's length and its CRC-32C
+ * (`payloadCrc` = `crc32c(payload)`, computed where the payload was encoded): the frame's CRC is
+ * the header fields' CRC combined with `payloadCrc` (`crc32cCombine`), no pass over the payload.
+ * The header is only as right as `payloadCrc`: a wrong one makes a frame that replay rejects.
+ *
+ * Throws as {@link encodeFrameHeader} (`payloadLength` for the payload's length), and
+ * `MemWalError('InvalidArgument')` when `payloadCrc` is not an unsigned 32-bit integer.
+ * Runs in every runtime.
+ */
+export function encodeFrameHeaderFromCrc(epoch: number, position: number, payloadLength: number, payloadCrc: number): Uint8Array {
+  if (!Number.isInteger(payloadCrc) || payloadCrc < 0 || payloadCrc > 0xffff_ffff) {
+    throw new MemWalError('InvalidArgument', `WAL payload CRC-32C must be an unsigned 32-bit integer, got ${payloadCrc}`);
+  }
+  const header = headerFields(epoch, position, payloadLength);
+  const crc = crc32cCombine(crc32c(header.subarray(FRAME_EPOCH_OFFSET)), payloadCrc, payloadLength);
+  new DataView(header.buffer).setUint32(FRAME_CRC_OFFSET, crc, true);
+  return header;
+}
+
+/** A frame header with every field but the CRC set; throws as {@link encodeFrameHeader}. */
+function headerFields(epoch: number, position: number, payloadLength: number): Uint8Array {
   if (!Number.isSafeInteger(epoch) || epoch < 0) {
     throw new MemWalError('InvalidArgument', `WAL frame epoch must be a non-negative safe integer, got ${epoch}`);
   }
   if (!Number.isSafeInteger(position) || position < 1) {
     throw new MemWalError('InvalidArgument', `WAL frame position must be a positive safe integer, got ${position}`);
   }
-  if (payload.length === 0 || payload.length > FRAME_MAX_PAYLOAD_BYTES) {
-    throw new MemWalError('InvalidArgument', `WAL frame payload must be 1..${FRAME_MAX_PAYLOAD_BYTES} bytes, got ${payload.length}`);
+  if (!Number.isSafeInteger(payloadLength) || payloadLength < 1 || payloadLength > FRAME_MAX_PAYLOAD_BYTES) {
+    throw new MemWalError('InvalidArgument', `WAL frame payload must be 1..${FRAME_MAX_PAYLOAD_BYTES} bytes, got ${payloadLength}`);
   }
   const header = new Uint8Array(FRAME_HEADER_BYTES);
   const view = new DataView(header.buffer);
   view.setUint32(0, FRAME_MAGIC, true);
-  view.setUint32(FRAME_LENGTH_OFFSET, payload.length, true);
+  view.setUint32(FRAME_LENGTH_OFFSET, payloadLength, true);
   view.setUint32(FRAME_EPOCH_OFFSET, epoch % U32, true);
   view.setUint32(FRAME_EPOCH_OFFSET + 4, Math.floor(epoch / U32), true);
   view.setUint32(FRAME_POSITION_OFFSET, position % U32, true);
   view.setUint32(FRAME_POSITION_OFFSET + 4, Math.floor(position / U32), true);
-  view.setUint32(FRAME_CRC_OFFSET, crc32c(payload, crc32c(header.subarray(FRAME_EPOCH_OFFSET))), true);
   return header;
 }
 
