@@ -49,7 +49,7 @@ export function toBatches(data: RecordBatch | Table | Row[], storeSchema: StoreS
 function convertInput(data: RecordBatch | Table | Row[], storeSchema: StoreSchema, what: 'put' | 'delete'): RecordBatch[] {
   let out: RecordBatch[];
   if (Array.isArray(data)) {
-    out = data.length === 0 ? [] : [rowsToBatch(data, storeSchema, what)];
+    out = data.length === 0 ? [] : [readRows(() => rowsToBatch(data, storeSchema, what), what)];
   } else if (RecordBatch.isRecordBatch(data)) {
     const b = conformBatch(data, storeSchema, what);
     out = b ? [b] : [];
@@ -64,6 +64,22 @@ function convertInput(data: RecordBatch | Table | Row[], storeSchema: StoreSchem
     throw invalid(`${what} expects an apache-arrow RecordBatch, a Table or an array of row objects`);
   }
   return out;
+}
+
+/**
+ * `build()` of plain rows. What reading the rows throws other than a MemWalError (the app's
+ * getter, a Uint8Array whose buffer was transferred away) is the caller's mistake:
+ * `InvalidArgument`, with the thrown error as its cause.
+ */
+function readRows<T>(build: () => T, what: string): T {
+  try {
+    return build();
+  } catch (e) {
+    if (e instanceof MemWalError) throw e;
+    throw new MemWalError('InvalidArgument', `${what}: reading the rows failed: ${e instanceof Error ? e.message : String(e)}`, {
+      cause: e,
+    });
+  }
 }
 
 /** Names in `input` that the store does not have, or that appear twice: InvalidArgument. */
