@@ -2,7 +2,8 @@
 // List and Struct columns of the wrong kind are coerced without a word — a string where a
 // list of Int32 is declared stores [0, 0, 0], 1.5 stores 1, 'x' in an Int32 struct field stores
 // 0 — and the put resolves: an acknowledged write that changed. Top-level columns refuse the same
-// values with InvalidArgument. Both paths (page and in-process) do it. Not fixed (fails).
+// values with InvalidArgument. Both paths (page and in-process) did it; now both refuse
+// InvalidArgument naming the column and the place inside the value.
 
 import { Field, Int32, List, Schema, Struct } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';

@@ -36,7 +36,9 @@ import { boolData, EMPTY, invalid, type Row, rowsToBatch, unknownColumn } from '
  *   Timestamp a `Date` or epoch milliseconds (number, floored to the unit) or a bigint already
  *   in the column's unit; Time32 an integer in the unit; Time64 and Duration a bigint or
  *   safe-integer number in the unit; `null`/`undefined`/absent = null. Other types (List,
- *   Struct, Decimal, ...) go through apache-arrow's builder with the declared type.
+ *   Struct, Decimal, ...) go through apache-arrow's builder with the declared type, after a
+ *   check that a list is an array (or a typed array), a struct an object, and each scalar
+ *   inside them a value its type takes here (else the builder would coerce it).
  *
  * Throws `MemWalError('InvalidArgument')` naming the column (and row) and the reason: unknown
  * column, missing non-nullable column, type mismatch, null in a non-nullable column, a value
