@@ -106,6 +106,8 @@ function buildFallback(rows: Row[], field: Field, what: string): Data {
   for (let i = 0; i < rows.length; i++) {
     const v = rows[i]![field.name];
     if ((v === null || v === undefined) && !field.nullable) throw missingValue(what, i, field);
+    const fault = nestedFault(field.type, v, `column "${field.name}"`);
+    if (fault) throw invalid(`${what}: row ${i}: ${fault}`);
     try {
       builder.append(v);
     } catch (e) {
@@ -114,6 +116,56 @@ function buildFallback(rows: Row[], field: Field, what: string): Data {
   }
   const data = builder.finish().flush();
   return data.type === field.type ? data : data.clone(field.type);
+}
+
+/**
+ * Why `v` is not a value of `type` in a column apache-arrow's builder builds (a List, a Struct),
+ * or undefined: a list is an array (or a typed array), a struct an object, and each scalar inside
+ * one what {@link coerceScalar} takes, else the builder would coerce it ('abc' as a list of Int32
+ * stores [0, 0, 0]). Null/undefined pass (the builder checks them); other types are the builder's.
+ */
+function nestedFault(type: DataType, v: unknown, path: string): string | undefined {
+  if (v === null || v === undefined) return undefined;
+  switch (type.typeId) {
+    case Type.List:
+    case Type.LargeList:
+    case Type.FixedSizeList: {
+      if (!Array.isArray(v) && !(ArrayBuffer.isView(v) && !(v instanceof DataView))) {
+        return `${path}: expected an array (${String(type)}), got ${describe(v)}`;
+      }
+      const items = v as ArrayLike<unknown>;
+      const child = type.children[0]!.type as DataType;
+      for (let i = 0; i < items.length; i++) {
+        const fault = nestedFault(child, items[i], `${path}[${i}]`);
+        if (fault) return fault;
+      }
+      return undefined;
+    }
+    case Type.Struct: {
+      if (typeof v !== 'object' || Array.isArray(v) || ArrayBuffer.isView(v))
+        return `${path}: expected an object (${String(type)}), got ${describe(v)}`;
+      for (const f of type.children as Field[]) {
+        const fault = nestedFault(f.type, (v as Record<string, unknown>)[f.name], `${path}.${f.name}`);
+        if (fault) return fault;
+      }
+      return undefined;
+    }
+    case Type.Int:
+    case Type.Float:
+    case Type.Bool:
+    case Type.Utf8:
+    case Type.LargeUtf8:
+    case Type.Binary:
+    case Type.LargeBinary:
+    case Type.FixedSizeBinary:
+    case Type.Date:
+    case Type.Timestamp:
+    case Type.Time:
+    case Type.Duration:
+      return coerceScalar(type, v) === undefined ? `${path}: expected ${expectedFor(type)}, got ${describe(v)}` : undefined;
+    default:
+      return undefined;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,7 +36,9 @@ import { boolData, EMPTY, invalid, type Row, rowsToBatch, unknownColumn } from '
  *   Timestamp a `Date` or epoch milliseconds (number, floored to the unit) or a bigint already
  *   in the column's unit; Time32 an integer in the unit; Time64 and Duration a bigint or
  *   safe-integer number in the unit; `null`/`undefined`/absent = null. Other types (List,
- *   Struct, Decimal, ...) go through apache-arrow's builder with the declared type.
+ *   Struct, Decimal, ...) go through apache-arrow's builder with the declared type, after a
+ *   check that a list is an array (or a typed array), a struct an object, and each scalar
+ *   inside them a value its type takes here (else the builder would coerce it).
  *
  * Throws `MemWalError('InvalidArgument')` naming the column (and row) and the reason: unknown
  * column, missing non-nullable column, type mismatch, null in a non-nullable column, a value
@@ -49,7 +51,7 @@ export function toBatches(data: RecordBatch | Table | Row[], storeSchema: StoreS
 function convertInput(data: RecordBatch | Table | Row[], storeSchema: StoreSchema, what: 'put' | 'delete'): RecordBatch[] {
   let out: RecordBatch[];
   if (Array.isArray(data)) {
-    out = data.length === 0 ? [] : [rowsToBatch(data, storeSchema, what)];
+    out = data.length === 0 ? [] : [readRows(() => rowsToBatch(data, storeSchema, what), what)];
   } else if (RecordBatch.isRecordBatch(data)) {
     const b = conformBatch(data, storeSchema, what);
     out = b ? [b] : [];
@@ -64,6 +66,22 @@ function convertInput(data: RecordBatch | Table | Row[], storeSchema: StoreSchem
     throw invalid(`${what} expects an apache-arrow RecordBatch, a Table or an array of row objects`);
   }
   return out;
+}
+
+/**
+ * `build()` of plain rows. What reading the rows throws other than a MemWalError (the app's
+ * getter, a Uint8Array whose buffer was transferred away) is the caller's mistake:
+ * `InvalidArgument`, with the thrown error as its cause.
+ */
+function readRows<T>(build: () => T, what: string): T {
+  try {
+    return build();
+  } catch (e) {
+    if (e instanceof MemWalError) throw e;
+    throw new MemWalError('InvalidArgument', `${what}: reading the rows failed: ${e instanceof Error ? e.message : String(e)}`, {
+      cause: e,
+    });
+  }
 }
 
 /** Names in `input` that the store does not have, or that appear twice: InvalidArgument. */

@@ -18,7 +18,7 @@ import type {
 } from '../metrics/stats.js';
 import type { MemWalApi, PutResult, Role, WalEntry } from '../engine/api.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
-import { MemWalError, isMemWalError } from '../util/errors.js';
+import { MemWalError, type MemWalErrorCode, isMemWalError } from '../util/errors.js';
 import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
 import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
@@ -288,8 +288,11 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     });
   }
 
-  /** One call to the worker: rejects `Closed` at once when the worker is gone or dies meanwhile. */
-  private call<T>(what: string, fn: (r: Remote) => Promise<T>): Promise<T> {
+  /**
+   * One call to the worker: rejects `Closed` at once when the worker is gone or dies meanwhile;
+   * a local failure without a code of its own rejects `local` (fromWire).
+   */
+  private call<T>(what: string, fn: (r: Remote) => Promise<T>, local?: MemWalErrorCode): Promise<T> {
     if (this.gone) return Promise.reject(this.gone);
     return new Promise<T>((resolve, reject) => {
       this.pending.add(reject);
@@ -299,7 +302,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
       } catch (e) {
         p = Promise.reject(e);
       }
-      p.then(resolve, (e: unknown) => reject(fromWire(e, what))).finally(() => this.pending.delete(reject));
+      p.then(resolve, (e: unknown) => reject(fromWire(e, what, local))).finally(() => this.pending.delete(reject));
     });
   }
 
@@ -388,16 +391,17 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   /**
    * As `MemWal.put`. Posted before it returns, so the caller may reuse its rows or table at once:
-   * plain rows are structured-cloned and converted in the worker; Arrow data crosses as a copy
-   * of its buffers (transferred; client-wire.ts).
+   * plain rows are built into columns here or structured-cloned (client-rows.ts); Arrow data
+   * crosses as a copy of its buffers (transferred; client-wire.ts). Rows that cannot be read or
+   * cloned (a getter that throws) reject `InvalidArgument`: nothing was written.
    */
   put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => this.call('put', (r) => r.put(wireInput(data, this.rowPlan), w)));
+    return this.withSignal(opts.signal, (w) => this.call('put', (r) => r.put(wireInput(data, this.rowPlan), w), 'InvalidArgument'));
   }
 
   /** As `MemWal.delete` (posted as `put` is). */
   delete(keys: Table | RowTypesOf<R>['key'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
-    return this.withSignal(opts.signal, (w) => this.call('delete', (r) => r.delete(wireInput(keys), w)));
+    return this.withSignal(opts.signal, (w) => this.call('delete', (r) => r.delete(wireInput(keys), w), 'InvalidArgument'));
   }
 
   /** As `MemWal.get`. */

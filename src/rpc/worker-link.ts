@@ -3,7 +3,7 @@
 // Lock the host holds), so that no call ever hangs on a dead worker. Browser main thread.
 
 import * as Comlink from 'comlink';
-import { MemWalError, errorFromWire, toMemWalError } from '../util/errors.js';
+import { MemWalError, type MemWalErrorCode, errorFromWire, toMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { ConnectMessage, Hello, HostApi, HostError, HostEvent } from './protocol.js';
 
@@ -72,13 +72,17 @@ export function uuid(): string {
   return c?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
 }
 
-/** The MemWalError a rejected call carries (a HostError), or a mapped local failure. */
-export function fromWire(e: unknown, context: string): MemWalError {
+/**
+ * The MemWalError a rejected call carries (a HostError), or a mapped local failure: `local`
+ * (default `IOError`) for what has no code of its own. A call whose only local failure is posting
+ * its argument (a put's rows: a getter that threw while they were cloned) passes `InvalidArgument`.
+ */
+export function fromWire(e: unknown, context: string, local: MemWalErrorCode = 'IOError'): MemWalError {
   const w = (e as Partial<HostError> | null)?.memwalError;
   if (w) return errorFromWire(w);
   // Posting failed here: an argument that cannot be structured-cloned is the caller's mistake.
   const name = (e as { name?: unknown } | null)?.name;
-  return toMemWalError(e, context, name === 'DataCloneError' ? 'InvalidArgument' : 'IOError');
+  return toMemWalError(e, context, name === 'DataCloneError' ? 'InvalidArgument' : local);
 }
 
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {

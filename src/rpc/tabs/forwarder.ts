@@ -114,7 +114,7 @@ export class Forwarder {
     try {
       copy = structuredClone(args);
     } catch (e) {
-      return Promise.reject(fromWire(e, method)); // an argument that cannot be cloned
+      return Promise.reject(fromWire(e, method, 'InvalidArgument')); // an argument that cannot be cloned (a getter that threw)
     }
     return new Promise<Served>((resolve, reject) => {
       const call: Forwarded = {
