@@ -49,7 +49,10 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
    * Write rows (a `RecordBatch`, a `Table` or plain row objects); with a primary key an upsert.
    * Resolves once the WAL entry holding them is durable (`durableWrite`, the default) or once
    * they are visible in memory. `signal` governs only the wait for backpressure. Rejects
-   * `InvalidArgument` (nothing written) for rows that do not match the schema.
+   * `InvalidArgument` (nothing written) for rows that do not match the schema. In-process
+   * (`MemWal`), the memtable may keep views of a `RecordBatch`'s or `Table`'s buffers until they
+   * are flushed: do not change them after `put` (build a new batch); `MemWalClient` copies them
+   * as `put` is called, so from the page they may be reused at once.
    */
   put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts?: { signal?: AbortSignal }): Promise<PutResult>;
   /** Write tombstones for these primary keys; as `put`. `NotSupported` without a primary key. */
