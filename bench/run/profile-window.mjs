@@ -9,8 +9,11 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { RESULTS_DIR } from './args.mjs';
+
+/** bench/results (args.mjs names it too, but parses this process's arguments as the bench's). */
+const RESULTS_DIR = fileURLToPath(new URL('../results', import.meta.url));
 
 const { values: opts, positionals } = parseArgs({
   allowPositionals: true,
