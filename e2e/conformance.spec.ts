@@ -28,6 +28,18 @@ for (const layout of LAYOUTS) {
   }
 }
 
+for (const via of ['tableWriter', 'brokenTableWriter'] as const) {
+  const where = via === 'tableWriter' ? 'with a table writer thread' : 'with a table writer thread that dies as it starts';
+  test(`every storage conformance case passes with the opfs layout on the worker's own thread, ${where}`, async ({ page }) => {
+    await harnessPage(page);
+    const results = await page.evaluate((v) => (window as unknown as { harness: Harness }).harness.conformance('opfs', v), via);
+    const failures = results.filter((r) => !r.ok).map((r) => `${r.name}\n    ${r.error}`);
+    console.log(`opfs (${where}): ${results.length - failures.length} passed, ${failures.length} failed`);
+    expect(results.length, 'number of conformance cases run').toBeGreaterThan(10);
+    expect(failures, 'failing opfs conformance cases').toEqual([]);
+  });
+}
+
 /** The bytes the storage worker's `append(…, length, seed)` writes. */
 const pattern = (length: number, seed: number): number[] => Array.from({ length }, (_, i) => (i * 31 + seed * 17) & 0xff);
 

@@ -81,8 +81,11 @@ export interface VersionChangeResult {
 
 /** `window.harness` of conformance.html: every call uses fresh dedicated module workers. */
 export interface Harness {
-  /** Every conformance case; `ioWorker` false: the adapter itself on the worker's thread. */
-  conformance(layout: Layout, ioWorker: boolean): Promise<CaseResult[]>;
+  /**
+   * Every conformance case; `ioWorker` false: the adapter itself on the worker's thread;
+   * `'tableWriter'` (OPFS): that, with a table writer thread; `'brokenTableWriter'`: with one that dies as it starts.
+   */
+  conformance(layout: Layout, ioWorker: boolean | 'tableWriter' | 'brokenTableWriter'): Promise<CaseResult[]>;
   quota(layout: Layout): Promise<QuotaResult>;
   stealAcrossWorkers(layout: Layout): Promise<StealResult>;
   staleWriter(layout: Layout): Promise<StaleWriterResult>;

@@ -6,6 +6,8 @@ import { MemWalError } from '../../src/util/errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../../src/format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage/adapter.js';
 import { resolveBrowserStorage } from '../../src/worker.js';
+import { OpfsStorage } from '../../src/storage/opfs.js';
+import { TableWriterClient, type TableWriterEndpoint } from '../../src/storage/opfs-table-writer.js';
 import { conformanceCases } from '../../src/testing/conformance.js';
 import type { CaseResult, Layout, Outcome, QuotaResult } from './protocol.js';
 
@@ -43,8 +45,30 @@ let lostReason: string | undefined;
 /** Whether this worker's adapters run on its own thread (`inline()`) or in their I/O worker (the default). */
 let ioWorker = true;
 
+/** Set by `conformance(…, 'tableWriter' | 'brokenTableWriter')`: an OpfsStorage on this thread with a table writer thread. */
+let withTableWriter: OpfsStorage | undefined;
+/** Its table writer thread's client. */
+let writerClient: TableWriterClient | undefined;
+
 /** This worker's adapter for `layout`. */
-const adapterFor = (layout: Layout): StorageAdapter => resolveBrowserStorage(layout, { ioWorker });
+const adapterFor = (layout: Layout): StorageAdapter => withTableWriter ?? resolveBrowserStorage(layout, { ioWorker });
+
+/** An OpfsStorage whose table files handed over whole are written by a thread started from `script`. */
+function opfsWithTableWriter(broken: boolean): OpfsStorage {
+  const start = (): TableWriterEndpoint =>
+    (broken
+      ? new Worker(new URL('./broken-table-writer.worker.ts', import.meta.url), { type: 'module' })
+      : new Worker(new URL('./table-writer.worker.ts', import.meta.url), { type: 'module' })) as unknown as TableWriterEndpoint;
+  writerClient = new TableWriterClient(start);
+  writerClient.connect();
+  return new OpfsStorage({ tableWriter: writerClient });
+}
+
+/** Until `client`'s thread is known to have died (its error event), at most 10 s. */
+async function writerDied(client: TableWriterClient): Promise<void> {
+  for (let i = 0; i < 1000 && client.usable; i++) await new Promise((r) => setTimeout(r, 10));
+  if (client.usable) throw new Error('the broken table writer thread did not fail');
+}
 
 /**
  * While set, this worker learns that its Web Lock was stolen only when the page releases it:
@@ -67,8 +91,11 @@ const api = {
   },
 
   /** Every conformance case, through the I/O worker (`ioWorker`, the default) or on this thread. */
-  async conformance(layout: Layout, viaIoWorker = true): Promise<CaseResult[]> {
-    ioWorker = viaIoWorker;
+  async conformance(layout: Layout, via: boolean | 'tableWriter' | 'brokenTableWriter' = true): Promise<CaseResult[]> {
+    ioWorker = via === true;
+    withTableWriter = typeof via === 'string' && layout === 'opfs' ? opfsWithTableWriter(via === 'brokenTableWriter') : undefined;
+    // Its tables are written on this thread once the adapter knows; a write already handed over when the thread died fails IOError.
+    if (via === 'brokenTableWriter' && writerClient) await writerDied(writerClient);
     const results: CaseResult[] = [];
     for (const c of conformanceCases(() => adapterFor(layout))) {
       try {

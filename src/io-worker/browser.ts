@@ -8,6 +8,7 @@
 import type { StorageAdapter } from '../storage/adapter.js';
 import { IndexedDbStorage } from '../storage/indexeddb.js';
 import { OpfsStorage, opfsSyncHandlesAvailable } from '../storage/opfs.js';
+import { serveTableWriter, TableWriterClient, type TableWriterEndpoint, type TableWriterScope } from '../storage/opfs-table-writer.js';
 import { type IoScope, serveStorage } from './io-host.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
 
@@ -62,6 +63,7 @@ function spawnIoWorker(start: IoWorkerStarter, layout: BrowserLayout): IoEndpoin
 
 /** The part of a dedicated worker's global the I/O role uses. */
 export type IoRoleScope = IoScope & {
+  location?: { href: string };
   addEventListener(type: 'message', listener: (ev: MessageEvent) => void, options?: { once?: boolean }): void;
 };
 
@@ -73,12 +75,32 @@ export function serveIoRole(scope: IoRoleScope): void {
   scope.addEventListener(
     'message',
     (ev: MessageEvent) => {
-      const layout = (ev.data as { layout: BrowserLayout }).layout;
-      serveStorage(scope, layout === 'opfs' ? new OpfsStorage() : new IndexedDbStorage());
+      const first = ev.data as { layout: BrowserLayout; tableWriter?: true };
+      if (first.tableWriter) return serveTableWriter(scope as unknown as TableWriterScope);
+      const layout = first.layout;
+      serveStorage(scope, layout === 'opfs' ? new OpfsStorage({ tableWriter: tableWriterOf(scope) }) : new IndexedDbStorage());
       scope.postMessage({ ready: layout }, []);
     },
     { once: true },
   );
+}
+
+/**
+ * The OPFS table writer thread of an I/O worker: a worker started from the I/O worker's own
+ * script (which serves this role too), started with the I/O role; none where this context cannot start
+ * workers (tables are then written on the I/O worker's thread).
+ */
+function tableWriterOf(scope: IoRoleScope): TableWriterClient | undefined {
+  const href = scope.location?.href;
+  if (!canStartWorkers() || !href) return undefined;
+  const writer = new TableWriterClient(() => {
+    const worker = new Worker(href, { type: 'module', name: `${IO_WORKER_NAME}tables` }) as unknown as TableWriterEndpoint;
+    worker.postMessage({ tableWriter: true } as never, []);
+    return worker;
+  });
+  // Started now, so that the first flush does not wait for the script to load.
+  writer.connect();
+  return writer;
 }
 
 /**

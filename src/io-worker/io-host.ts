@@ -231,7 +231,9 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
      */
     async tableWriteBuilt(handle: number, table: number, name: string): Promise<void> {
       const h = need(handle);
-      await h.tableWrite(name, tableChunks(take(handle, table)));
+      const bytes = take(handle, table);
+      if (h.tableWriteBytes) await h.tableWriteBytes(name, bytes);
+      else await h.tableWrite(name, tableChunks(bytes));
     },
     /** The bytes of built table `table` (transferred), no longer kept: for a wrapper handle that writes them itself. */
     async builtTake(handle: number, table: number): Promise<Uint8Array> {

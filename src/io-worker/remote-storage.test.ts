@@ -205,6 +205,39 @@ describe('a store on RemoteStorage', () => {
     await again.close();
   });
 
+  it('a built table is handed to the far-side handle whole (tableWriteBytes, the OPFS table writer thread) where the handle has it', async () => {
+    const whole: string[] = [];
+    const chunked: string[] = [];
+    const inner = new MemoryStorage();
+    const openStore = inner.openStore.bind(inner);
+    inner.openStore = async (name, options) => {
+      const h = await openStore(name, options);
+      const tableWrite = h.tableWrite.bind(h);
+      h.tableWrite = (file, chunks) => {
+        chunked.push(file);
+        return tableWrite(file, chunks);
+      };
+      h.tableWriteBytes = (file, bytes) => {
+        whole.push(file);
+        return tableWrite(file, [bytes.slice()]);
+      };
+      return h;
+    };
+    const { storage, jobs } = remote(inner);
+    const name = storeName();
+    const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage });
+    await w.put(rows(0, 10));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect(jobs).toContain('buildFlush');
+    expect(whole.length).toBe(1);
+    expect(chunked).toEqual([]);
+    await w.close();
+    const again = await MemWal.open({ name, schema, primaryKey: ['id'], storage });
+    expect((await again.scan()).numRows).toBe(10);
+    await again.close();
+  });
+
   it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes), and the jobs still run on the far side', async () => {
     const { storage, jobs, ops } = remote();
     const faults = new FaultInjectingStorage(storage);

@@ -145,6 +145,12 @@ export interface StoreHandle {
    * file of that name is an error. The adapter may yield between chunks.
    */
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void>;
+  /**
+   * `tableWrite` of a whole file's bytes that the caller hands over: the adapter may take them
+   * (transfer their buffer to another thread; the caller must not use them after). Optional: a
+   * handle without it is written through `tableWrite(name, tableChunks(bytes))`.
+   */
+  tableWriteBytes?(name: string, bytes: Uint8Array): Promise<void>;
   /** The whole table file. Rejects `IOError` when it is missing. */
   tableRead(name: string): Promise<Uint8Array>;
   /**

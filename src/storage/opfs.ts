@@ -4,7 +4,8 @@
 
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
-import { checkAppendOffset, checkRange, parseSegmentName } from './adapter.js';
+import { checkAppendOffset, checkRange, parseSegmentName, tableChunks } from './adapter.js';
+import type { TableWriterClient } from './opfs-table-writer.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import { browserStorageEstimate, commitManifest, deleteStoreRecords, loadManifest, memwalDb, onDatabaseClosed } from './idb-db.js';
 import { WriterSession } from './weblock.js';
@@ -161,7 +162,7 @@ export function appendToSegment(sync: SyncAccessHandle, name: string, offset: nu
   }
 }
 
-function checkWritten(written: number, expected: number, context: string): void {
+export function checkWritten(written: number, expected: number, context: string): void {
   if (written === expected) return;
   const fileError = written > expected ? written - 2 ** 32 : 0;
   if (fileError === FILE_ERROR_NO_SPACE) {
@@ -205,6 +206,9 @@ async function listNames(dir: OpfsDirectory, context: string): Promise<string[]>
 export class OpfsStorage implements StorageAdapter {
   readonly layout = 'opfs';
 
+  /** `tableWriter`: a thread that writes table files handed over whole (`StoreHandle.tableWriteBytes`). */
+  constructor(private readonly options: { tableWriter?: TableWriterClient } = {}) {}
+
   /**
    * Claims the writer lock (LockOptions: `Locked`, `Aborted`, `InvalidArgument`) and opens the
    * store's directories; segments are listed and opened by `walList`, after the caller's claim.
@@ -223,7 +227,7 @@ export class OpfsStorage implements StorageAdapter {
       const tablesDir = (await storeDir.getDirectoryHandle(TABLES_DIR, { create: true })) as OpfsDirectory;
       await memwalDb();
       session.check();
-      return new OpfsStoreHandle(session, walDir, tablesDir, retryMs);
+      return new OpfsStoreHandle(session, walDir, tablesDir, retryMs, this.options.tableWriter);
     } catch (e) {
       await session.release();
       throw toMemWalError(e, `opening store "${name}"`);
@@ -275,6 +279,8 @@ class OpfsStoreHandle implements StoreHandle {
   private readonly closedSegments = new Set<string>();
   /** Read-only handles on table files. */
   private readonly readers: TableReaders;
+  /** Table writes on the writer thread now (each holds its file's sync handle there). */
+  private readonly writing = new Set<Promise<void>>();
   /** Every sync handle open now, closed at once when the session ends or is lost. */
   private readonly openHandles = new Set<SyncAccessHandle>();
   /** The newest writer epoch this handle has seen in the manifest (load or commit): appends below it are stale. */
@@ -287,6 +293,7 @@ class OpfsStoreHandle implements StoreHandle {
     private readonly walDir: OpfsDirectory,
     private readonly tablesDir: OpfsDirectory,
     private readonly segmentRetryMs: number,
+    private readonly tableWriter: TableWriterClient | undefined,
   ) {
     this.store = session.store;
     this.readers = new TableReaders(
@@ -418,6 +425,58 @@ class OpfsStoreHandle implements StoreHandle {
    * epoch seen after the flush: `Fenced`) removes the file.
    */
   async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
+    await this.writeNewTable(name, async (file, context) => {
+      let sync: SyncAccessHandle | undefined;
+      try {
+        sync = await this.track(openSyncAccessHandle(file));
+        let at = 0;
+        for await (const chunk of chunks) {
+          this.session.check();
+          checkWritten(sync.write(chunk, { at }), chunk.length, `table file ${name}`);
+          // Flush per chunk: each sync slice stays short (stats keep answering), and sequential
+          // 1 MiB flushes cost about what one flush at the end does (docs/benchmarks.md).
+          sync.flush();
+          at += chunk.length;
+        }
+        this.session.check();
+        sync.flush();
+      } catch (e) {
+        throw toMemWalError(e, context);
+      } finally {
+        this.untrack(sync);
+      }
+    });
+  }
+
+  /**
+   * `tableWrite` of bytes handed over whole: on the table writer thread when this adapter has a
+   * usable one (their buffer is then detached here; a write that fails because the thread died
+   * rejects `IOError`, and the next is written here), else as `tableWrite` in chunks.
+   */
+  async tableWriteBytes(name: string, bytes: Uint8Array): Promise<void> {
+    const writer = this.tableWriter;
+    if (!writer?.usable) return this.tableWrite(name, tableChunks(bytes));
+    await this.writeNewTable(name, async (file, context) => {
+      this.session.check();
+      const write = writer.write(file, bytes);
+      this.writing.add(write);
+      try {
+        await write;
+      } catch (e) {
+        throw toMemWalError(e, context);
+      } finally {
+        this.writing.delete(write);
+      }
+      this.session.check();
+    });
+  }
+
+  /**
+   * Creates table file `name` (fenced before; `IOError` if it exists) and has `write` fill and
+   * flush it; fenced again after. On failure (or a newer epoch seen after the flush: `Fenced`)
+   * removes the file.
+   */
+  private async writeNewTable(name: string, write: (file: FileSystemFileHandle, context: string) => Promise<void>): Promise<void> {
     this.session.check();
     const context = `writing table file ${name}`;
     await this.fence(context);
@@ -427,27 +486,12 @@ class OpfsStoreHandle implements StoreHandle {
     } catch (e) {
       if (errorName(e) !== 'NotFoundError') throw toMemWalError(e, context);
     }
-    let sync: SyncAccessHandle | undefined;
     try {
       const file = await this.tablesDir.getFileHandle(name, { create: true });
-      sync = await this.track(openSyncAccessHandle(file));
-      let at = 0;
-      for await (const chunk of chunks) {
-        this.session.check();
-        checkWritten(sync.write(chunk, { at }), chunk.length, `table file ${name}`);
-        // Flush per chunk: each sync slice stays short (stats keep answering), and sequential
-        // 1 MiB flushes cost about what one flush at the end does (docs/benchmarks.md).
-        sync.flush();
-        at += chunk.length;
-      }
-      this.session.check();
-      sync.flush();
-      this.untrack(sync);
-      sync = undefined;
+      await write(file, context);
       // A newer writer that claimed meanwhile never names this file; leave nothing behind.
       await this.fence(context);
     } catch (e) {
-      this.untrack(sync);
       if (this.session.live) await removeIfPresent(this.tablesDir, name, context).catch(() => undefined);
       throw toMemWalError(e, context);
     }
@@ -477,7 +521,9 @@ class OpfsStoreHandle implements StoreHandle {
     await removeIfPresent(this.tablesDir, name, context);
   }
 
-  release(): Promise<void> {
+  /** Ends the session once no table write of this handle is still on the writer thread (its file open there). */
+  async release(): Promise<void> {
+    while (this.writing.size > 0) await Promise.allSettled([...this.writing]);
     return this.session.release();
   }
 
