@@ -170,8 +170,9 @@ it('vite build succeeds, and the built app runs the snippet in Chromium (vite pr
   await vite(['build']);
   expect(existsSync(join(app, 'dist/index.html'))).toBe(true);
   const workers = await runPage(await serve(['preview']));
-  // The engine's I/O worker is the same script started again (the build holds Arrow once).
-  expect(workers.filter((w) => /default-worker/.test(w))).toHaveLength(2);
+  // The engine's I/O worker and its table writer thread are the same script started again (the
+  // build holds Arrow once).
+  expect(workers.filter((w) => /default-worker/.test(w))).toHaveLength(3);
 }, 120_000);
 
 it('vite dev serves the app and its worker, and the snippet runs in Chromium', async () => {

@@ -7,7 +7,7 @@ import { MANIFEST_FORMAT_VERSION } from '../../src/format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage/adapter.js';
 import { resolveBrowserStorage } from '../../src/worker.js';
 import { OpfsStorage } from '../../src/storage/opfs.js';
-import { TableWriterClient, type TableWriterEndpoint } from '../../src/storage/opfs-table-writer.js';
+import { TableWriterClient } from '../../src/storage/opfs-table-writer.js';
 import { conformanceCases } from '../../src/testing/conformance.js';
 import type { CaseResult, Layout, Outcome, QuotaResult } from './protocol.js';
 
@@ -53,21 +53,21 @@ let writerClient: TableWriterClient | undefined;
 /** This worker's adapter for `layout`. */
 const adapterFor = (layout: Layout): StorageAdapter => withTableWriter ?? resolveBrowserStorage(layout, { ioWorker });
 
-/** An OpfsStorage whose table files handed over whole are written by a thread started from `script`. */
+/** An OpfsStorage whose table files handed over whole are written by a table writer thread (`broken`: one whose script throws). */
 function opfsWithTableWriter(broken: boolean): OpfsStorage {
-  const start = (): TableWriterEndpoint =>
-    (broken
-      ? new Worker(new URL('./broken-table-writer.worker.ts', import.meta.url), { type: 'module' })
-      : new Worker(new URL('./table-writer.worker.ts', import.meta.url), { type: 'module' })) as unknown as TableWriterEndpoint;
-  writerClient = new TableWriterClient(start);
-  writerClient.connect();
+  const worker = broken
+    ? new Worker(new URL('./broken-table-writer.worker.ts', import.meta.url), { type: 'module' })
+    : new Worker(new URL('./table-writer.worker.ts', import.meta.url), { type: 'module' });
+  const { port1, port2 } = new MessageChannel();
+  worker.postMessage({ port: port1 }, [port1]);
+  writerClient = new TableWriterClient(port2);
   return new OpfsStorage({ tableWriter: writerClient });
 }
 
-/** Until `client`'s thread is known to have died (its error event), at most 10 s. */
-async function writerDied(client: TableWriterClient): Promise<void> {
-  for (let i = 0; i < 1000 && client.usable; i++) await new Promise((r) => setTimeout(r, 10));
-  if (client.usable) throw new Error('the broken table writer thread did not fail');
+/** Until `client`'s thread says it is ready (`ready`), or until its worker's script has surely failed (not ready after 2 s). */
+async function settled(client: TableWriterClient, ready: boolean): Promise<void> {
+  for (let i = 0; i < 200 && client.usable !== ready; i++) await new Promise((r) => setTimeout(r, 10));
+  if (client.usable !== ready) throw new Error(`the table writer thread ${ready ? 'never became ready' : 'became ready'}`);
 }
 
 /**
@@ -94,8 +94,8 @@ const api = {
   async conformance(layout: Layout, via: boolean | 'tableWriter' | 'brokenTableWriter' = true): Promise<CaseResult[]> {
     ioWorker = via === true;
     withTableWriter = typeof via === 'string' && layout === 'opfs' ? opfsWithTableWriter(via === 'brokenTableWriter') : undefined;
-    // Its tables are written on this thread once the adapter knows; a write already handed over when the thread died fails IOError.
-    if (via === 'brokenTableWriter' && writerClient) await writerDied(writerClient);
+    // Every case on the thread (or, broken, on this thread: it never says it is ready).
+    if (writerClient && withTableWriter) await settled(writerClient, via === 'tableWriter');
     const results: CaseResult[] = [];
     for (const c of conformanceCases(() => adapterFor(layout))) {
       try {

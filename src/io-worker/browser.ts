@@ -8,7 +8,7 @@
 import type { StorageAdapter } from '../storage/adapter.js';
 import { IndexedDbStorage } from '../storage/indexeddb.js';
 import { OpfsStorage, opfsSyncHandlesAvailable } from '../storage/opfs.js';
-import { serveTableWriter, TableWriterClient, type TableWriterEndpoint, type TableWriterScope } from '../storage/opfs-table-writer.js';
+import { serveTableWriter, TableWriterClient } from '../storage/opfs-table-writer.js';
 import { type IoScope, serveStorage } from './io-host.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
 
@@ -54,16 +54,51 @@ export function isIoWorker(scope: { name?: string }): boolean {
   return scope.name?.startsWith(IO_WORKER_NAME) === true;
 }
 
-/** Starts the I/O worker for `layout` and tells it which layout to serve. */
+/**
+ * Starts the I/O worker for `layout` and tells it which layout to serve. For OPFS it also starts
+ * the I/O worker's table writer thread (a second worker from the same script, here rather than
+ * from the I/O worker: nested once, as the I/O worker is) and hands each its end of a port
+ * between them. The endpoint returned stands for both: an error event of either is the I/O
+ * worker's (the store poisons, as when the I/O worker dies), and terminating it ends both.
+ */
 function spawnIoWorker(start: IoWorkerStarter, layout: BrowserLayout): IoEndpoint {
-  const worker = start(`${IO_WORKER_NAME}${layout}`);
-  worker.postMessage({ layout }, []);
-  return worker;
+  const io = start(`${IO_WORKER_NAME}${layout}`);
+  let writer: IoEndpoint | undefined;
+  let port: MessagePort | undefined;
+  if (layout === 'opfs' && typeof MessageChannel === 'function') {
+    try {
+      writer = start(`${IO_WORKER_NAME}tables`);
+      const channel = new MessageChannel();
+      writer.postMessage({ tableWriter: channel.port1 } satisfies IoRoleStart, [channel.port1]);
+      port = channel.port2;
+    } catch {
+      writer = undefined; // no second worker here: the I/O worker writes its tables itself
+    }
+  }
+  io.postMessage({ layout, tableWriter: port } satisfies IoRoleStart, port ? [port] : []);
+  if (!writer) return io;
+  const both = writer;
+  type Listener = (ev: Event) => void;
+  const on = (target: IoEndpoint, type: 'message' | 'error', listener: Listener): void =>
+    (target.addEventListener as (type: string, listener: Listener) => void)(type, listener);
+  return {
+    postMessage: (message, transfer) => io.postMessage(message, transfer),
+    addEventListener: (type: 'message' | 'error', listener: Listener) => {
+      on(io, type, listener);
+      if (type === 'error') on(both, 'error', listener);
+    },
+    terminate: () => {
+      io.terminate?.();
+      both.terminate?.();
+    },
+  } as IoEndpoint;
 }
+
+/** The first message a worker started for the I/O role gets: which role, on which layout. */
+type IoRoleStart = { layout: BrowserLayout; tableWriter?: MessagePort } | { layout?: undefined; tableWriter: MessagePort };
 
 /** The part of a dedicated worker's global the I/O role uses. */
 export type IoRoleScope = IoScope & {
-  location?: { href: string };
   addEventListener(type: 'message', listener: (ev: MessageEvent) => void, options?: { once?: boolean }): void;
 };
 
@@ -75,32 +110,16 @@ export function serveIoRole(scope: IoRoleScope): void {
   scope.addEventListener(
     'message',
     (ev: MessageEvent) => {
-      const first = ev.data as { layout: BrowserLayout; tableWriter?: true };
-      if (first.tableWriter) return serveTableWriter(scope as unknown as TableWriterScope);
-      const layout = first.layout;
-      serveStorage(scope, layout === 'opfs' ? new OpfsStorage({ tableWriter: tableWriterOf(scope) }) : new IndexedDbStorage());
+      const first = ev.data as IoRoleStart;
+      if (first.layout === undefined) return serveTableWriter(first.tableWriter);
+      const { layout, tableWriter } = first;
+      const adapter =
+        layout === 'opfs' ? new OpfsStorage({ tableWriter: tableWriter && new TableWriterClient(tableWriter) }) : new IndexedDbStorage();
+      serveStorage(scope, adapter);
       scope.postMessage({ ready: layout }, []);
     },
     { once: true },
   );
-}
-
-/**
- * The OPFS table writer thread of an I/O worker: a worker started from the I/O worker's own
- * script (which serves this role too), started with the I/O role; none where this context cannot start
- * workers (tables are then written on the I/O worker's thread).
- */
-function tableWriterOf(scope: IoRoleScope): TableWriterClient | undefined {
-  const href = scope.location?.href;
-  if (!canStartWorkers() || !href) return undefined;
-  const writer = new TableWriterClient(() => {
-    const worker = new Worker(href, { type: 'module', name: `${IO_WORKER_NAME}tables` }) as unknown as TableWriterEndpoint;
-    worker.postMessage({ tableWriter: true } as never, []);
-    return worker;
-  });
-  // Started now, so that the first flush does not wait for the script to load.
-  writer.connect();
-  return writer;
 }
 
 /**

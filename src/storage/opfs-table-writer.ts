@@ -1,12 +1,13 @@
-// A second thread for OPFS table files: the I/O worker builds a flushed memtable's (or a
+// A thread of its own for OPFS table files: the I/O worker builds a flushed memtable's (or a
 // compaction's) table file and hands its bytes here, transferred, to be written and flushed
 // through the file's own sync access handle, while the I/O worker goes on with WAL appends. On a
 // machine with a core to spare, the two streams of every byte (the WAL's and the table's) are then
-// written side by side instead of one after the other (docs/impl.md §3). The OPFS adapter keeps
+// written side by side instead of one after the other (docs/impl.md §11). The OPFS adapter keeps
 // every decision (the file's name, fencing, removing a failed write's file); this thread only
-// writes. Dedicated workers.
+// writes. The two talk over a MessagePort the engine's thread connects when it starts both
+// workers (io-worker/browser.ts). Dedicated workers.
 
-import { MemWalError, type WireError, errorFromWire, errorToWire } from '../util/errors.js';
+import { type WireError, errorFromWire, errorToWire } from '../util/errors.js';
 import { checkWritten, openSyncAccessHandle } from './opfs.js';
 
 /** One table file to write: `bytes` (its buffer transferred) into the new, empty `file`. */
@@ -16,31 +17,31 @@ export interface TableFileWrite {
   bytes: Uint8Array;
 }
 
-/** Its outcome: written and flushed, its sync handle closed; or why not (the handle closed too). */
-export type TableFileWritten = { id: number; error?: undefined } | { id: number; error: WireError };
+/**
+ * What the writer thread sends: `ready` once, when it serves; then each write's outcome (written
+ * and flushed, its sync handle closed; or why not, the handle closed too).
+ */
+export type TableWriterMessage = { ready: true } | { id: number; error?: WireError };
 
-/** The writer thread's side of a port: a worker's global, or a MessagePort. */
-export interface TableWriterScope {
+/** Either end of the port between the I/O worker and its table writer thread (a MessagePort). */
+export interface TableWriterPort {
   addEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
-  postMessage(message: TableFileWritten, transfer: Transferable[]): void;
+  postMessage(message: unknown, transfer: Transferable[]): void;
+  start?(): void;
 }
 
-/** The I/O worker's side: the started worker. */
-export interface TableWriterEndpoint {
-  postMessage(message: TableFileWrite, transfer: Transferable[]): void;
-  addEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
-  addEventListener(type: 'error', listener: (ev: Event) => void): void;
-}
-
-const CHUNK = 1 << 20;
+/** Each table file is written (and flushed) in steps of this size. */
+const WRITE_STEP_BYTES = 1 << 20;
 
 /** Writes one table file, start to end (its sync handle closed before it returns or throws). */
 async function writeTableFile(file: FileSystemFileHandle, bytes: Uint8Array): Promise<void> {
   const sync = await openSyncAccessHandle(file);
   try {
-    for (let at = 0; at < bytes.length; at += CHUNK) {
-      const chunk = bytes.subarray(at, Math.min(bytes.length, at + CHUNK));
-      checkWritten(sync.write(chunk, { at }), chunk.length, `table file ${file.name}`);
+    // 1 MiB steps, each flushed: one write of a whole table measured about 1.8 times slower
+    // (docs/benchmarks.md, "Ingest: table files on a thread of their own").
+    for (let at = 0; at < bytes.length; at += WRITE_STEP_BYTES) {
+      const step = bytes.subarray(at, Math.min(bytes.length, at + WRITE_STEP_BYTES));
+      checkWritten(sync.write(step, { at }), step.length, `table file ${file.name}`);
       sync.flush();
     }
     sync.flush();
@@ -50,22 +51,25 @@ async function writeTableFile(file: FileSystemFileHandle, bytes: Uint8Array): Pr
 }
 
 /**
- * Serve table file writes on `scope`, one at a time in arrival order (each a few synchronous
- * calls: this thread answers nothing else).
+ * Serve table file writes on `port`, one at a time in arrival order (each a few synchronous
+ * calls: this thread answers nothing else), after saying it is ready.
  */
-export function serveTableWriter(scope: TableWriterScope): void {
+export function serveTableWriter(port: TableWriterPort): void {
   let queue: Promise<void> = Promise.resolve();
-  scope.addEventListener('message', (ev: MessageEvent) => {
+  port.addEventListener('message', (ev: MessageEvent) => {
     const job = ev.data as TableFileWrite;
     queue = queue.then(async () => {
+      let reply: TableWriterMessage = { id: job.id };
       try {
         await writeTableFile(job.file, job.bytes);
-        scope.postMessage({ id: job.id }, []);
       } catch (e) {
-        scope.postMessage({ id: job.id, error: errorToWire(e, `writing table file ${job.file.name}`) }, []);
+        reply = { id: job.id, error: errorToWire(e, `writing table file ${job.file.name}`) };
       }
+      port.postMessage(reply, []);
     });
   });
+  port.start?.();
+  port.postMessage({ ready: true } satisfies TableWriterMessage, []);
 }
 
 /** A buffer that `bytes` covers whole, so it can be transferred; otherwise a copy of `bytes` that does. */
@@ -75,58 +79,44 @@ function ownBuffer(bytes: Uint8Array): Uint8Array {
 }
 
 /**
- * The I/O worker's client of a table writer thread. `write` resolves once the file is written,
- * flushed and closed; it rejects with the writer's error, or `IOError` when the thread could not
- * start or died (then `usable` is false for good).
+ * The I/O worker's end of the port to its table writer thread. `usable` once the thread said it
+ * is ready (until then, and for good if it never does, the adapter writes tables itself).
+ * `write` resolves once the file is written, flushed and closed, or rejects with the thread's
+ * error. The thread's death is the engine's to see: it treats it as the I/O worker's
+ * (io-worker/browser.ts).
  */
 export class TableWriterClient {
-  private endpoint: TableWriterEndpoint | undefined;
+  private ready = false;
   private nextId = 1;
-  private broken: MemWalError | undefined;
   private readonly pending = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
 
-  constructor(private readonly start: () => TableWriterEndpoint) {}
+  constructor(private readonly port: TableWriterPort) {
+    port.addEventListener('message', (ev: MessageEvent) => {
+      const m = ev.data as TableWriterMessage;
+      if ('ready' in m) {
+        this.ready = true;
+        return;
+      }
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      if (m.error) p?.reject(errorFromWire(m.error));
+      else p?.resolve();
+    });
+    port.start?.();
+  }
 
-  /** False once the thread failed to start or died: tables are then written by the caller's thread. */
+  /** True once the thread serves. */
   get usable(): boolean {
-    return this.broken === undefined;
+    return this.ready;
   }
 
   /** Write `bytes` (taken: their buffer is detached here when it covers them whole) into `file`. */
   write(file: FileSystemFileHandle, bytes: Uint8Array): Promise<void> {
-    const endpoint = this.connect();
-    if (!endpoint || this.broken) return Promise.reject(this.broken);
     const id = this.nextId++;
     const own = ownBuffer(bytes);
     return new Promise<void>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      endpoint.postMessage({ id, file, bytes: own }, [own.buffer as ArrayBuffer]);
+      this.port.postMessage({ id, file, bytes: own } satisfies TableFileWrite, [own.buffer as ArrayBuffer]);
     });
-  }
-
-  /** Start the thread now (else on the first `write`); undefined when it cannot be started. */
-  connect(): TableWriterEndpoint | undefined {
-    if (this.endpoint || this.broken) return this.endpoint;
-    let endpoint: TableWriterEndpoint;
-    try {
-      endpoint = this.start();
-    } catch (e) {
-      this.broken = new MemWalError('IOError', 'the table writer thread could not be started', { cause: e });
-      return undefined;
-    }
-    endpoint.addEventListener('message', (ev: MessageEvent) => {
-      const reply = ev.data as TableFileWritten;
-      const p = this.pending.get(reply.id);
-      this.pending.delete(reply.id);
-      if (reply.error) p?.reject(errorFromWire(reply.error));
-      else p?.resolve();
-    });
-    endpoint.addEventListener('error', () => {
-      this.broken = new MemWalError('IOError', 'the table writer thread failed (it could not start, or it died)');
-      for (const p of this.pending.values()) p.reject(this.broken);
-      this.pending.clear();
-    });
-    this.endpoint = endpoint;
-    return endpoint;
   }
 }

@@ -206,7 +206,7 @@ async function listNames(dir: OpfsDirectory, context: string): Promise<string[]>
 export class OpfsStorage implements StorageAdapter {
   readonly layout = 'opfs';
 
-  /** `tableWriter`: a thread that writes table files handed over whole (`StoreHandle.tableWriteBytes`). */
+  /** `tableWriter`: the port to a thread that writes table files handed over whole (`StoreHandle.tableWriteBytes`). */
   constructor(private readonly options: { tableWriter?: TableWriterClient } = {}) {}
 
   /**
@@ -449,9 +449,8 @@ class OpfsStoreHandle implements StoreHandle {
   }
 
   /**
-   * `tableWrite` of bytes handed over whole: on the table writer thread when this adapter has a
-   * usable one (their buffer is then detached here; a write that fails because the thread died
-   * rejects `IOError`, and the next is written here), else as `tableWrite` in chunks.
+   * `tableWrite` of bytes handed over whole: on the table writer thread when this adapter has one
+   * that said it is ready (their buffer is then detached here), else as `tableWrite` in chunks.
    */
   async tableWriteBytes(name: string, bytes: Uint8Array): Promise<void> {
     const writer = this.tableWriter;
@@ -521,9 +520,16 @@ class OpfsStoreHandle implements StoreHandle {
     await removeIfPresent(this.tablesDir, name, context);
   }
 
-  /** Ends the session once no table write of this handle is still on the writer thread (its file open there). */
+  /**
+   * Ends the session once no table write of this handle is still on the writer thread (its file
+   * open there), or after `SYNC_OPEN_LIMIT_MS` of waiting for them (a successor removes such a
+   * file with backoff).
+   */
   async release(): Promise<void> {
-    while (this.writing.size > 0) await Promise.allSettled([...this.writing]);
+    const until = Date.now() + SYNC_OPEN_LIMIT_MS;
+    while (this.writing.size > 0 && Date.now() < until) {
+      await Promise.race([Promise.allSettled([...this.writing]), sleep(Math.max(0, until - Date.now()))]);
+    }
     return this.session.release();
   }
 
