@@ -6,7 +6,7 @@
 // file left after destroy, a table file the manifest names missing.
 
 import { expect, type Page, test } from '@playwright/test';
-import { clientPage } from './client-fixtures.js';
+import { Profile, clientPage } from './client-fixtures.js';
 
 type Attack = Record<string, (...a: unknown[]) => Promise<string[]>>;
 
@@ -83,3 +83,41 @@ for (const then of ['open', 'destroy'] as const) {
     expect(await attack(page, 'heldTable', `a5-held-${then}-${stamp()}`, then, 1500)).toEqual([]);
   });
 }
+
+test('the quota cut below a big table while the table writer thread writes it, lifted after 2 s: the flush retries and lands, nothing lost or left', async ({
+  baseURL,
+}, testInfo) => {
+  test.setTimeout(240_000);
+  const profile = new Profile(testInfo, baseURL!);
+  const origin = new URL(baseURL!).origin;
+  try {
+    const page = await profile.launch();
+    const cdp = await profile.context!.newCDPSession(page);
+    await page.exposeFunction('a5SetQuota', async (bytes: number | null) => {
+      await cdp.send('Storage.overrideQuotaForOrigin', bytes === null ? { origin } : { origin, quotaSize: bytes });
+    });
+    await page.evaluate((url) => import(url), '/client/attack5.ts');
+    expect(await attack(page, 'quota', `a5-quota-${stamp()}`, 32, 2000)).toEqual([]);
+  } finally {
+    await profile.dispose();
+  }
+});
+
+test('a page reload while a big table is built or written: the reloaded page opens at once with every acknowledged row, destroy leaves nothing', async ({
+  page,
+}) => {
+  const problems: string[] = [];
+  for (const delay of [50, 200, 350, 500]) {
+    const name = `a5-reload-${delay}-${stamp()}`;
+    const n = (await page.evaluate(
+      ([nm]) => (window as unknown as { attack5: { reloadStart: (n: string, m: number) => Promise<number> } }).attack5.reloadStart(nm, 48),
+      [name] as const,
+    )) as number;
+    await page.waitForTimeout(delay);
+    await page.reload();
+    await clientPage(page);
+    await page.evaluate((url) => import(url), '/client/attack5.ts');
+    problems.push(...(await attack(page, 'reloadCheck', name, n)));
+  }
+  expect(problems).toEqual([]);
+});

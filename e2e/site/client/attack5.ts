@@ -171,7 +171,11 @@ async function steal(name: string, delayMs: number, mib: number): Promise<string
     if (c.r !== 'ok') problems.push(`steal at ${delayMs} ms: thief's close ${c.r}`);
     await checkNamedTables(name, `steal at ${delayMs} ms`, problems);
   }
-  await within(a.close(), 10_000);
+  // The robbed writer's calls settle (with an error or not), none hangs.
+  const drain = await within(a.waitForFlushDrain(), 20_000);
+  if (drain.r === 'hung') problems.push(`steal at ${delayMs} ms: the robbed writer's waitForFlushDrain hung`);
+  const closed = await within(a.close(), 20_000);
+  if (closed.r === 'hung') problems.push(`steal at ${delayMs} ms: the robbed writer's close hung`);
   await destroyAndCheck(name, `steal at ${delayMs} ms`, problems);
   return problems;
 }
@@ -382,3 +386,87 @@ async function heldTable(name: string, then: 'open' | 'destroy', ms: number): Pr
 }
 
 Object.assign((window as unknown as { attack5: object }).attack5, { heldTable });
+
+/**
+ * The origin's quota cut (`window.a5SetQuota`, the spec's CDP `Storage.overrideQuotaForOrigin`)
+ * just below what a big table needs, then its flush started (the table write on the table writer
+ * thread fails `QuotaExceeded`), then the quota lifted after `holdMs`: the flush retries and
+ * lands, the writer never poisons, every acknowledged row is there before and after a reopen, no
+ * failed write's file is left, and destroy leaves nothing.
+ */
+async function quota(name: string, mib: number, holdMs: number): Promise<string[]> {
+  const setQuota = (window as unknown as { a5SetQuota: (bytes: number | null) => Promise<void> }).a5SetQuota;
+  const problems: string[] = [];
+  await destroyMemWal(name).catch(() => undefined);
+  const opts = keyed(name, { flushRetry: { baseMs: 50, maxMs: 300 } });
+  let db = await openMemWal(opts);
+  const states: string[] = [];
+  const acked = await fill(db, 0, mib * 1024, 1000);
+  const { usage = 0 } = await navigator.storage.estimate();
+  await setQuota(usage + 4 * MiB);
+  try {
+    void db.forceSealActive().catch(() => undefined);
+    const end = Date.now() + holdMs;
+    while (Date.now() < end) {
+      states.push(db.writerState);
+      await sleep(50);
+    }
+    const hit = await db.writeStats();
+    if (hit.flushFailureCount === 0) problems.push(`no flush failed under the cut quota (${hit.flushCount} flushes)`);
+  } finally {
+    await setQuota(null);
+  }
+  const drained = await within(db.waitForFlushDrain(), 60_000);
+  if (drained.r !== 'ok') problems.push(`flush drain after the lift: ${drained.r}`);
+  states.push(db.writerState);
+  if (states.some((s) => s !== 'open')) problems.push(`states: ${[...new Set(states)].join(',')}`);
+  await checkRows(db, acked, 'after the lift', problems);
+  const c = await within(db.close(), 30_000);
+  if (c.r !== 'ok') problems.push(`close ${c.r}`);
+  await checkNamedTables(name, 'after the lift', problems);
+  const named = new Set((await manifestTables(name)).map((t) => `tables/${t}`));
+  const extra = (await opfsFiles(name)).filter((f) => f.startsWith('tables/') && !named.has(f));
+  if (extra.length) problems.push(`table files no manifest names after close: ${extra.join(' ')}`);
+  const r = await openOr(opts, 'reopen after the quota', problems);
+  if (r) {
+    db = r;
+    await checkRows(db, acked, 'reopened after the quota', problems);
+    await db.close();
+  }
+  await destroyAndCheck(name, 'quota', problems);
+  return problems;
+}
+
+Object.assign((window as unknown as { attack5: object }).attack5, { quota });
+
+/** Before a page reload: a big memtable acknowledged (ids 0..n-1, returned n) and its flush started. */
+async function reloadStart(name: string, mib: number): Promise<number> {
+  await destroyMemWal(name).catch(() => undefined);
+  const db = await openMemWal(keyed(name));
+  const acked = await fill(db, 0, mib * 1024, 1000);
+  void db.forceSealActive().catch(() => undefined);
+  return acked.length;
+}
+
+/** After the reload: the store opens at once with ids 0..n-1, its manifest's files all there; destroy leaves nothing. */
+async function reloadCheck(name: string, n: number): Promise<string[]> {
+  const problems: string[] = [];
+  const db = await openOr(keyed(name), 'open after the reload', problems);
+  if (db) {
+    await checkRows(
+      db,
+      Array.from({ length: n }, (_, i) => i),
+      'after the reload',
+      problems,
+    );
+    await db.forceSealActive();
+    const w = await within(db.waitForFlushDrain(), 60_000);
+    if (w.r !== 'ok') problems.push(`flush after the reload ${w.r}`);
+    await db.close();
+    await checkNamedTables(name, 'after the reload', problems);
+  }
+  await destroyAndCheck(name, 'reload', problems);
+  return problems;
+}
+
+Object.assign((window as unknown as { attack5: object }).attack5, { reloadStart, reloadCheck });
