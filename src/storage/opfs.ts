@@ -183,6 +183,33 @@ async function removeIfPresent(dir: FileSystemDirectoryHandle, name: string, con
   }
 }
 
+/**
+ * `removeIfPresent`, retried with backoff for `retryMs` while the entry (or, `recursive`, a file
+ * in it) is still open in another context (`NoModificationAllowedError`): a table file a
+ * predecessor's table writer thread is still writing after its writer lost the lock or its
+ * worker ended (docs/impl.md §11). `check` runs before each attempt.
+ */
+async function removeWhenLetGo(
+  dir: FileSystemDirectoryHandle,
+  name: string,
+  context: string,
+  retryMs: number,
+  recursive = false,
+  check: () => void = () => undefined,
+): Promise<void> {
+  const deadline = Date.now() + retryMs;
+  for (let delayMs = 10; ; delayMs = Math.min(delayMs * 2, 500)) {
+    check();
+    try {
+      return await removeIfPresent(dir, name, context, recursive);
+    } catch (e) {
+      const cause = (e as { cause?: unknown }).cause;
+      if (errorName(cause) !== 'NoModificationAllowedError' || Date.now() + delayMs > deadline) throw e;
+      await sleep(delayMs);
+    }
+  }
+}
+
 /** `dir`'s entry names (`IOError` on failure). */
 async function listNames(dir: OpfsDirectory, context: string): Promise<string[]> {
   const names: string[] = [];
@@ -238,7 +265,7 @@ export class OpfsStorage implements StorageAdapter {
   async destroyStore(name: string): Promise<void> {
     const root = await opfsRoot();
     await WriterSession.whileHeld(name, async () => {
-      await removeIfPresent(root, name, `destroying store "${name}"`, true);
+      await removeWhenLetGo(root, name, `destroying store "${name}"`, DEFAULT_SEGMENT_RETRY_MS, true);
       await deleteStoreRecords(name);
     });
   }
@@ -517,7 +544,7 @@ class OpfsStoreHandle implements StoreHandle {
     const context = `removing table file ${name}`;
     await this.fence(context);
     await this.readers.close(name);
-    await removeIfPresent(this.tablesDir, name, context);
+    await removeWhenLetGo(this.tablesDir, name, context, this.segmentRetryMs, false, () => this.session.check());
   }
 
   /**
