@@ -303,13 +303,6 @@ export function rangeView(type: DataType, data: Data, start: number, count: numb
   }
 }
 
-/** A BigInt64Array's or BigUint64Array's bytes as 32-bit words; undefined for any other array. */
-function words64(a: AnyArray): Int32Array | undefined {
-  const b = a as unknown;
-  if (!(b instanceof BigInt64Array || b instanceof BigUint64Array)) return undefined;
-  return new Int32Array(b.buffer, b.byteOffset, b.length * 2);
-}
-
 /** Fixed-width values (stride-aware: Decimal, FixedSizeBinary, Interval). */
 function gatherFixed(type: DataType, sels: Sel[], n: number): AnyArray {
   const stride = new Data(type, 0, 0).stride;
@@ -319,16 +312,6 @@ function gatherFixed(type: DataType, sels: Sel[], n: number): AnyArray {
     const src = data.values as unknown as AnyArray;
     if (!idx) {
       out.set(src.subarray(start * stride, (start + count) * stride), pos * stride);
-    } else if (stride === 1 && words64(out) && words64(src)) {
-      // 64-bit integers as pairs of 32-bit words: the same bytes, without a BigInt per value.
-      const from = words64(src)!;
-      const to = words64(out)!;
-      for (let k = 0; k < count; k++) {
-        const r = idx[k]! * 2;
-        const w = (pos + k) * 2;
-        to[w] = from[r]!;
-        to[w + 1] = from[r + 1]!;
-      }
     } else if (stride === 1) {
       for (let k = 0; k < count; k++) out[pos + k] = src[idx[k]!]!;
     } else {
@@ -338,9 +321,6 @@ function gatherFixed(type: DataType, sels: Sel[], n: number): AnyArray {
   }
   return out;
 }
-
-/** Values up to this long are copied byte by byte when gathered (cheaper than a view object each). */
-const SHORT_VALUE_BYTES = 64;
 
 /** Offsets + bytes of variable-width rows; a -1 index is an empty (null) row. */
 export function gatherVarWidth(type: DataType, sels: Sel[], n: number): { valueOffsets: Int32Array | BigInt64Array; values: Uint8Array } {
@@ -370,19 +350,6 @@ export function gatherVarWidth(type: DataType, sels: Sel[], n: number): { valueO
       values.set(src.subarray(base, Number(so[start + count])), pos);
       for (let k = 1; k <= count; k++) offsets[row + k] = pos + Number(so[start + k]) - base;
       pos = offsets[row + count]!;
-    } else if (so instanceof Int32Array) {
-      // Rows are mostly short: a byte loop, not a subarray object per row.
-      for (let k = 0; k < count; k++) {
-        const r = idx[k]!;
-        if (r >= 0) {
-          const a = so[r]!;
-          const b = so[r + 1]!;
-          if (b - a > SHORT_VALUE_BYTES) values.set(src.subarray(a, b), pos);
-          else for (let j = a, p = pos; j < b; j++, p++) values[p] = src[j]!;
-          pos += b - a;
-        }
-        offsets[row + k + 1] = pos;
-      }
     } else {
       for (let k = 0; k < count; k++) {
         const r = idx[k]!;
