@@ -19,7 +19,10 @@ export interface FlushRetryOptions extends RetryOptions {
   /**
    * A flush attempt whose table-file write has not finished after this long counts as failed
    * (its file is abandoned and swept later) and is retried under a new name. Default 60 s:
-   * far above a healthy write, it turns a storage call that never settles into a retry.
+   * far above a healthy write, it turns a storage call that never settles into a retry. Keep it
+   * well above the time one table file takes to write (tens of milliseconds for a 16 MiB
+   * memtable on OPFS, more on a loaded machine): below it every attempt is cut off, the flush is
+   * retried for ever, and `waitForFlushDrain` waits until its own signal gives up.
    */
   stallMs?: number;
 }
