@@ -16,7 +16,7 @@ import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import { encodeFrameHeader, encodeFrameHeaderFromCrc, scanSegment } from '../format/wal/codec.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
-import { appendFrame, type StorageAdapter, type StoreHandle, tableChunks } from '../storage/adapter.js';
+import { appendFrame, type StorageAdapter, type StoreHandle, writeTableBytes } from '../storage/adapter.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import type { StorageEstimate } from '../storage/adapter.js';
 import {
@@ -230,10 +230,7 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
      * of the event loop between them. The table is no longer kept, whatever the outcome.
      */
     async tableWriteBuilt(handle: number, table: number, name: string): Promise<void> {
-      const h = need(handle);
-      const bytes = take(handle, table);
-      if (h.tableWriteBytes) await h.tableWriteBytes(name, bytes);
-      else await h.tableWrite(name, tableChunks(bytes));
+      await writeTableBytes(need(handle), name, take(handle, table));
     },
     /** The bytes of built table `table` (transferred), no longer kept: for a wrapper handle that writes them itself. */
     async builtTake(handle: number, table: number): Promise<Uint8Array> {

@@ -179,6 +179,15 @@ export function appendFrame(handle: StoreHandle, name: string, offset: number, h
     : handle.walAppend(name, offset, joinFrame(header, payload));
 }
 
+/**
+ * Write a whole table file's `bytes` (handed over: the caller does not use them after) as new
+ * table file `name`: through `tableWriteBytes` where `handle` offers it, else as `tableWrite`
+ * chunks ({@link tableChunks}).
+ */
+export function writeTableBytes(handle: StoreHandle, name: string, bytes: Uint8Array): Promise<void> {
+  return handle.tableWriteBytes ? handle.tableWriteBytes(name, bytes) : handle.tableWrite(name, tableChunks(bytes));
+}
+
 /** Table files are handed to `tableWrite` in chunks of this size, with a yield between. */
 export const TABLE_WRITE_CHUNK_BYTES = 1024 * 1024;
 

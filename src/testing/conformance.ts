@@ -6,7 +6,7 @@ import { MemWalError } from '../util/errors.js';
 import type { MemWalErrorCode } from '../util/errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../format/manifest/manifest.js';
 import type { Manifest } from '../format/manifest/manifest.js';
-import { type LockOptions, type StorageAdapter, type StoreHandle, tableChunks } from '../storage/adapter.js';
+import { type LockOptions, type StorageAdapter, type StoreHandle, writeTableBytes } from '../storage/adapter.js';
 import { concatBytes } from '../util/bytes.js';
 
 /** One named check of an adapter; `run` rejects with an Error saying what differed. */
@@ -50,11 +50,6 @@ function sameBytes(actual: Uint8Array, expected: Uint8Array, what: string): void
 }
 
 /** Awaits `promise`, which must reject with a MemWalError (of `code`, when given). */
-/** A whole table file's bytes written as the I/O worker writes a built table: `tableWriteBytes` where the handle has it. */
-function writeWhole(h: StoreHandle, name: string, bytes: Uint8Array): Promise<void> {
-  return h.tableWriteBytes ? h.tableWriteBytes(name, bytes) : h.tableWrite(name, tableChunks(bytes));
-}
-
 async function rejects(promise: Promise<unknown>, code: MemWalErrorCode | undefined, what: string): Promise<MemWalError> {
   let result: unknown;
   try {
@@ -263,7 +258,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       check(!(await f.next.tableList()).includes('1-1-2.arrow'), 'the fenced table write must not leave its file');
     }),
     ...fencedCall('table write of whole bytes', async (old, f) => {
-      await rejects(writeWhole(old, '1-1-2.arrow', pattern(8, 4)), 'Fenced', "the old writer's table write of whole bytes");
+      await rejects(writeTableBytes(old, '1-1-2.arrow', pattern(8, 4)), 'Fenced', "the old writer's table write of whole bytes");
       check(!(await f.next.tableList()).includes('1-1-2.arrow'), 'the fenced table write must not leave its file');
     }),
     ...fencedCall('table remove', async (old) => {
@@ -466,14 +461,14 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       const backing = pattern(100_000, 6);
       const inside = backing.subarray(10, 90_010);
       const expectedInside = inside.slice();
-      await writeWhole(h, '1-1-0.arrow', big.slice());
-      await writeWhole(h, '2-1-0.arrow', inside);
-      await writeWhole(h, '3-1-0.arrow', new Uint8Array(0));
+      await writeTableBytes(h, '1-1-0.arrow', big.slice());
+      await writeTableBytes(h, '2-1-0.arrow', inside);
+      await writeTableBytes(h, '3-1-0.arrow', new Uint8Array(0));
       sameBytes(await h.tableRead('1-1-0.arrow'), big, 'the table written from whole bytes');
       sameBytes(await h.tableRead('2-1-0.arrow'), expectedInside, 'the table written from a view');
       sameBytes(backing, pattern(100_000, 6), 'the buffer around the view, after its write');
       sameBytes(await h.tableRead('3-1-0.arrow'), new Uint8Array(0), 'the empty table');
-      await rejects(writeWhole(h, '1-1-0.arrow', pattern(3, 9)), undefined, 'writing an existing table file from whole bytes');
+      await rejects(writeTableBytes(h, '1-1-0.arrow', pattern(3, 9)), undefined, 'writing an existing table file from whole bytes');
       sameBytes(await h.tableRead('1-1-0.arrow'), big, 'table after the rejected overwrite');
       sameJson((await h.tableList()).sort(), ['1-1-0.arrow', '2-1-0.arrow', '3-1-0.arrow'], 'tableList');
     }),
@@ -574,7 +569,7 @@ export function conformanceCases(makeAdapter: () => StorageAdapter | Promise<Sto
       await rejects(h.walRead('1-1'), undefined, 'walRead after release');
       await rejects(h.walList(), undefined, 'walList after release');
       await rejects(h.tableWrite('1-1-0.arrow', [pattern(4, 3)]), undefined, 'tableWrite after release');
-      await rejects(writeWhole(h, '1-1-0.arrow', pattern(4, 3)), undefined, 'tableWriteBytes after release');
+      await rejects(writeTableBytes(h, '1-1-0.arrow', pattern(4, 3)), undefined, 'tableWriteBytes after release');
       await rejects(h.tableList(), undefined, 'tableList after release');
     }),
   ];
