@@ -3,7 +3,8 @@
 // the table of a memtable of ≈1 MiB batches shaped like the browser bench's keyed Arrow case
 // (id Int64, value Float64, name Utf8, the tombstone column) — ids ascending as the bench puts
 // them, random with repeats, mostly ascending — and one with a Utf8 key. Prints ms per MiB of
-// batches: the whole build (median of `reps`), then the phases timed on their own. `--root`
+// batches: the whole build (median of `reps`; wall clock, and this process's CPU time, which
+// counts the collector's threads too), then the phases timed on their own. `--root`
 // runs another checkout's src (an A/B against an older commit); the SHA-256 of each table is
 // printed so the two can be compared byte for byte.
 
@@ -137,16 +138,20 @@ for (const [name, make] of Object.entries(cases)) {
   const { storeSchema, batches: bs } = make();
   const enc = makeKeyEncoder(storeSchema);
   const builds: number[] = [];
+  const cpus: number[] = [];
   let hash = '';
   for (let r = 0; r < REPS; r++) {
     const t = performance.now();
+    const c = process.cpuUsage();
     const built = await buildFlushTable(storeSchema, enc, bs, 1);
+    const used = process.cpuUsage(c);
+    cpus.push((used.user + used.system) / 1000);
     builds.push(performance.now() - t);
     hash = createHash('sha256').update(built.bytes).digest('hex').slice(0, 16);
   }
   if (!phases) {
     console.log(
-      `${name.padEnd(9)} build ${(median(builds) / MIB).toFixed(2)} ms/MiB (min ${(Math.min(...builds) / MIB).toFixed(2)}) sha ${hash}`,
+      `${name.padEnd(9)} build ${(median(builds) / MIB).toFixed(2)} ms/MiB (min ${(Math.min(...builds) / MIB).toFixed(2)}), CPU ${(median(cpus) / MIB).toFixed(2)} (min ${(Math.min(...cpus) / MIB).toFixed(2)}) sha ${hash}`,
     );
     continue;
   }
