@@ -95,7 +95,7 @@ describe('a keyed flush built from many batches', () => {
       name: b % 2 === 0 && i % 5 === 0 ? null : name(r),
     }));
     batches.push(tombstoneBatch([{ id: 5 }, { id: 901 }], single)!);
-    const big = batchesOf(single, 1, 3000, (_, i) => ({ id: 4000 + i * 3, value: r(), name: name(r) }))[0]!;
+    const big = batchesOf(single, 1, 3000, (_, i) => ({ id: 20_000 + i, value: i % 9 === 0 ? null : r(), name: name(r) }))[0]!;
     batches.push(big.slice(17, 1500), big.slice(1500, 2990));
     const [a, b] = await bothWays(single, batches);
     expect(a).toEqual(b);
