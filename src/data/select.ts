@@ -313,7 +313,7 @@ function gatherFixed(type: DataType, sels: Sel[], n: number): AnyArray {
     if (!idx) {
       out.set(src.subarray(start * stride, (start + count) * stride), pos * stride);
     } else if (stride === 1) {
-      for (let k = 0; k < count; k++) out[pos + k] = src[idx[k]!]!;
+      gatherFixedRuns(out, src, idx, count, pos);
     } else {
       for (let k = 0; k < count; k++) out.set(src.subarray(idx[k]! * stride, (idx[k]! + 1) * stride), (pos + k) * stride);
     }
@@ -350,6 +350,8 @@ export function gatherVarWidth(type: DataType, sels: Sel[], n: number): { valueO
       values.set(src.subarray(base, Number(so[start + count])), pos);
       for (let k = 1; k <= count; k++) offsets[row + k] = pos + Number(so[start + k]) - base;
       pos = offsets[row + count]!;
+    } else if (so instanceof Int32Array) {
+      pos = gatherVarRuns(offsets, values, so, src, idx, count, row, pos);
     } else {
       for (let k = 0; k < count; k++) {
         const r = idx[k]!;
@@ -366,6 +368,59 @@ export function gatherVarWidth(type: DataType, sels: Sel[], n: number): { valueO
   }
   const valueOffsets = large ? BigInt64Array.from(offsets, (o) => BigInt(o)) : new Int32Array(offsets);
   return { valueOffsets, values };
+}
+
+/** Runs of consecutive rows shorter than this are copied value by value (a `set` costs more). */
+const RUN_COPY_MIN = 16;
+
+/**
+ * `out[pos + k] = src[idx[k]]` for `k < count`: a run of at least RUN_COPY_MIN consecutive
+ * source rows (ids put in order) as one `set`, shorter ones value by value.
+ */
+function gatherFixedRuns(out: AnyArray, src: AnyArray, idx: ArrayLike<number>, count: number, pos: number): void {
+  for (let k = 0; k < count; ) {
+    const r = idx[k]!;
+    let end = k + 1;
+    while (end < count && idx[end] === r + (end - k)) end++;
+    if (end - k >= RUN_COPY_MIN) out.set(src.subarray(r, r + (end - k)), pos + k);
+    else for (let j = k; j < end; j++) out[pos + j] = src[r + (j - k)]!;
+    k = end;
+  }
+}
+
+/**
+ * The idx path of {@link gatherVarWidth} for 32-bit offsets `so`: rows `idx[0..count)` of `src`
+ * appended at `values[pos]`, their end offsets at `offsets[row + 1..]`; returns the new `pos`. A
+ * run of consecutive source rows is copied as one range; short values byte by byte (a `subarray`
+ * and `set` per value cost more than the bytes). A -1 index is an empty row.
+ */
+function gatherVarRuns(
+  offsets: Float64Array,
+  values: Uint8Array,
+  so: Int32Array,
+  src: Uint8Array,
+  idx: ArrayLike<number>,
+  count: number,
+  row: number,
+  pos: number,
+): number {
+  for (let k = 0; k < count; ) {
+    const r = idx[k]!;
+    if (r < 0) {
+      offsets[row + ++k] = pos;
+      continue;
+    }
+    let end = k + 1;
+    while (end < count && idx[end] === r + (end - k)) end++;
+    const a = so[r]!;
+    const b = so[r + (end - k)]!;
+    if (b - a > 32) values.set(src.subarray(a, b), pos);
+    else for (let i = a; i < b; i++) values[pos + i - a] = src[i]!;
+    for (let j = k; j < end; j++) offsets[row + j + 1] = pos + so[r + (j - k) + 1]! - a;
+    pos += b - a;
+    k = end;
+  }
+  return pos;
 }
 
 /** Last resort: values through apache-arrow's Vector getter and builder. */

@@ -11,7 +11,7 @@ import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.
 import { type StorageAdapter, type StoreHandle, tableChunks } from '../storage/adapter.js';
 import { BLOCK_MAX_ROWS, blockTargetBytes } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
-import { type IndexEntries, indexEntries, sortedOrderSteps } from './sorted.js';
+import { type IndexEntries, indexEntries, sortedOrder } from './sorted.js';
 import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
 import { runStepsSliced, type Steps, yieldToEventLoop } from '../util/schedule.js';
 import type { Key, KeyEncoder } from '../data/keys.js';
@@ -159,8 +159,9 @@ function* flushTableSteps(
       }
       index = { keys: concatKeys(perBatch) };
     }
-    const order = yield* sortedOrderSteps(storeSchema.internal, storeSchema, batches, batches.length, index);
-    const blocks = yield* cutSelectionSteps(storeSchema.internal, order.flat, order.ordinals, blockTargetBytes(true));
+    const order = sortedOrder(storeSchema, batches, batches.length, index);
+    yield;
+    const blocks = yield* cutSelectionSteps(storeSchema.internal, order.rows, order.ordinals, blockTargetBytes(true));
     return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, order.keys);
   }
   return yield* tableSteps(storeSchema, undefined, batches, generation, generation);

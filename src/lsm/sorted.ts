@@ -6,7 +6,6 @@ import type { KeyIndex } from '../data/key-index.js';
 import { type Key, keyString } from '../data/keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
-import { runSteps, type Steps } from '../util/schedule.js';
 
 /** A run of rows in key order: one batch, its keys in order, and where it came from. */
 export interface SortedRun {
@@ -48,10 +47,13 @@ export function indexEntries(index: KeyIndex): { keys: Key[]; ordinals: number[]
   return { keys, ordinals };
 }
 
-/** The newest visible row of each key in key order, before gathering: `keys[i]`'s row is row `ordinals[i]` of `flat`. */
+/**
+ * The newest visible row of each key in key order, before gathering: `keys[i]`'s row is row
+ * `ordinals[i]` of `rows` (numbered consecutively across them).
+ */
 export interface SortedOrder {
-  /** Every visible row, in insertion order (one batch). */
-  flat: RecordBatch;
+  /** The visible batches, in insertion order. */
+  rows: readonly RecordBatch[];
   ordinals: Int32Array;
   keys: Key[];
 }
@@ -62,30 +64,13 @@ export interface SortedOrder {
  * pointed at.
  */
 export function sortedOrder(
-  schema: Schema,
   storeSchema: StoreSchema,
   batches: readonly RecordBatch[],
   visible: number,
   entries: IndexEntries,
 ): SortedOrder {
-  return runSteps(sortedOrderSteps(schema, storeSchema, batches, visible, entries));
-}
-
-/** {@link sortedOrder} as two steps (sort, gather), so a table build can pause between them. */
-export function* sortedOrderSteps(
-  schema: Schema,
-  storeSchema: StoreSchema,
-  batches: readonly RecordBatch[],
-  visible: number,
-  entries: IndexEntries,
-): Steps<SortedOrder> {
   const { keys, ordinals } = newestInKeyOrder(entries.keys, entries.ordinals, storeSchema);
-  yield;
-  const shown = batches.slice(0, visible);
-  let total = 0;
-  for (const b of shown) total += b.numRows;
-  const flat = shown.length === 1 ? shown[0]! : gatherBatch(schema, shown.map(allRows), total);
-  return { flat, ordinals, keys };
+  return { rows: batches.slice(0, visible), ordinals, keys };
 }
 
 /**
@@ -224,7 +209,10 @@ export function sortedNewest(
   visible: number,
   entries: IndexEntries,
 ): SortedRun {
-  const { flat, ordinals, keys } = sortedOrder(schema, storeSchema, batches, visible, entries);
+  const { rows, ordinals, keys } = sortedOrder(storeSchema, batches, visible, entries);
+  let total = 0;
+  for (const b of rows) total += b.numRows;
+  const flat = rows.length === 1 ? rows[0]! : gatherBatch(schema, rows.map(allRows), total);
   const children = schema.fields.map((f, j) =>
     gather(f.type, [{ data: flat.data.children[j]!, idx: ordinals, start: 0, count: ordinals.length }]),
   );

@@ -3,10 +3,10 @@
 // come in final order: sorted by key with one row per key for keyed stores, insertion order for
 // append-only ones. Pure; any runtime.
 
-import { type Data, RecordBatch, RecordBatchFileWriter, Schema } from 'apache-arrow';
+import { Data, RecordBatch, RecordBatchFileWriter, Schema, Type } from 'apache-arrow';
 import { type Key, type KeyEncoder, keyBytes, keyString } from '../../data/keys.js';
 import type { StoreSchema } from '../../data/schema.js';
-import { gatherBatch, makeBatch, rangeView } from '../../data/select.js';
+import { allRows, gatherBatch, makeBatch, rangeView } from '../../data/select.js';
 import { estimateBatchBytes } from '../../data/size.js';
 import { toBase64 } from '../../util/bytes.js';
 import { crc32c, crc32cCombine } from '../../util/crc32c.js';
@@ -107,23 +107,34 @@ function sliceOf(schema: Schema, sel: { batch: RecordBatch; idx: null; start: nu
 }
 
 /**
- * The rows `idx` selects from `batch`, in that order, cut into blocks of at most BLOCK_MAX_ROWS
- * rows and about `targetBytes` each, gathered straight from `batch`: one copy, a block per
- * step. `idx` may select few of `batch`'s rows (a keyed memtable whose keys were overwritten), so
- * `batch`'s average row size is only the first guess: each block's own size sets the next one's
- * rows, and a block more than twice the target is gathered again with fewer rows.
+ * The rows `idx` selects from `batches` (their rows numbered consecutively), in that order, cut
+ * into blocks of at most BLOCK_MAX_ROWS rows and about `targetBytes` each: one copy, a block per
+ * step. A block whose rows come in long stretches of one batch (keys put in order) is gathered
+ * straight from the batches, runs of consecutive rows copied whole; any other block from the
+ * batches concatenated once (built on first need). Either gives the same block. `idx` may select
+ * few of the rows (a keyed memtable whose keys were overwritten), so the rows' average size is
+ * only the first guess: each block's own size sets the next one's rows, and a block more than
+ * twice the target is gathered again with fewer rows.
  */
 export function* cutSelectionSteps(
   schema: Schema,
-  batch: RecordBatch,
+  batches: readonly RecordBatch[],
   idx: Int32Array,
   targetBytes = BLOCK_TARGET_BYTES,
 ): Steps<RecordBatch[]> {
   const out: RecordBatch[] = [];
   const rowsFor = (rowBytes: number): number => Math.max(1, Math.min(BLOCK_MAX_ROWS, Math.floor(targetBytes / Math.max(1, rowBytes))));
-  const gathered = (at: number, count: number): RecordBatch =>
-    gatherBatch(schema, [{ batch, idx: idx.subarray(at, at + count), start: 0, count }], count);
-  let perBlock = rowsFor(estimateBatchBytes(batch) / Math.max(1, batch.numRows));
+  const starts = new Float64Array(batches.length + 1);
+  for (let b = 0; b < batches.length; b++) starts[b + 1] = starts[b]! + batches[b]!.numRows;
+  let flat: RecordBatch | undefined = batches.length === 1 ? batches[0] : undefined;
+  const flattened = (): RecordBatch => (flat ??= gatherBatch(schema, batches.map(allRows), starts[batches.length]!));
+  const gathered = (at: number, count: number): RecordBatch => {
+    const rows = idx.subarray(at, at + count);
+    const sels = flat ? undefined : stretches(batches, starts, rows);
+    return gatherBatch(schema, sels ?? [{ batch: flattened(), idx: rows, start: 0, count }], count);
+  };
+  const estimate = flat ? undefined : concatEstimate(batches, starts[batches.length]!);
+  let perBlock = rowsFor((estimate ?? estimateBatchBytes(flattened())) / Math.max(1, starts[batches.length]!));
   for (let at = 0; at < idx.length; ) {
     let count = Math.min(perBlock, idx.length - at);
     let block = gathered(at, count);
@@ -139,6 +150,103 @@ export function* cutSelectionSteps(
     yield;
   }
   return out;
+}
+
+/** A stretch of a selection is worth a selection of its own when the rows average at least this many per stretch. */
+const STRETCH_MIN_ROWS = 16;
+
+/**
+ * `rows` (numbered across `batches`, whose first rows are `starts`) as selections of one batch
+ * each, a selection per stretch of rows in one batch, or undefined when the stretches average
+ * fewer than STRETCH_MIN_ROWS rows (scattered rows: gathering from one batch costs less).
+ */
+function stretches(
+  batches: readonly RecordBatch[],
+  starts: Float64Array,
+  rows: Int32Array,
+): { batch: RecordBatch; idx: Int32Array; start: number; count: number }[] | undefined {
+  const n = rows.length;
+  const local = new Int32Array(n);
+  const out: { batch: RecordBatch; idx: Int32Array; start: number; count: number }[] = [];
+  let b = -1;
+  let from = 0;
+  for (let k = 0; k < n; k++) {
+    const r = rows[k]!;
+    if (b < 0 || r < starts[b]! || r >= starts[b + 1]!) {
+      if (b >= 0) out.push({ batch: batches[b]!, idx: local.subarray(from, k), start: 0, count: k - from });
+      if ((out.length + 1) * STRETCH_MIN_ROWS > n) return undefined;
+      b = batchOf(starts, r);
+      from = k;
+    }
+    local[k] = r - starts[b]!;
+  }
+  if (b >= 0) out.push({ batch: batches[b]!, idx: local.subarray(from, n), start: 0, count: n - from });
+  return out;
+}
+
+/** The batch holding row `r`: the last `b` with `starts[b] <= r` (binary search). */
+function batchOf(starts: Float64Array, r: number): number {
+  let lo = 0;
+  let hi = starts.length - 2;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (starts[mid]! <= r) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * `estimateBatchBytes` of `batches` (`rows` rows in all) gathered into one batch, without
+ * gathering them: what `gather` makes of each column, for the fixed-width, Bool, Null and
+ * variable-width columns; undefined when a column has another type.
+ */
+function concatEstimate(batches: readonly RecordBatch[], rows: number): number | undefined {
+  if (batches.length === 0) return 0;
+  let bytes = 0;
+  const fields = batches[0]!.schema.fields;
+  for (let j = 0; j < fields.length; j++) {
+    const type = fields[j]!.type;
+    let nulls = false;
+    let varBytes = 0;
+    for (const b of batches) {
+      const d = b.data.children[j]!;
+      if (d.nullCount > 0) nulls = true;
+      if (d.length > 0 && d.valueOffsets) varBytes += Number(d.valueOffsets[d.length]!) - Number(d.valueOffsets[0]!);
+    }
+    if (type.typeId !== Type.Null && nulls) bytes += Math.ceil(rows / 8);
+    switch (type.typeId) {
+      case Type.Null:
+        break;
+      case Type.Bool:
+        bytes += Math.ceil(rows / 8);
+        break;
+      case Type.Utf8:
+      case Type.Binary:
+        if (rows > 0) bytes += (rows + 1) * 4 + varBytes;
+        break;
+      case Type.LargeUtf8:
+      case Type.LargeBinary:
+        if (rows > 0) bytes += (rows + 1) * 8 + varBytes;
+        break;
+      case Type.Int:
+      case Type.Float:
+      case Type.Decimal:
+      case Type.Date:
+      case Type.Time:
+      case Type.Timestamp:
+      case Type.Interval:
+      case Type.Duration:
+      case Type.FixedSizeBinary: {
+        const Ctor = type.ArrayType as unknown as { BYTES_PER_ELEMENT: number };
+        bytes += rows * new Data(type, 0, 0).stride * Ctor.BYTES_PER_ELEMENT;
+        break;
+      }
+      default:
+        return undefined;
+    }
+  }
+  return bytes;
 }
 
 /**
@@ -213,7 +321,7 @@ export function* encodeTableSteps(
     const keys: ArrayLike<Key> = sortedKeys ?? keyEncoder(b);
     const from = sortedKeys ? at : 0;
     const to = from + b.numRows;
-    addKeys(bloom!, keys, from, to);
+    bloom!.addRange(keys, from, to);
     bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[from]!, storeSchema), last: keyString(keys[to - 1]!, storeSchema) });
     at = to;
     yield;
@@ -265,11 +373,6 @@ export function* encodeTableSteps(
     built.maxKey = bounds[bounds.length - 1]!.last;
   }
   return built;
-}
-
-/** Add `keys[from, to)` to `bloom` (a loop of its own: V8 cannot optimize a hot loop inside a generator while it runs). */
-function addKeys(bloom: BloomFilter, keys: ArrayLike<Key>, from: number, to: number): void {
-  for (let i = from; i < to; i++) bloom.add(keys[i]!);
 }
 
 /**
