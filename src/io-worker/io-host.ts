@@ -288,7 +288,7 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
       built.delete(table);
       if (t) drop(t);
     },
-    /** How many built tables are kept here (tests, diagnostics). */
+    /** How many built tables are kept for the engine, here or on the table builder (tests, diagnostics). */
     async builtKept(): Promise<number> {
       return built.size;
     },
