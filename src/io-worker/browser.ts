@@ -113,9 +113,10 @@ export function serveIoRole(scope: IoRoleScope): void {
       const first = ev.data as IoRoleStart;
       if (first.layout === undefined) return serveTableWriter(first.tableWriter);
       const { layout, tableWriter } = first;
-      const adapter =
-        layout === 'opfs' ? new OpfsStorage({ tableWriter: tableWriter && new TableWriterClient(tableWriter) }) : new IndexedDbStorage();
-      serveStorage(scope, adapter);
+      // The OPFS table writer thread also builds flush tables (their handle writes them there).
+      const writer = layout === 'opfs' && tableWriter ? new TableWriterClient(tableWriter) : undefined;
+      const adapter = layout === 'opfs' ? new OpfsStorage({ tableWriter: writer }) : new IndexedDbStorage();
+      serveStorage(scope, adapter, writer);
       scope.postMessage({ ready: layout }, []);
     },
     { once: true },

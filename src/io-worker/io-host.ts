@@ -2,12 +2,14 @@
 // adapter (OPFS or IndexedDB), and runs its background jobs next to the files — building a
 // flushed memtable's table file from the WAL payloads it appended (kept in memory until their
 // flush; read back from the segments when it does not hold them all), and compaction outputs from
-// the input files. A built table stays here under an id until the engine names its file and has
-// it written here (or takes its bytes, for a wrapper handle that writes them itself), or releases
-// it: its bytes never cross to the engine's thread. Commits stay the engine's. Browser workers.
+// the input files. Where the adapter has a table builder thread (OPFS: the table writer thread)
+// a flush whose payloads are all kept is built there instead, and its bytes stay there. A built
+// table stays kept (here or there) under an id until the engine names its file and has it
+// written (or takes its bytes, for a wrapper handle that writes them itself), or releases it: its
+// bytes never cross to the engine's thread. Commits stay the engine's. Browser workers.
 
-import { decodePayload, type WalPayload } from '../format/wal/payload.js';
-import { buildCompactionOutputs, buildFlushTable, type CompactJob } from '../lsm/jobs.js';
+import type { WalPayload } from '../format/wal/payload.js';
+import { buildCompactionOutputs, buildFlushFromWal, type CompactJob } from '../lsm/jobs.js';
 import { makeKeyEncoder } from '../data/keys.js';
 import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
 import { SchemaVersions } from '../format/schema-versions.js';
@@ -34,6 +36,25 @@ import {
 export interface IoScope {
   addEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
   postMessage(message: unknown, transfer: Transferable[]): void;
+}
+
+/** A flush table built and kept by a `TableBuilder`: its id there, and what the manifest records of it. */
+export type KeptTable = Omit<BuiltTable, 'bytes'> & { table: number; length: number };
+
+/**
+ * A thread that builds flush tables from their WAL payloads and keeps the bytes (the OPFS table
+ * writer thread, opfs-table-writer.ts), so that this worker's own thread stays free for WAL
+ * appends. The handle that writes a kept table is the adapter's (`StoreHandle.tableWriteKept`).
+ */
+export interface TableBuilder {
+  /** True once it serves (until then the I/O worker builds). */
+  readonly usable: boolean;
+  /** Build generation `generation`'s table from `entries` (taken over: their buffers may be transferred) and keep it. */
+  buildFlush(schema: WireStoreSchema, versions: WireSchemaVersions, generation: number, entries: WalPayload[]): Promise<KeptTable>;
+  /** The bytes of kept table `table`, no longer kept there. */
+  take(table: number): Promise<Uint8Array>;
+  /** Drop kept table `table` (nothing happens when it is not kept). */
+  release(table: number): void;
 }
 
 /** A table write fed chunk by chunk. */
@@ -92,12 +113,15 @@ function stream(handle: StoreHandle, name: string): Stream {
  * drift). Every open handle, table-write stream and compaction is keyed by an id the engine
  * holds; `event` reports what happens unasked (a lost lock, a waiting open, a warning).
  */
-export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void) {
+export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void, builder?: TableBuilder) {
   const handles = new Map<number, StoreHandle>();
   const streams = new Map<number, Stream>();
   const compactions = new Map<number, { handle: number; outputs: AsyncIterator<BuiltTable> }>();
-  /** Tables built here and not yet written or released, by id, with the handle of their store. */
-  const built = new Map<number, { handle: number; bytes: Uint8Array }>();
+  /**
+   * Tables built and not yet written or released, by id, with the handle of their store: their
+   * bytes here, or the id they are kept under by `builder` (`remote`).
+   */
+  const built = new Map<number, Built>();
   const opening = new Map<number, AbortController>();
   const schemas = new Map<string, StoreSchema>();
   /** Per handle that runs flushes here: the payloads appended and not yet built into a table, by position. */
@@ -125,13 +149,25 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
     built.set(id, { handle, bytes });
     return { id, length: bytes.length, ...meta };
   };
-  /** The bytes of built table `id` of `handle`'s store, no longer kept. */
-  const take = (handle: number, id: number): Uint8Array => {
+  /** Record `table`, kept by `builder`, for `handle`'s store; what the engine gets of it. */
+  const keepRemote = (handle: number, { table, ...meta }: KeptTable): WireBuiltTable => {
+    const id = nextId++;
+    built.set(id, { handle, remote: table });
+    return { id, ...meta };
+  };
+  /** Built table `id` of `handle`'s store, no longer kept here. */
+  const take = (handle: number, id: number): Built => {
     const t = built.get(id);
     if (!t || t.handle !== handle)
       throw new MemWalError('IOError', `built table ${id} is not kept here (written, released, or its store released)`);
     built.delete(id);
-    return t.bytes;
+    return t;
+  };
+  /** The bytes of `t`, from `builder` when it keeps them. */
+  const bytesOf = async (t: Built): Promise<Uint8Array> => ('bytes' in t ? t.bytes : (builder as TableBuilder).take(t.remote));
+  /** Drop `t` (on `builder` when it keeps it). */
+  const drop = (t: Built): void => {
+    if ('remote' in t) builder?.release(t.remote);
   };
   const streamOf = (id: number): Stream => {
     const s = streams.get(id);
@@ -230,18 +266,29 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
      * of the event loop between them. The table is no longer kept, whatever the outcome.
      */
     async tableWriteBuilt(handle: number, table: number, name: string): Promise<void> {
-      await writeTableBytes(need(handle), name, take(handle, table));
+      const h = need(handle);
+      const t = take(handle, table);
+      if ('bytes' in t) return writeTableBytes(h, name, t.bytes);
+      try {
+        // Where the builder keeps it: written there by a handle that can (OPFS), else its bytes fetched.
+        if (h.tableWriteKept) await h.tableWriteKept(name, t.remote);
+        else await writeTableBytes(h, name, await bytesOf(t));
+      } finally {
+        drop(t); // a write that failed before it reached the builder left it kept there
+      }
     },
     /** The bytes of built table `table` (transferred), no longer kept: for a wrapper handle that writes them itself. */
     async builtTake(handle: number, table: number): Promise<Uint8Array> {
       need(handle);
-      return take(handle, table);
+      return bytesOf(take(handle, table));
     },
     /** Drop built table `table` unwritten (nothing happens when it is not kept). */
     async builtRelease(table: number): Promise<void> {
+      const t = built.get(table);
       built.delete(table);
+      if (t) drop(t);
     },
-    /** How many built tables are kept here (tests, diagnostics). */
+    /** How many built tables are kept for the engine, here or on the table builder (tests, diagnostics). */
     async builtKept(): Promise<number> {
       return built.size;
     },
@@ -253,27 +300,33 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
       const h = handles.get(handle);
       handles.delete(handle);
       kept.delete(handle);
-      for (const [id, t] of built) if (t.handle === handle) built.delete(id);
+      for (const [id, t] of built) {
+        if (t.handle !== handle) continue;
+        built.delete(id);
+        drop(t);
+      }
       await h?.release();
     },
 
     /**
      * The table file of a generation, from its WAL entries: the payloads kept since their append
      * when this worker holds every one (then dropped, with any older ones), else read back from the
-     * segments (entries replayed at open, or a retry after they were dropped).
+     * segments (entries replayed at open, or a retry after they were dropped). Built by `builder`
+     * (and kept there) when it is usable and every payload was kept (handed over), else here.
      */
     async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<WireBuiltTable> {
       const storeSchema = schemaOf(schema);
-      const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
       const h = need(handle);
-      const entries = takeKept(kept.get(handle), job) ?? (await readEntries(h, job));
-      const batches = [];
-      for (const e of entries) {
-        const t = decodePayload(e, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, false);
-        batches.push(...versions.projectEntry(t, e.epoch, e.position));
+      const payloads = takeKept(kept.get(handle), job);
+      if (payloads && builder?.usable) {
+        const table = await builder.buildFlush(schema, wv, job.generation, payloads);
+        if (!handles.has(handle)) builder.release(table.table); // released meanwhile: keep nothing
+        need(handle);
+        return keepRemote(handle, table);
       }
-      const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
-      const table = await buildFlushTable(storeSchema, keyEncoder, batches, job.generation);
+      const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
+      const entries = payloads ?? (await readEntries(h, job));
+      const table = await buildFlushFromWal(storeSchema, versions, entries, job.generation);
       need(handle); // released meanwhile: keep nothing
       return keep(handle, table);
     },
@@ -316,6 +369,9 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void)
   };
 }
 
+/** A built table kept for a store: its bytes, or the id `TableBuilder` keeps it under. */
+type Built = { handle: number; bytes: Uint8Array } | { handle: number; remote: number };
+
 /**
  * The payloads of positions `job.firstPosition..job.lastPosition` from `kept`, in position order,
  * when it holds every one; those and every older one are dropped from `kept` either way (a flush
@@ -350,10 +406,10 @@ function resultBytes(value: unknown): Uint8Array[] {
 
 /**
  * Serve `scope` (the I/O worker's global scope) with `adapter`: each request runs the method of
- * `makeIoHost` it names. Call once, in the I/O worker.
+ * `makeIoHost` it names, flush tables built by `builder` where it can. Call once, in the I/O worker.
  */
-export function serveStorage(scope: IoScope, adapter: StorageAdapter): void {
-  const api = makeIoHost(adapter, (e) => scope.postMessage(e, []));
+export function serveStorage(scope: IoScope, adapter: StorageAdapter, builder?: TableBuilder): void {
+  const api = makeIoHost(adapter, (e) => scope.postMessage(e, []), builder);
   scope.addEventListener('message', (ev: MessageEvent) => {
     const req = ev.data as IoRequest; // what RemoteStorage posts (io-protocol.ts)
     const reply = (r: IoReply, transfer: Transferable[] = []): void => scope.postMessage(r, transfer);

@@ -14,7 +14,8 @@ import { MemoryStorage } from '../storage/memory.js';
 import { type IoEndpoint, type LocalTableOpener, RemoteStorage } from './remote-storage.js';
 import type { SyncAccessHandle } from '../storage/opfs.js';
 import { MemWalError } from '../util/errors.js';
-import { type IoScope, makeIoHost, serveStorage } from './io-host.js';
+import { type IoScope, makeIoHost, serveStorage, type TableBuilder } from './io-host.js';
+import { serveTableWriter, TableWriterClient } from '../storage/opfs-table-writer.js';
 import { encodeSchema } from '../data/schema.js';
 import { type DecodedFrame, encodeFrame, scanSegment } from '../format/wal/codec.js';
 import type { StoreHandle } from '../storage/adapter.js';
@@ -25,7 +26,10 @@ import { crc32c } from '../util/crc32c.js';
  * there, lists every request it gets (`ops`) and holds a weak reference to each WAL payload the
  * far side receives.
  */
-function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: string[]; ops: string[]; payloads: WeakRef<ArrayBuffer>[] } {
+function remote(
+  inner = new MemoryStorage(),
+  builder?: TableBuilder,
+): { storage: RemoteStorage; jobs: string[]; ops: string[]; payloads: WeakRef<ArrayBuffer>[] } {
   const jobs: string[] = [];
   const ops: string[] = [];
   const payloads: WeakRef<ArrayBuffer>[] = [];
@@ -38,7 +42,7 @@ function remote(inner = new MemoryStorage()): { storage: RemoteStorage; jobs: st
       if (op === 'walAppendEntry')
         for (const a of args ?? []) if (a instanceof Uint8Array) payloads.push(new WeakRef(a.buffer as ArrayBuffer));
     });
-    serveStorage(port2 as unknown as IoScope, inner);
+    serveStorage(port2 as unknown as IoScope, inner, builder);
     port2.start();
     port1.start();
     return port1 as unknown as IoEndpoint;
@@ -780,5 +784,208 @@ describe("the engine thread's own read-only handles on table files", () => {
     expect(missing).toEqual(before);
     await expect(h.tableReadRange('t.arrow', -1, 4)).rejects.toMatchObject({ code: 'InvalidArgument' });
     await h.release();
+  });
+});
+
+/**
+ * A table writer thread (opfs-table-writer.ts) at the other end of a MessageChannel, its files
+ * fakes written into `files` by name; lists the requests it gets (`ops`). Resolves once it serves.
+ */
+async function writerThread(): Promise<{ client: TableWriterClient; ops: string[]; kept: () => number; files: Map<string, Uint8Array> }> {
+  const { port1, port2 } = new MessageChannel();
+  const ops: string[] = [];
+  const files = new Map<string, Uint8Array>();
+  port2.addEventListener('message', (ev: MessageEvent) => ops.push((ev.data as { op: string }).op));
+  const open = async (file: FileSystemFileHandle): Promise<SyncAccessHandle> => {
+    let bytes = new Uint8Array(0);
+    return {
+      read: () => 0,
+      write(buffer, options) {
+        const at = options?.at ?? 0;
+        const next = new Uint8Array(Math.max(bytes.length, at + buffer.length));
+        next.set(bytes);
+        next.set(buffer, at);
+        bytes = next;
+        return buffer.length;
+      },
+      truncate: () => undefined,
+      getSize: () => bytes.length,
+      flush: () => void files.set(file.name, bytes),
+      close: () => undefined,
+    };
+  };
+  const server = serveTableWriter(port2 as unknown as MessagePort, open);
+  const client = new TableWriterClient(port1 as unknown as MessagePort);
+  await vi.waitFor(() => expect(client.usable).toBe(true));
+  return { client, ops, kept: server.kept, files };
+}
+
+/**
+ * A MemoryStorage whose handles write a table the writer thread keeps there (`tableWriteKept`, as
+ * the OPFS handle does), then store the bytes it wrote; lists the names written so (`kept`).
+ */
+function keptWriting(writer: { client: TableWriterClient; files: Map<string, Uint8Array> }): { storage: MemoryStorage; kept: string[] } {
+  const storage = new MemoryStorage();
+  const kept: string[] = [];
+  const openStore = storage.openStore.bind(storage);
+  storage.openStore = async (...args) => {
+    const h = await openStore(...args);
+    h.tableWriteKept = async (name, table) => {
+      // As the OPFS handle: a name that exists fails before the write reaches the writer thread.
+      if ((await h.tableList()).includes(name)) throw new MemWalError('IOError', `table file ${name} already exists`);
+      await writer.client.writeKept({ name } as FileSystemFileHandle, table);
+      kept.push(name);
+      await h.tableWrite(name, [writer.files.get(name) ?? new Uint8Array(0)]);
+    };
+    return h;
+  };
+  return { storage, kept };
+}
+
+/** Every table file of store `name` in `inner`, by name. */
+async function tableFiles(inner: MemoryStorage, name: string): Promise<Map<string, Uint8Array>> {
+  const h = await inner.openStore(name);
+  try {
+    const out = new Map<string, Uint8Array>();
+    for (const f of (await h.tableList()).sort()) out.set(f, await h.tableRead(f));
+    return out;
+  } finally {
+    await h.release();
+  }
+}
+
+describe('flush tables built on the table writer thread', () => {
+  const quiet = { warn: () => undefined };
+
+  it('a flush whose payloads are all kept is built there and written there; nothing stays kept on either side', async () => {
+    const writer = await writerThread();
+    const far = keptWriting(writer);
+    const there = remote(far.storage, writer.client);
+    const here = remote();
+    const name = storeName();
+    for (const { storage } of [there, here]) {
+      const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 300, logger: quiet });
+      for (let round = 0; round < 2; round++) for (let i = 0; i < 1_000; i += 100) await w.put(rows(i, 100, `r${round}-`));
+      await w.forceSealActive();
+      await w.waitForFlushDrain();
+      expect(await w.get({ id: 567 })).toMatchObject({ name: 'r1-567' });
+      await w.close();
+    }
+    const builds = writer.ops.filter((o) => o === 'build').length;
+    expect(builds).toBeGreaterThan(1);
+    expect(there.jobs.filter((j) => j === 'buildFlush').length).toBe(builds); // every flush built there
+    expect(far.kept.length).toBe(builds); // and written there
+    expect(here.jobs).toContain('buildFlush');
+    expect(writer.kept()).toBe(0);
+    expect(await there.storage.send('builtKept')).toBe(0);
+  });
+
+  it('byte for byte: the same flush built on the writer thread and in the I/O worker', async () => {
+    const writer = await writerThread();
+    const far = keptWriting(writer);
+    const near = new MemoryStorage();
+    const name = storeName();
+    for (const [inner, builder] of [
+      [far.storage, writer.client],
+      [near, undefined],
+    ] as const) {
+      const { storage } = remote(inner, builder);
+      const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 300, logger: quiet });
+      for (let round = 0; round < 2; round++) for (let i = 0; i < 1_000; i += 100) await w.put(rows(i, 100, `r${round}-`));
+      await w.forceSealActive();
+      await w.waitForFlushDrain();
+      await w.close();
+    }
+    const a = await tableFiles(far.storage, name);
+    const b = await tableFiles(near, name);
+    expect(far.kept.length).toBeGreaterThan(1);
+    expect([...a.keys()]).toEqual([...b.keys()]);
+    for (const [f, bytes] of a) expect(Buffer.from(bytes).equals(Buffer.from(b.get(f) as Uint8Array)), f).toBe(true);
+  });
+
+  it('a retry after a failed write (its payloads dropped) reads the WAL back and builds in the I/O worker; nothing stays kept on either side', async () => {
+    const writer = await writerThread();
+    const inner = new MemoryStorage();
+    const far = new FaultInjectingStorage(inner);
+    const { storage, jobs } = remote(far as unknown as MemoryStorage, writer.client);
+    const name = storeName();
+    const opts = { name, schema, primaryKey: ['id'], storage, flushRetry: { baseMs: 1, maxMs: 2 }, logger: quiet };
+    const w = await MemWal.open(opts);
+    await w.put(rows(0, 300));
+    far.failNext('tableWrite', 1); // the wrapper handle has no tableWriteKept: the bytes are taken back and written through it
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect((await w.writeStats()).flushFailureCount).toBe(1);
+    expect(jobs.filter((j) => j === 'buildFlush').length).toBe(2);
+    expect(writer.ops.filter((o) => o === 'build').length).toBe(1); // the first attempt only
+    expect(writer.ops).toContain('take');
+    expect(writer.kept()).toBe(0);
+    expect(await storage.send('builtKept')).toBe(0);
+    await w.close();
+    expect(await orphans(inner, name)).toEqual([]);
+    const again = await MemWal.open(opts);
+    expect((await again.scan()).numRows).toBe(300);
+    await again.close();
+  });
+
+  it('the writer thread drops a table the I/O worker released, with its store, and after a write whatever its outcome; builtTake brings its bytes back', async () => {
+    const writer = await writerThread();
+    const { storage: inner } = keptWriting(writer);
+    const host = makeIoHost(inner, () => undefined, writer.client);
+    const plain = makeIoHost(new MemoryStorage(), () => undefined);
+    const name = storeName();
+    const handle = await host.openStore(1, name, {});
+    const plainHandle = await plain.openStore(1, name, {});
+    await host.keepPayloads(handle);
+    const wire = { schema: encodeSchema(schema), primaryKey: ['id'] };
+    const job = { generation: 1, firstPosition: 1, lastPosition: 0, segments: [] }; // no entries: every one (none) kept
+    const wv = { versions: [{ version: 1, schema: wire.schema }], currentVersion: 1 };
+    const built = [];
+    for (let i = 0; i < 5; i++) built.push(await host.buildFlush(handle, wire, job, wv));
+    expect(writer.ops.filter((o) => o === 'build').length).toBe(5);
+    expect(writer.kept()).toBe(5);
+    expect(await host.builtKept()).toBe(5);
+    await host.builtRelease(built[0]!.id);
+    await vi.waitFor(() => expect(writer.kept()).toBe(4));
+    await host.tableWriteBuilt(handle, built[1]!.id, '1-1-2.arrow');
+    expect(writer.kept()).toBe(3);
+    await expect(host.tableWriteBuilt(handle, built[1]!.id, '1-1-3.arrow')).rejects.toMatchObject({ code: 'IOError' });
+    await expect(host.tableWriteBuilt(handle, built[2]!.id, '1-1-2.arrow')).rejects.toMatchObject({ code: 'IOError' }); // the name exists
+    await vi.waitFor(() => expect(writer.kept()).toBe(2));
+    const taken = await host.builtTake(handle, built[3]!.id);
+    const local = await plain.buildFlush(plainHandle, wire, job, wv);
+    const localBytes = await plain.builtTake(plainHandle, local.id);
+    expect(Buffer.from(taken).equals(Buffer.from(localBytes))).toBe(true);
+    expect(taken.length).toBe(built[3]!.length);
+    expect(writer.kept()).toBe(1);
+    await host.release(handle); // the fifth was never written: it goes with its store, there too
+    expect(await host.builtKept()).toBe(0);
+    await vi.waitFor(() => expect(writer.kept()).toBe(0));
+    await plain.release(plainHandle);
+  });
+
+  it('a build that fails on the writer thread rejects buildFlush as one in the I/O worker does', async () => {
+    const codes: unknown[] = [];
+    for (const builder of [(await writerThread()).client, undefined]) {
+      const host = makeIoHost(new MemoryStorage(), () => undefined, builder);
+      const handle = await host.openStore(1, storeName(), {});
+      await host.keepPayloads(handle);
+      await host.walAppendEntry(handle, '1-1', 0, 1, 1, new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]));
+      const wire = { schema: encodeSchema(schema), primaryKey: ['id'] };
+      const build = host.buildFlush(
+        handle,
+        wire,
+        { generation: 1, firstPosition: 1, lastPosition: 1, segments: [{ name: '1-1' }] },
+        { versions: [{ version: 1, schema: wire.schema }], currentVersion: 1 },
+      );
+      codes.push(
+        await build.then(
+          () => 'built',
+          (e: { code?: string }) => e.code,
+        ),
+      );
+      await host.release(handle);
+    }
+    expect(codes).toEqual(['Corruption', 'Corruption']);
   });
 });

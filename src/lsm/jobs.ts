@@ -14,11 +14,13 @@ import { type MergeSource, mergeSorted } from './merge.js';
 import { type IndexEntries, indexEntries, sortedOrder } from './sorted.js';
 import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
 import { runStepsSliced, type Steps, yieldToEventLoop } from '../util/schedule.js';
-import type { Key, KeyEncoder } from '../data/keys.js';
+import { type Key, type KeyEncoder, makeKeyEncoder } from '../data/keys.js';
 import type { MemTable } from './memtable.js';
 import type { StoreSchema } from '../data/schema.js';
 import { estimateBatchBytes } from '../data/size.js';
 import type { OpenTable } from './table-cache.js';
+import { decodePayload, type WalPayload } from '../format/wal/payload.js';
+import type { SchemaVersions } from '../format/schema-versions.js';
 
 /** A frozen memtable to write: its rows in memory, and where its WAL entries are (remote jobs read them there). */
 export interface FlushJob {
@@ -140,6 +142,27 @@ export function buildFlushTable(
   entries?: IndexEntries,
 ): Promise<BuiltTable> {
   return runStepsSliced(flushTableSteps(storeSchema, keyEncoder, batches, generation, entries));
+}
+
+/**
+ * The table file of generation `generation` from its WAL entries (`entries`, in position order):
+ * each decoded and projected onto the store's current schema version, then `buildFlushTable`.
+ * A flush built away from the engine's thread: in the I/O worker, or on the OPFS table writer
+ * thread (docs/impl.md §11). Any runtime.
+ */
+export async function buildFlushFromWal(
+  storeSchema: StoreSchema,
+  versions: SchemaVersions,
+  entries: readonly WalPayload[],
+  generation: number,
+): Promise<BuiltTable> {
+  const batches: RecordBatch[] = [];
+  for (const e of entries) {
+    const t = decodePayload(e, (s, epoch) => versions.versionOfEntry(s, epoch) !== undefined, false);
+    batches.push(...versions.projectEntry(t, e.epoch, e.position));
+  }
+  const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
+  return buildFlushTable(storeSchema, keyEncoder, batches, generation);
 }
 
 function* flushTableSteps(

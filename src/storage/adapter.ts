@@ -151,6 +151,13 @@ export interface StoreHandle {
    * handle without it is written through `tableWrite(name, tableChunks(bytes))`.
    */
   tableWriteBytes?(name: string, bytes: Uint8Array): Promise<void>;
+  /**
+   * Optional: `tableWriteBytes` of a table that this adapter's table builder thread built and
+   * keeps under `table` (the OPFS table writer thread, handed to the I/O worker with the adapter:
+   * io-worker/browser.ts `serveIoRole`), its bytes written where they are. The builder drops the
+   * table once the write reached it, whatever its outcome.
+   */
+  tableWriteKept?(name: string, table: number): Promise<void>;
   /** The whole table file. Rejects `IOError` when it is missing. */
   tableRead(name: string): Promise<Uint8Array>;
   /**

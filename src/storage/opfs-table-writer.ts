@@ -1,27 +1,44 @@
-// A thread of its own for OPFS table files: the I/O worker builds a flushed memtable's (or a
-// compaction's) table file and hands its bytes here, transferred, to be written and flushed
-// through the file's own sync access handle, while the I/O worker goes on with WAL appends. On a
-// machine with a core to spare, the two streams of every byte (the WAL's and the table's) are then
-// written side by side instead of one after the other (docs/impl.md §11). The OPFS adapter keeps
-// every decision (the file's name, fencing, removing a failed write's file); this thread only
-// writes. The two talk over a MessagePort the engine's thread connects when it starts both
-// workers (io-worker/browser.ts). Dedicated workers.
+// A thread of its own for OPFS table files: the I/O worker hands each flushed memtable's kept WAL
+// payloads here (transferred) and this thread builds its table file, keeps the bytes and writes
+// them when the adapter names the file; a compaction's outputs, built in the I/O worker, are
+// handed over as bytes to be written. Either way every file is written and flushed here through
+// its own sync access handle, while the I/O worker goes on with WAL appends: on a machine with a
+// core to spare, the WAL's stream and the tables' (build and write) run side by side instead of
+// one after the other (docs/impl.md §11). The OPFS adapter keeps every decision (the file's name,
+// fencing, removing a failed write's file); this thread only builds and writes. The two talk over
+// a MessagePort the engine's thread connects when it starts both workers (io-worker/browser.ts).
+// Dedicated workers.
 
-import { type WireError, errorFromWire, errorToWire } from '../util/errors.js';
-import { checkWritten, openSyncAccessHandle } from './opfs.js';
-
-/** One table file to write: `bytes` (its buffer transferred) into the new, empty `file`. */
-export interface TableFileWrite {
-  id: number;
-  file: FileSystemFileHandle;
-  bytes: Uint8Array;
-}
+import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
+import { SchemaVersions } from '../format/schema-versions.js';
+import type { WalPayload } from '../format/wal/payload.js';
+import type { BuiltTable } from '../format/table/writer.js';
+import { buildFlushFromWal } from '../lsm/jobs.js';
+import type { KeptTable, TableBuilder } from '../io-worker/io-host.js';
+import type { WireSchemaVersions, WireStoreSchema } from '../io-worker/io-protocol.js';
+import { MemWalError, type WireError, errorFromWire, errorToWire } from '../util/errors.js';
+import { checkWritten, openSyncAccessHandle, type SyncAccessHandle } from './opfs.js';
 
 /**
- * What the writer thread sends: `ready` once, when it serves; then each write's outcome (written
- * and flushed, its sync handle closed; or why not, the handle closed too).
+ * What the I/O worker asks of the writer thread, each answered by `id` (but `release`), in
+ * arrival order: write into the new, empty `file` either `bytes` (their buffer transferred) or
+ * the table kept here under `table` (no longer kept, whatever the outcome); build a flush's table
+ * from its WAL `entries` (their buffers transferred) and keep it under the request's `id`; take a
+ * kept table's bytes back; drop one.
  */
-export type TableWriterMessage = { ready: true } | { id: number; error?: WireError };
+export type TableWriterRequest =
+  | { op: 'write'; id: number; file: FileSystemFileHandle; bytes: Uint8Array }
+  | { op: 'write'; id: number; file: FileSystemFileHandle; table: number }
+  | { op: 'build'; id: number; schema: WireStoreSchema; versions: WireSchemaVersions; generation: number; entries: WalPayload[] }
+  | { op: 'take'; id: number; table: number }
+  | { op: 'release'; table: number };
+
+/**
+ * What the writer thread sends: `ready` once, when it serves; then each request's outcome (a
+ * write: written and flushed, its sync handle closed; a build: the kept table's meta; a take: its
+ * bytes), or why it failed.
+ */
+export type TableWriterMessage = { ready: true } | { id: number; value?: unknown; error?: WireError };
 
 /** Either end of the port between the I/O worker and its table writer thread (a MessagePort). */
 export interface TableWriterPort {
@@ -34,8 +51,12 @@ export interface TableWriterPort {
 const WRITE_STEP_BYTES = 1 << 20;
 
 /** Writes one table file, start to end (its sync handle closed before it returns or throws). */
-async function writeTableFile(file: FileSystemFileHandle, bytes: Uint8Array): Promise<void> {
-  const sync = await openSyncAccessHandle(file);
+async function writeTableFile(
+  file: FileSystemFileHandle,
+  bytes: Uint8Array,
+  open: (file: FileSystemFileHandle) => Promise<SyncAccessHandle>,
+): Promise<void> {
+  const sync = await open(file);
   try {
     // 1 MiB steps, each flushed: one write of a whole table measured about 1.8 times slower
     // (docs/benchmarks.md, "Ingest: table files on a thread of their own").
@@ -50,26 +71,77 @@ async function writeTableFile(file: FileSystemFileHandle, bytes: Uint8Array): Pr
   }
 }
 
+/** What a kept table's build answers: its meta, the bytes staying on the writer thread. */
+export type KeptTableMeta = Omit<BuiltTable, 'bytes'> & { length: number };
+
 /**
- * Serve table file writes on `port`, one at a time in arrival order (each a few synchronous
- * calls: this thread answers nothing else), after saying it is ready.
+ * Serve `port`: builds, writes, takes and releases one at a time in arrival order (a build runs in
+ * slices, but nothing else starts meanwhile), after saying it is ready. `open` opens a file's sync
+ * handle (tests hand a fake). Returns how many built tables it keeps (tests).
  */
-export function serveTableWriter(port: TableWriterPort): void {
+export function serveTableWriter(
+  port: TableWriterPort,
+  open: (file: FileSystemFileHandle) => Promise<SyncAccessHandle> = openSyncAccessHandle,
+): { kept(): number } {
+  const kept = new Map<number, Uint8Array>();
+  const schemas = new Map<string, StoreSchema>();
+  const schemaOf = ({ schema, primaryKey }: WireStoreSchema): StoreSchema => {
+    const key = `${schema}|${primaryKey.join('\u0000')}`;
+    let storeSchema = schemas.get(key);
+    if (!storeSchema) {
+      storeSchema = makeStoreSchema(decodeSchema(schema), primaryKey);
+      schemas.set(key, storeSchema);
+    }
+    return storeSchema;
+  };
+  const takeKept = (table: number): Uint8Array => {
+    const bytes = kept.get(table);
+    kept.delete(table);
+    if (!bytes) throw new MemWalError('IOError', `built table ${table} is not kept on the table writer thread`);
+    return bytes;
+  };
+  const run = async (job: Exclude<TableWriterRequest, { op: 'release' }>): Promise<[unknown, Transferable[]]> => {
+    switch (job.op) {
+      case 'write':
+        await writeTableFile(job.file, 'bytes' in job ? job.bytes : takeKept(job.table), open);
+        return [undefined, []];
+      case 'build': {
+        const storeSchema = schemaOf(job.schema);
+        const versions = new SchemaVersions(storeSchema, job.versions.currentVersion, job.versions.versions);
+        const { bytes, ...meta } = await buildFlushFromWal(storeSchema, versions, job.entries, job.generation);
+        kept.set(job.id, bytes);
+        return [{ ...meta, length: bytes.length } satisfies KeptTableMeta, []];
+      }
+      case 'take': {
+        const bytes = ownBuffer(takeKept(job.table));
+        return [bytes, [bytes.buffer as ArrayBuffer]];
+      }
+    }
+  };
   let queue: Promise<void> = Promise.resolve();
   port.addEventListener('message', (ev: MessageEvent) => {
-    const job = ev.data as TableFileWrite;
+    const job = ev.data as TableWriterRequest;
     queue = queue.then(async () => {
-      let reply: TableWriterMessage = { id: job.id };
-      try {
-        await writeTableFile(job.file, job.bytes);
-      } catch (e) {
-        reply = { id: job.id, error: errorToWire(e, `writing table file ${job.file.name}`) };
+      if (job.op === 'release') {
+        kept.delete(job.table);
+        return;
       }
-      port.postMessage(reply, []);
+      let reply: TableWriterMessage;
+      let transfer: Transferable[] = [];
+      try {
+        const [value, t] = await run(job);
+        reply = { id: job.id, value };
+        transfer = t;
+      } catch (e) {
+        const what = job.op === 'write' ? `writing table file ${job.file.name}` : `table writer thread ${job.op}`;
+        reply = { id: job.id, error: errorToWire(e, what) };
+      }
+      port.postMessage(reply, transfer);
     });
   });
   port.start?.();
   port.postMessage({ ready: true } satisfies TableWriterMessage, []);
+  return { kept: () => kept.size };
 }
 
 /** A buffer that `bytes` covers whole, so it can be transferred; otherwise a copy of `bytes` that does. */
@@ -78,17 +150,25 @@ function ownBuffer(bytes: Uint8Array): Uint8Array {
   return bytes.slice();
 }
 
+/** The distinct ArrayBuffers under `entries`' payloads (transferred with them; others are copied). */
+function payloadBuffers(entries: readonly WalPayload[]): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const e of entries) if (e.payload.buffer instanceof ArrayBuffer) out.add(e.payload.buffer);
+  return [...out];
+}
+
 /**
  * The I/O worker's end of the port to its table writer thread. `usable` once the thread said it
- * is ready (until then, and for good if it never does, the adapter writes tables itself).
- * `write` resolves once the file is written, flushed and closed, or rejects with the thread's
+ * is ready (until then, and for good if it never does, the adapter writes tables and the I/O
+ * worker builds them itself). Each request resolves with the thread's answer or rejects with its
  * error. The thread's death is the engine's to see: it treats it as the I/O worker's
- * (io-worker/browser.ts).
+ * (io-worker/browser.ts). As the I/O worker's `TableBuilder` (io-host.ts) it builds flush tables
+ * and keeps them; the OPFS handle writes a kept one (`tableWriteKept`).
  */
-export class TableWriterClient {
+export class TableWriterClient implements TableBuilder {
   private ready = false;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void }>();
 
   constructor(private readonly port: TableWriterPort) {
     port.addEventListener('message', (ev: MessageEvent) => {
@@ -100,7 +180,7 @@ export class TableWriterClient {
       const p = this.pending.get(m.id);
       this.pending.delete(m.id);
       if (m.error) p?.reject(errorFromWire(m.error));
-      else p?.resolve();
+      else p?.resolve(m.value);
     });
     port.start?.();
   }
@@ -110,13 +190,45 @@ export class TableWriterClient {
     return this.ready;
   }
 
+  private ask<T>(request: (id: number) => TableWriterRequest, transfer: Transferable[]): Promise<T> {
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.port.postMessage(request(id), transfer);
+    });
+  }
+
   /** Write `bytes` (taken: their buffer is detached here when it covers them whole) into `file`. */
   write(file: FileSystemFileHandle, bytes: Uint8Array): Promise<void> {
-    const id = this.nextId++;
     const own = ownBuffer(bytes);
-    return new Promise<void>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.port.postMessage({ id, file, bytes: own } satisfies TableFileWrite, [own.buffer as ArrayBuffer]);
-    });
+    return this.ask((id) => ({ op: 'write', id, file, bytes: own }), [own.buffer as ArrayBuffer]);
+  }
+
+  /** Write the table kept under `table` into `file`; it is no longer kept, whatever the outcome. */
+  writeKept(file: FileSystemFileHandle, table: number): Promise<void> {
+    return this.ask((id) => ({ op: 'write', id, file, table }), []);
+  }
+
+  /**
+   * Build a flush's table from its WAL `entries` (taken: their payloads' buffers are detached
+   * here) and keep it there; resolves its id and meta.
+   */
+  async buildFlush(schema: WireStoreSchema, versions: WireSchemaVersions, generation: number, entries: WalPayload[]): Promise<KeptTable> {
+    let table = 0;
+    const meta = await this.ask<KeptTableMeta>((id) => {
+      table = id;
+      return { op: 'build', id, schema, versions, generation, entries };
+    }, payloadBuffers(entries));
+    return { table, ...meta };
+  }
+
+  /** The bytes of kept table `table` (transferred here), no longer kept there. */
+  take(table: number): Promise<Uint8Array> {
+    return this.ask((id) => ({ op: 'take', id, table }), []);
+  }
+
+  /** Drop kept table `table` (nothing happens when it is not kept). */
+  release(table: number): void {
+    this.port.postMessage({ op: 'release', table } satisfies TableWriterRequest, []);
   }
 }

@@ -482,16 +482,31 @@ class OpfsStoreHandle implements StoreHandle {
   async tableWriteBytes(name: string, bytes: Uint8Array): Promise<void> {
     const writer = this.tableWriter;
     if (!writer?.usable) return this.tableWrite(name, tableChunks(bytes));
+    await this.writeOnWriter(name, (file) => writer.write(file, bytes));
+  }
+
+  /**
+   * `tableWriteBytes` of the table the table writer thread built and keeps under `table`: written
+   * there, under the same checks (`IOError` when this adapter has no writer thread).
+   */
+  async tableWriteKept(name: string, table: number): Promise<void> {
+    const writer = this.tableWriter;
+    if (!writer) throw new MemWalError('IOError', `table file ${name}: no table writer thread keeps built table ${table}`);
+    await this.writeOnWriter(name, (file) => writer.writeKept(file, table));
+  }
+
+  /** Creates table file `name` (`writeNewTable`) and has the writer thread fill it with `write`, tracked for `release`. */
+  private async writeOnWriter(name: string, write: (file: FileSystemFileHandle) => Promise<void>): Promise<void> {
     await this.writeNewTable(name, async (file, context) => {
       this.session.check();
-      const write = writer.write(file, bytes);
-      this.writing.add(write);
+      const written = write(file);
+      this.writing.add(written);
       try {
-        await write;
+        await written;
       } catch (e) {
         throw toMemWalError(e, context);
       } finally {
-        this.writing.delete(write);
+        this.writing.delete(written);
       }
       this.session.check();
     });
