@@ -171,8 +171,11 @@ it('vite build succeeds, and the built app runs the snippet in Chromium (vite pr
   expect(existsSync(join(app, 'dist/index.html'))).toBe(true);
   const workers = await runPage(await serve(['preview']));
   // The engine's I/O worker and its table writer thread are the same script started again (the
-  // build holds Arrow once).
-  expect(workers.filter((w) => /default-worker/.test(w))).toHaveLength(3);
+  // build holds Arrow once). The table writer thread starts at the first flush (here close()'s),
+  // so the page may end before it is seen.
+  const started = workers.filter((w) => /default-worker/.test(w)).length;
+  expect(started).toBeGreaterThanOrEqual(2);
+  expect(started).toBeLessThanOrEqual(3);
 }, 120_000);
 
 it('vite dev serves the app and its worker, and the snippet runs in Chromium', async () => {

@@ -55,41 +55,53 @@ export function isIoWorker(scope: { name?: string }): boolean {
 }
 
 /**
- * Starts the I/O worker for `layout` and tells it which layout to serve. For OPFS it also starts
- * the I/O worker's table writer thread (a second worker from the same script, here rather than
- * from the I/O worker: nested once, as the I/O worker is) and hands each its end of a port
- * between them. The endpoint returned stands for both: an error event of either is the I/O
- * worker's (the store poisons, as when the I/O worker dies), and terminating it ends both.
+ * Starts the I/O worker for `layout` and tells it which layout to serve. For OPFS it also gives
+ * the I/O worker one end of a port to its table writer thread, and starts that thread (a second
+ * worker from the same script, here rather than from the I/O worker: nested once, as the I/O
+ * worker is) with the other end only when the engine is about to have a table built or written
+ * (`IoEndpoint.tablesAhead`), not at open: a second script evaluated beside the I/O worker's
+ * and the open's own work on a two-core machine made the open slower (docs/benchmarks.md,
+ * "Opening after a reload: the regression"). Until the thread said it is ready the I/O worker
+ * writes its tables itself. The endpoint returned stands for both: an error event of either is
+ * the I/O worker's (the store poisons, as when the I/O worker dies), and terminating it ends both.
+ * Exported for its test (browser.test.ts).
  */
-function spawnIoWorker(start: IoWorkerStarter, layout: BrowserLayout): IoEndpoint {
+export function spawnIoWorker(start: IoWorkerStarter, layout: BrowserLayout): IoEndpoint {
   const io = start(`${IO_WORKER_NAME}${layout}`);
-  let writer: IoEndpoint | undefined;
-  let port: MessagePort | undefined;
-  if (layout === 'opfs' && typeof MessageChannel === 'function') {
-    try {
-      writer = start(`${IO_WORKER_NAME}tables`);
-      const channel = new MessageChannel();
-      writer.postMessage({ tableWriter: channel.port1 } satisfies IoRoleStart, [channel.port1]);
-      port = channel.port2;
-    } catch {
-      writer = undefined; // no second worker here: the I/O worker writes its tables itself
-    }
-  }
-  io.postMessage({ layout, tableWriter: port } satisfies IoRoleStart, port ? [port] : []);
-  if (!writer) return io;
-  const both = writer;
+  const channel = layout === 'opfs' && typeof MessageChannel === 'function' ? new MessageChannel() : undefined;
+  io.postMessage({ layout, tableWriter: channel?.port2 } satisfies IoRoleStart, channel ? [channel.port2] : []);
+  if (!channel) return io;
   type Listener = (ev: Event) => void;
   const on = (target: IoEndpoint, type: 'message' | 'error', listener: Listener): void =>
     (target.addEventListener as (type: string, listener: Listener) => void)(type, listener);
+  const errorListeners: Listener[] = [];
+  let writer: IoEndpoint | undefined;
+  let asked = false;
+  let ended = false;
   return {
     postMessage: (message, transfer) => io.postMessage(message, transfer),
     addEventListener: (type: 'message' | 'error', listener: Listener) => {
       on(io, type, listener);
-      if (type === 'error') on(both, 'error', listener);
+      if (type !== 'error') return;
+      errorListeners.push(listener);
+      if (writer) on(writer, 'error', listener);
     },
     terminate: () => {
+      ended = true;
       io.terminate?.();
-      both.terminate?.();
+      writer?.terminate?.();
+    },
+    tablesAhead: () => {
+      if (ended || asked) return;
+      asked = true;
+      try {
+        writer = start(`${IO_WORKER_NAME}tables`);
+      } catch {
+        channel.port1.close(); // no second worker here: the I/O worker writes its tables itself
+        return;
+      }
+      for (const listener of errorListeners) on(writer, 'error', listener);
+      writer.postMessage({ tableWriter: channel.port1 } satisfies IoRoleStart, [channel.port1]);
     },
   } as IoEndpoint;
 }

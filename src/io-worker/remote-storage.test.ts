@@ -317,6 +317,33 @@ describe('tables built in the I/O worker are written there', () => {
     expect(await orphans(inner, name)).toEqual([]);
   });
 
+  it('the endpoint hears that tables are coming once, at the first flush, not at open, a put or a reopen (the OPFS table writer thread starts there)', async () => {
+    const { port1, port2 } = new MessageChannel();
+    const ops: string[] = [];
+    port2.addEventListener('message', (ev: MessageEvent) => ops.push((ev.data as { op: string }).op));
+    serveStorage(port2 as unknown as IoScope, new MemoryStorage());
+    port2.start();
+    port1.start();
+    let told: string[] | undefined;
+    const endpoint = Object.assign(port1, { tablesAhead: () => (told ??= []).push(`after ${ops.length} requests`) });
+    const storage = new RemoteStorage('memory', () => endpoint as unknown as IoEndpoint);
+    const name = storeName();
+    const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, logger: quiet });
+    await w.put(rows(0, 300));
+    expect(told).toBeUndefined();
+    const before = ops.length;
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect(ops.slice(before)).toContain('buildFlush');
+    expect(told).toHaveLength(1);
+    await w.put(rows(300, 300));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.close();
+    expect(told).toHaveLength(1);
+    expect(ops.filter((o) => o === 'buildFlush')).toHaveLength(2);
+  });
+
   it('a table write that fails in the I/O worker leaves no file and keeps its rows in the WAL; the retry builds again and writes', async () => {
     const inner = new MemoryStorage();
     const far = new FaultInjectingStorage(inner);

@@ -34,7 +34,16 @@ export interface IoEndpoint {
   addEventListener(type: 'message', listener: (ev: MessageEvent) => void): void;
   addEventListener(type: 'error', listener: (ev: Event) => void): void;
   terminate?(): void;
+  /**
+   * Called once, before the first request that builds or writes a table file: an endpoint that
+   * starts helpers of the I/O worker only when tables are written starts them here (the OPFS table
+   * writer thread, io-worker/browser.ts), not at open, where they would compete with it.
+   */
+  tablesAhead?(): void;
 }
+
+/** The requests after which the I/O worker may write a table file (`IoEndpoint.tablesAhead`). */
+const TABLE_OPS: ReadonlySet<IoOp> = new Set<IoOp>(['buildFlush', 'compactOpen', 'tableWriteOpen', 'tableWriteBuilt']);
 
 /** A copy of `bytes` that owns its buffer (transferable without detaching the caller's). */
 /**
@@ -72,6 +81,8 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
   private readonly lost = new Map<number, (reason: string) => void>();
   /** Set while the started I/O worker has sent nothing yet: it dies when this fires. */
   private startTimer: Timer | undefined;
+  /** Set once the endpoint was told that tables are coming (`IoEndpoint.tablesAhead`). */
+  private tablesAhead = false;
 
   /**
    * `layout`: what the I/O worker stores with (`'opfs'` or `'indexeddb'`); `spawn` starts it.
@@ -133,6 +144,10 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
   send<K extends IoOp>(op: K, ...args: Parameters<IoApi[K]>): Promise<IoResult<K>> {
     if (this.dead) return Promise.reject(this.dead);
     const endpoint = this.connect();
+    if (!this.tablesAhead && TABLE_OPS.has(op)) {
+      this.tablesAhead = true;
+      endpoint.tablesAhead?.();
+    }
     const id = this.nextId++;
     return new Promise<IoResult<K>>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
