@@ -7,7 +7,7 @@ import { MANIFEST_FORMAT_VERSION } from '../../src/format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage/adapter.js';
 import { resolveBrowserStorage } from '../../src/worker.js';
 import { OpfsStorage } from '../../src/storage/opfs.js';
-import { TableWriterClient } from '../../src/storage/opfs-table-writer.js';
+import { TableWriterClient } from '../../src/io-worker/table-writer.js';
 import { conformanceCases } from '../../src/testing/conformance.js';
 import type { CaseResult, Layout, Outcome, QuotaResult } from './protocol.js';
 

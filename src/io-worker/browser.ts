@@ -8,7 +8,7 @@
 import type { StorageAdapter } from '../storage/adapter.js';
 import { IndexedDbStorage } from '../storage/indexeddb.js';
 import { OpfsStorage, opfsSyncHandlesAvailable } from '../storage/opfs.js';
-import { serveTableWriter, TableWriterClient } from '../storage/opfs-table-writer.js';
+import { serveTableWriter, TableWriterClient } from './table-writer.js';
 import { type IoScope, serveStorage } from './io-host.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
 

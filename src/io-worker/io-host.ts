@@ -43,7 +43,7 @@ export type KeptTable = Omit<BuiltTable, 'bytes'> & { table: number; length: num
 
 /**
  * A thread that builds flush tables from their WAL payloads and keeps the bytes (the OPFS table
- * writer thread, opfs-table-writer.ts), so that this worker's own thread stays free for WAL
+ * writer thread, table-writer.ts), so that this worker's own thread stays free for WAL
  * appends. The handle that writes a kept table is the adapter's (`StoreHandle.tableWriteKept`).
  */
 export interface TableBuilder {

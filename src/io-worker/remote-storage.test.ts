@@ -15,7 +15,7 @@ import { type IoEndpoint, type LocalTableOpener, RemoteStorage } from './remote-
 import type { SyncAccessHandle } from '../storage/opfs.js';
 import { MemWalError } from '../util/errors.js';
 import { type IoScope, makeIoHost, serveStorage, type TableBuilder } from './io-host.js';
-import { serveTableWriter, TableWriterClient } from '../storage/opfs-table-writer.js';
+import { serveTableWriter, TableWriterClient } from './table-writer.js';
 import { encodeSchema } from '../data/schema.js';
 import { type DecodedFrame, encodeFrame, scanSegment } from '../format/wal/codec.js';
 import type { StoreHandle } from '../storage/adapter.js';
@@ -815,7 +815,7 @@ describe("the engine thread's own read-only handles on table files", () => {
 });
 
 /**
- * A table writer thread (opfs-table-writer.ts) at the other end of a MessageChannel, its files
+ * A table writer thread (table-writer.ts) at the other end of a MessageChannel, its files
  * fakes written into `files` by name; lists the requests it gets (`ops`). Resolves once it serves.
  */
 async function writerThread(): Promise<{ client: TableWriterClient; ops: string[]; kept: () => number; files: Map<string, Uint8Array> }> {

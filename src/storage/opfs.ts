@@ -5,7 +5,6 @@
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import { checkAppendOffset, checkRange, parseSegmentName, tableChunks } from './adapter.js';
-import type { TableWriterClient } from './opfs-table-writer.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from './adapter.js';
 import { browserStorageEstimate, commitManifest, deleteStoreRecords, loadManifest, memwalDb, onDatabaseClosed } from './idb-db.js';
 import { WriterSession } from './weblock.js';
@@ -222,6 +221,17 @@ async function listNames(dir: OpfsDirectory, context: string): Promise<string[]>
 }
 
 /**
+ * What this adapter needs of a table writer thread (`TableWriterClient`, io-worker/table-writer.ts):
+ * whether it serves yet, and the writes of a new, empty file, from bytes handed over (their
+ * buffer taken) or from a table the thread built and keeps.
+ */
+export interface OpfsTableWriter {
+  readonly usable: boolean;
+  write(file: FileSystemFileHandle, bytes: Uint8Array): Promise<void>;
+  writeKept(file: FileSystemFileHandle, table: number): Promise<void>;
+}
+
+/**
  * The OPFS layout (docs/format.md). Files: `memwal/{store}/wal/{epoch}-{firstPosition}` (WAL segments)
  * and `memwal/{store}/tables/{name}`; the manifest is the `manifests` record of the "memwal"
  * IndexedDB database. The writer holds the Web Lock `memwal:{store}` and a `readwrite` sync access
@@ -234,7 +244,7 @@ export class OpfsStorage implements StorageAdapter {
   readonly layout = 'opfs';
 
   /** `tableWriter`: the port to a thread that writes table files handed over whole (`StoreHandle.tableWriteBytes`). */
-  constructor(private readonly options: { tableWriter?: TableWriterClient } = {}) {}
+  constructor(private readonly options: { tableWriter?: OpfsTableWriter } = {}) {}
 
   /**
    * Claims the writer lock (LockOptions: `Locked`, `Aborted`, `InvalidArgument`) and opens the
@@ -320,7 +330,7 @@ class OpfsStoreHandle implements StoreHandle {
     private readonly walDir: OpfsDirectory,
     private readonly tablesDir: OpfsDirectory,
     private readonly segmentRetryMs: number,
-    private readonly tableWriter: TableWriterClient | undefined,
+    private readonly tableWriter: OpfsTableWriter | undefined,
   ) {
     this.store = session.store;
     this.readers = new TableReaders(

@@ -14,10 +14,10 @@ import { SchemaVersions } from '../format/schema-versions.js';
 import type { WalPayload } from '../format/wal/payload.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import { buildFlushFromWal } from '../lsm/jobs.js';
-import type { KeptTable, TableBuilder } from '../io-worker/io-host.js';
-import type { WireSchemaVersions, WireStoreSchema } from '../io-worker/io-protocol.js';
+import type { KeptTable, TableBuilder } from './io-host.js';
+import type { WireSchemaVersions, WireStoreSchema } from './io-protocol.js';
 import { MemWalError, type WireError, errorFromWire, errorToWire } from '../util/errors.js';
-import { checkWritten, openSyncAccessHandle, type SyncAccessHandle } from './opfs.js';
+import { checkWritten, type OpfsTableWriter, openSyncAccessHandle, type SyncAccessHandle } from '../storage/opfs.js';
 
 /**
  * What the I/O worker asks of the writer thread, each answered by `id` (but `release`), in
@@ -165,7 +165,7 @@ function payloadBuffers(entries: readonly WalPayload[]): ArrayBuffer[] {
  * (io-worker/browser.ts). As the I/O worker's `TableBuilder` (io-host.ts) it builds flush tables
  * and keeps them; the OPFS handle writes a kept one (`tableWriteKept`).
  */
-export class TableWriterClient implements TableBuilder {
+export class TableWriterClient implements TableBuilder, OpfsTableWriter {
   private ready = false;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void }>();
