@@ -1,0 +1,81 @@
+// attack6 (outside tester, issue 23): keyed flush tables built on the OPFS table writer thread,
+// which starts lazily at the store's first table build, attacked through the public API only
+// (site/client/attack6.ts): overwrites and deletes of the same keys with nulls, empty and long
+// strings and binary, checked by value against a model; a close, a steal, an abort then destroy,
+// a page reload and a quota cut around a fresh store's FIRST flush; many stores in one worker,
+// one destroyed while its flushes run.
+
+import { expect, type Page, test } from '@playwright/test';
+import { Profile, clientPage } from './client-fixtures.js';
+
+type Attack = Record<string, (...a: unknown[]) => Promise<unknown>>;
+
+async function attack<T = string[]>(page: Page, fn: string, ...args: unknown[]): Promise<T> {
+  return page.evaluate(([f, a]) => (window as unknown as { attack6: Attack }).attack6[f as string]!(...(a as unknown[])), [
+    fn,
+    args,
+  ] as const) as Promise<T>;
+}
+
+test.beforeEach(async ({ page }) => {
+  test.setTimeout(300_000);
+  await clientPage(page);
+  await page.evaluate((url) => import(url), '/client/attack6.ts');
+});
+
+const stamp = () => `${Date.now()}`;
+
+test('overwrites and deletes in batches of many sizes, sliced, repeated keys, nulls and binary, flushed on the table writer: every read gives the newest rows', async ({
+  page,
+}) => {
+  expect(await attack(page, 'keyedModel', `a6-model-${stamp()}`, 6000, 6)).toEqual([]);
+});
+
+for (const how of ['close', 'steal', 'abort-destroy'] as const)
+  test(`${how} during a fresh store's first keyed flush (the table writer starting): every key its newest value, or nothing after destroy`, async ({
+    page,
+  }) => {
+    const problems: string[] = [];
+    for (const delay of [0, 30, 120, 300, 600])
+      problems.push(...(await attack(page, 'firstFlush', `a6-first-${how}-${delay}-${stamp()}`, how, delay, 12000)));
+    expect(problems).toEqual([]);
+  });
+
+test('a page reload during a fresh store first keyed flush: reopened, every key its newest value', async ({ page }) => {
+  const problems: string[] = [];
+  for (const delay of [0, 60, 200, 400]) {
+    const name = `a6-reload-${delay}-${stamp()}`;
+    const model = await attack<[number, number][]>(page, 'reloadStart', name, 12000);
+    await page.waitForTimeout(delay);
+    await page.reload();
+    await clientPage(page);
+    await page.evaluate((url) => import(url), '/client/attack6.ts');
+    problems.push(...(await attack(page, 'reloadCheck', name, model)));
+  }
+  expect(problems).toEqual([]);
+});
+
+test('six fresh stores in one worker flushing keyed rounds at once, one aborted and destroyed mid-way: the rest whole, nothing hangs', async ({
+  page,
+}) => {
+  expect(await attack(page, 'manyStores', `a6-many-${stamp()}`, 6, 4000)).toEqual([]);
+});
+
+test('the quota cut during a fresh store first keyed flush on the table writer, lifted after 1.5 s: it retries and lands, every key its newest value', async ({
+  baseURL,
+}, testInfo) => {
+  test.setTimeout(300_000);
+  const profile = new Profile(testInfo, baseURL!);
+  const origin = new URL(baseURL!).origin;
+  try {
+    const page = await profile.launch();
+    const cdp = await profile.context!.newCDPSession(page);
+    await page.exposeFunction('a6SetQuota', async (bytes: number | null) => {
+      await cdp.send('Storage.overrideQuotaForOrigin', bytes === null ? { origin } : { origin, quotaSize: bytes });
+    });
+    await page.evaluate((url) => import(url), '/client/attack6.ts');
+    expect(await attack(page, 'quota', `a6-quota-${stamp()}`, 12000, 1500)).toEqual([]);
+  } finally {
+    await profile.dispose();
+  }
+});
