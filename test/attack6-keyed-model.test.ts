@@ -102,6 +102,29 @@ const cases: Case[] = [
     key: (i) => ({ a: `g${Math.floor(i / 7)}`, c: i % 7 }),
     value: (r, _i, v) => ({ b: bin(r, v), s: str(r, v) }),
   },
+  {
+    name: 'a string key of mixed scripts (ASCII, U+FF01, emoji, empty), UTF-8 and UTF-16 orders disagreeing',
+    schema: new Schema([new Field('k', new Utf8(), false), new Field('s', new Utf8(), true)]),
+    primaryKey: ['k'],
+    key: (i) => ({
+      k: i === 0 ? '' : `${['a', '\uff01', '\u{1f600}', '\u00e9', 'Z', '\ud7ff'][i % 6]}${i}${['', '\u{1f600}', '\uff01'][i % 3]}`,
+    }),
+    value: (r, _i, v) => ({ s: str(r, v) }),
+  },
+  {
+    name: 'a binary key (empty, short, with zero bytes), a string value',
+    schema: new Schema([new Field('k', new Binary(), false), new Field('s', new Utf8(), true)]),
+    primaryKey: ['k'],
+    key: (i) => ({ k: i === 0 ? new Uint8Array(0) : Uint8Array.from([i & 0xff, 0, (i >> 8) & 0xff, ...(i % 2 ? [255] : [])]) }),
+    value: (r, _i, v) => ({ s: str(r, v) }),
+  },
+  {
+    name: 'an Int32 key around zero and the extremes, a nullable string value',
+    schema: new Schema([new Field('id', new Int32(), false), new Field('s', new Utf8(), true)]),
+    primaryKey: ['id'],
+    key: (i) => ({ id: i % 4 === 0 ? -2147483648 + i : i % 4 === 1 ? 2147483647 - i : i % 4 === 2 ? -i : i }),
+    value: (r, _i, v) => ({ s: str(r, v) }),
+  },
 ];
 
 /** Rows as an Arrow batch of `schema` (so a put can be sliced), every column typed by the schema. */
