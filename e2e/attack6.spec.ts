@@ -79,3 +79,10 @@ test('the quota cut during a fresh store first keyed flush on the table writer, 
     await profile.dispose();
   }
 });
+
+for (const flushFirst of [false, true])
+  test(`a column added and one dropped after a crash (${flushFirst ? 'a v1 table and' : 'only'} v1 WAL replayed), v2 overwrites and deletes flushed beside them: each key its newest value`, async ({
+    page,
+  }) => {
+    expect(await attack(page, 'evolve', `a6-evolve-${flushFirst}-${stamp()}`, 6000, flushFirst)).toEqual([]);
+  });

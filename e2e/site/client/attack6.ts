@@ -364,3 +364,87 @@ async function quota(name: string, keys: number, holdMs: number): Promise<string
 }
 
 (window as unknown as Record<string, unknown>).attack6 = { keyedModel, firstFlush, reloadStart, reloadCheck, manyStores, quota };
+
+/**
+ * Schema evolution across a crash: rounds under the schema (id, s, b) left in the WAL (an abort,
+ * some already flushed when `flushFirst`), then the store opened with (id, x, s): a column added
+ * before `s`, `b` dropped. The replayed v1 rows and new v2 overwrites and deletes share memtables,
+ * flushed (on the table writer thread where the payloads were kept) and compacted: each key its
+ * newest value, `x` null for rows last put under v1.
+ */
+async function evolve(name: string, keys: number, flushFirst: boolean): Promise<string[]> {
+  const problems: string[] = [];
+  await destroyMemWal(name).catch(() => undefined);
+  const a = await openMemWal(opts(name, { maxMemtableBytes: 256 * MiB }));
+  const v1: Model = new Map();
+  await writeRounds(a, v1, keys, flushFirst ? 1 : 2);
+  if (flushFirst) {
+    await a.forceSealActive();
+    await a.waitForFlushDrain();
+    await writeRounds(a, v1, keys, 1, 1);
+  }
+  await a.abort();
+  const schema2 = new Schema([new Field('id', new Int32(), false), new Field('x', new Utf8(), true), new Field('s', new Utf8(), true)]);
+  const want = new Map<number, { x: string | null; s: string | null } | null>();
+  for (const [id, round] of v1) want.set(id, round < 0 ? null : { x: null, s: value(id, round).s });
+  const o2: OpenMemWalOptions = { name, schema: schema2, primaryKey: ['id'], storage: 'opfs', maxMemtableBytes: MiB / 4 };
+  let db = await openOr(o2, 'open under v2', problems);
+  if (!db) return problems;
+  for (let round = 10; round < 13; round++) {
+    const rows: { id: number; x: string | null; s: string | null }[] = [];
+    for (let id = round % 5; id < keys + 100; id += 3) rows.push({ id, x: id % 4 ? `x${round}-${id}` : null, s: value(id, round).s });
+    for (let at = 0; at < rows.length; at += 700) await db.put(rows.slice(at, at + 700));
+    for (const r of rows) want.set(r.id, { x: r.x, s: r.s });
+    const dead: { id: number }[] = [];
+    for (let id = round; id < keys; id += 17) dead.push({ id }, { id });
+    await db.delete(dead);
+    for (const { id } of dead) want.set(id, null);
+  }
+  const check = async (when: string): Promise<void> => {
+    const t = await db!.scan();
+    const ids = t.getChild('id')!.toArray() as Int32Array;
+    const xs = t.getChild('x')!;
+    const ss = t.getChild('s')!;
+    let wrong = 0;
+    let first = '';
+    const seen = new Set<number>();
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      seen.add(id);
+      const w = want.get(id);
+      if (!w || (xs.get(i) ?? null) !== w.x || (ss.get(i) ?? null) !== w.s) {
+        wrong++;
+        first ||= `${id}: x ${xs.get(i)} s ${String(ss.get(i)).slice(0, 16)} want ${JSON.stringify(w)?.slice(0, 40)}`;
+      }
+    }
+    for (const [id, w] of want)
+      if (w && !seen.has(id)) {
+        wrong++;
+        first ||= `${id} missing`;
+      }
+    if (wrong) problems.push(`${when}: ${wrong} wrong of ${ids.length}, first: ${first}`);
+    const got = await db!.getMany([...want.keys()].slice(0, 5000).map((id) => ({ id })));
+    let bad = 0;
+    [...want.keys()].slice(0, 5000).forEach((id, i) => {
+      const w = want.get(id);
+      const g = got[i] as { x?: string | null; s?: string | null; b?: unknown } | undefined;
+      if (!w ? g !== undefined : !g || (g.x ?? null) !== w.x || (g.s ?? null) !== w.s || 'b' in g) bad++;
+    });
+    if (bad) problems.push(`${when}: getMany ${bad} wrong`);
+  };
+  await check('v2 open');
+  await db.forceSealActive();
+  await db.waitForFlushDrain();
+  await check('v2 drained');
+  await db.close();
+  db = await openOr(o2, 'reopen under v2', problems);
+  if (!db) return problems;
+  await check('v2 reopened');
+  await db.compact();
+  await check('v2 compacted');
+  await db.close();
+  await destroyOr(name, 'evolve', problems);
+  return problems;
+}
+
+Object.assign((window as unknown as { attack6: object }).attack6, { evolve });
