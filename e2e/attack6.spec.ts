@@ -86,3 +86,39 @@ for (const flushFirst of [false, true])
   }) => {
     expect(await attack(page, 'evolve', `a6-evolve-${flushFirst}-${stamp()}`, 6000, flushFirst)).toEqual([]);
   });
+
+test('store after store in one app worker, each flushed and closed: no worker thread left behind', async ({ page }) => {
+  const cdp = await page.context().newCDPSession(page);
+  const live = new Set<string>();
+  const watch = async (session: typeof cdp) => {
+    session.on('Target.attachedToTarget', async (ev: { sessionId: string; targetInfo: { targetId: string; type: string } }) => {
+      live.add(ev.targetInfo.targetId);
+    });
+    session.on('Target.detachedFromTarget', (ev: { targetId?: string }) => {
+      if (ev.targetId) live.delete(ev.targetId);
+    });
+    await session.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true });
+  };
+  await watch(cdp);
+  const count = async () => (await cdp.send('Target.getTargets')).targetInfos.filter((t) => t.type === 'worker').length;
+  expect(await attack(page, 'cycles', `a6-cyc-a-${stamp()}`, 2, 2000)).toEqual([]);
+  const after2 = await count();
+  expect(await attack(page, 'cycles', `a6-cyc-b-${stamp()}`, 12, 2000)).toEqual([]);
+  await page.waitForTimeout(1000);
+  const after14 = await count();
+  console.log(`worker targets after 2 cycles ${after2}, after 14 ${after14}; attached ${live.size}`);
+  expect(after14).toBeLessThanOrEqual(after2);
+  // the host worker, its I/O worker and its table writer thread (shared by the worker's stores,
+  // kept after they close): the same three with a store open and flushed
+  await attack(page, 'holdOpen', `a6-cyc-c-${stamp()}`);
+  expect(await count()).toBe(after14);
+  expect(after14).toBe(3);
+});
+
+test("store after store in memwal's own worker, each flushed and closed: every worker thread ends", async ({ page }) => {
+  const cdp = await page.context().newCDPSession(page);
+  const count = async () => (await cdp.send('Target.getTargets')).targetInfos.filter((t) => t.type === 'worker').length;
+  expect(await attack(page, 'cycles', `a6-own-${stamp()}`, 10, 2000, false)).toEqual([]);
+  await page.waitForTimeout(1500);
+  expect(await count()).toBe(0);
+});

@@ -448,3 +448,38 @@ async function evolve(name: string, keys: number, flushFirst: boolean): Promise<
 }
 
 Object.assign((window as unknown as { attack6: object }).attack6, { evolve });
+
+/** The app's own worker hosting store after store: each opened, written, flushed (its table writer started), closed. */
+let cycleWorker: Worker | undefined;
+async function cycles(prefix: string, n: number, keys: number, own = true): Promise<string[]> {
+  const problems: string[] = [];
+  if (own) cycleWorker ??= new Worker(new URL('../../../src/rpc/default-worker.ts', import.meta.url), { type: 'module' });
+  const worker = own ? cycleWorker : undefined;
+  for (let i = 0; i < n; i++) {
+    const name = `${prefix}-${i}`;
+    const o = opts(name, { ...(worker ? { worker } : {}), maxMemtableBytes: MiB });
+    const db = await openOr(o, name, problems);
+    if (!db) continue;
+    const model: Model = new Map();
+    await writeRounds(db, model, keys, 1);
+    await db.forceSealActive();
+    const w = await within(db.waitForFlushDrain(), 30_000);
+    if (w.r !== 'ok') problems.push(`${name}: drain ${w.r}`);
+    const c = await within(db.close(), 30_000);
+    if (c.r !== 'ok') problems.push(`${name}: close ${c.r}`);
+    await destroyOr(name, name, problems, worker ? { worker } : {});
+  }
+  return problems;
+}
+Object.assign((window as unknown as { attack6: object }).attack6, { cycles });
+
+/** A store opened in the cycles' worker, written and flushed, left open (so its threads run). */
+async function holdOpen(name: string): Promise<string[]> {
+  cycleWorker ??= new Worker(new URL('../../../src/rpc/default-worker.ts', import.meta.url), { type: 'module' });
+  const db = await openMemWal(opts(name, { worker: cycleWorker, maxMemtableBytes: MiB }));
+  await writeRounds(db, new Map(), 2000, 1);
+  await db.forceSealActive();
+  await db.waitForFlushDrain();
+  return [];
+}
+Object.assign((window as unknown as { attack6: object }).attack6, { holdOpen });
