@@ -122,3 +122,12 @@ test("store after store in memwal's own worker, each flushed and closed: every w
   await page.waitForTimeout(1500);
   expect(await count()).toBe(0);
 });
+
+for (const [what, extra] of [
+  ['non-durable puts (durableWrite: false)', { durableWrite: false }],
+  ['flushed memtables kept readable 3 s (frozenMemtableGraceMs)', { frozenMemtableGraceMs: 3000 }],
+  ['tiny memtables (64 KiB, a flush every few puts)', { maxMemtableBytes: 64 * 1024 }],
+] as const)
+  test(`keyed rounds with ${what}: every read gives the newest rows`, async ({ page }) => {
+    expect(await attack(page, 'keyedModel', `a6-model-x-${stamp()}`, 4000, 4, extra)).toEqual([]);
+  });

@@ -173,10 +173,10 @@ async function destroyOr(name: string, when: string, problems: string[], o: Para
  * writer thread), rounds of overwrites and deletes, checked while open, after a drain, after a
  * close and reopen, and after a compaction.
  */
-async function keyedModel(name: string, keys: number, rounds: number): Promise<string[]> {
+async function keyedModel(name: string, keys: number, rounds: number, extra: Partial<OpenMemWalOptions> = {}): Promise<string[]> {
   const problems: string[] = [];
   await destroyMemWal(name).catch(() => undefined);
-  const o = opts(name, { maxMemtableBytes: MiB / 2 });
+  const o = opts(name, { maxMemtableBytes: MiB / 2, ...extra });
   let db = await openMemWal(o);
   const model: Model = new Map();
   await writeRounds(db, model, keys, rounds);
