@@ -131,3 +131,9 @@ for (const [what, extra] of [
   test(`keyed rounds with ${what}: every read gives the newest rows`, async ({ page }) => {
     expect(await attack(page, 'keyedModel', `a6-model-x-${stamp()}`, 4000, 4, extra)).toEqual([]);
   });
+
+test('scanBatches read slowly while flushes commit and compactions remove the files it reads: every untouched key once, its value', async ({
+  page,
+}) => {
+  expect(await attack(page, 'scanDuringCompaction', `a6-scan-${stamp()}`, 20000)).toEqual([]);
+});

@@ -483,3 +483,67 @@ async function holdOpen(name: string): Promise<string[]> {
   return [];
 }
 Object.assign((window as unknown as { attack6: object }).attack6, { holdOpen });
+
+/**
+ * A scanBatches read slowly (a pause between batches) while flushes commit on
+ * the table writer thread and a compaction merges and removes the files it reads: keys 0..keys-1,
+ * never touched during the scan, come back each exactly once with its value; no error.
+ */
+async function scanDuringCompaction(name: string, keys: number): Promise<string[]> {
+  const problems: string[] = [];
+  await destroyMemWal(name).catch(() => undefined);
+  const db = await openMemWal(opts(name, { maxMemtableBytes: MiB / 2 }));
+  const model: Model = new Map();
+  await writeRounds(db, model, keys, 3);
+  await db.forceSealActive();
+  await db.waitForFlushDrain();
+  const seen = new Map<number, number>();
+  let wrong = 0;
+  let first = '';
+  let round = 0;
+  /** Between two batches: new keys put and flushed (on the table writer), then a compaction. */
+  const churn = async (): Promise<void> => {
+    const rows = Array.from({ length: 3000 }, (_, i) => ({ id: keys + 10 + i, ...value(keys + 10 + i, 100 + round) }));
+    await db.put(rows);
+    await db.forceSealActive();
+    await db.waitForFlushDrain();
+    await db.compact().catch((e: { code?: string }) => problems.push(`compact ${e.code}`));
+    round++;
+  };
+  try {
+    for await (const b of db.scanBatches()) {
+      const ids = b.getChild('id')!.toArray() as Int32Array;
+      const ss = b.getChild('s')!;
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i]!;
+        if (id >= keys) continue;
+        seen.set(id, (seen.get(id) ?? 0) + 1);
+        const r = model.get(id);
+        if (r === undefined || r < 0 || (ss.get(i) ?? null) !== value(id, r).s) {
+          wrong++;
+          first ||= `${id}`;
+        }
+      }
+      if (round < 6) await churn();
+    }
+  } catch (e) {
+    problems.push(`scanBatches threw ${(e as { code?: string }).code ?? ''} ${String(e)}`);
+  }
+  let missing = 0;
+  let doubled = 0;
+  for (const [id, r] of model) {
+    if (r < 0) continue;
+    const n = seen.get(id) ?? 0;
+    if (n === 0) missing++;
+    if (n > 1) doubled++;
+  }
+  if (wrong || missing || doubled)
+    problems.push(`scan during ${round} puts and compactions: ${wrong} wrong (first ${first}), ${missing} missing, ${doubled} doubled`);
+  const stats = await db.compactionStats();
+  if (round < 1) problems.push(`no churn round during the scan (one batch)`);
+  await db.close();
+  await destroyOr(name, 'scan', problems);
+  void stats;
+  return problems;
+}
+Object.assign((window as unknown as { attack6: object }).attack6, { scanDuringCompaction });
