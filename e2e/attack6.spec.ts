@@ -137,3 +137,9 @@ test('scanBatches read slowly while flushes commit and compactions remove the fi
 }) => {
   expect(await attack(page, 'scanDuringCompaction', `a6-scan-${stamp()}`, 20000)).toEqual([]);
 });
+
+test('one 24 MiB put where 500 keys each repeat ~50 times, then a delete naming keys twice, on a fresh store: each key its last value', async ({
+  page,
+}) => {
+  expect(await attack(page, 'bigPut', `a6-big-${stamp()}`, 24)).toEqual([]);
+});

@@ -12,6 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   Binary,
+  Int64,
+  LargeUtf8,
+  List,
+  TimestampMillisecond,
+  FixedSizeBinary,
   Bool,
   type DataType,
   Field,
@@ -125,6 +130,26 @@ const cases: Case[] = [
     key: (i) => ({ id: i % 4 === 0 ? -2147483648 + i : i % 4 === 1 ? 2147483647 - i : i % 4 === 2 ? -i : i }),
     value: (r, _i, v) => ({ s: str(r, v) }),
   },
+  {
+    name: 'an Int64 key, LargeUtf8, timestamp, fixed-size binary, list and struct values',
+    schema: new Schema([
+      new Field('id', new Int64(), false),
+      new Field('ls', new LargeUtf8(), true),
+      new Field('ts', new TimestampMillisecond(), true),
+      new Field('fb', new FixedSizeBinary(3), true),
+      new Field('li', new List(new Field('item', new Int32(), true)), true),
+      new Field('st', new Struct([new Field('a', new Int32(), true), new Field('t', new Utf8(), true)]), true),
+    ]),
+    primaryKey: ['id'],
+    key: (i) => ({ id: BigInt(i) * 3_000_000_000n - 5n }),
+    value: (r, _i, v) => ({
+      ls: str(r, v),
+      ts: r() < 0.2 ? null : 1_700_000_000_000 + v,
+      fb: r() < 0.2 ? null : Uint8Array.from([v & 0xff, 1, 2]),
+      li: r() < 0.2 ? null : Array.from({ length: v % 4 }, (_, k) => v + k),
+      st: r() < 0.2 ? null : { a: v, t: r() < 0.3 ? null : `t${v}` },
+    }),
+  },
 ];
 
 /** Rows as an Arrow batch of `schema` (so a put can be sliced), every column typed by the schema. */
@@ -136,9 +161,23 @@ function arrowBatch(schema: Schema, rows: Row[]): RecordBatch {
 }
 
 const norm = (v: unknown): unknown => {
+  if (v === null || v === undefined) return null;
   if (v instanceof Uint8Array) return `bin:${Array.from(v).join(',')}`;
-  if (typeof v === 'bigint') return Number(v);
-  return v ?? null;
+  if (typeof v === 'bigint') return String(v);
+  if (v instanceof Date) return v.getTime();
+  if (Array.isArray(v)) return v.map(norm);
+  if (ArrayBuffer.isView(v)) return Array.from(v as unknown as ArrayLike<unknown>, norm);
+  if (typeof v === 'object') {
+    const o = v as { toJSON?: () => unknown };
+    if (typeof o.toJSON === 'function') return norm(o.toJSON()); // Arrow vectors (arrays) and struct rows (objects)
+    const plain = v as Record<string, unknown>;
+    return Object.fromEntries(
+      Object.keys(plain)
+        .sort()
+        .map((k) => [k, norm(plain[k])]),
+    );
+  }
+  return v;
 };
 const normRow = (schema: Schema, row: Row | undefined): Row | undefined => {
   if (row === undefined) return undefined;

@@ -547,3 +547,39 @@ async function scanDuringCompaction(name: string, keys: number): Promise<string[
   return problems;
 }
 Object.assign((window as unknown as { attack6: object }).attack6, { scanDuringCompaction });
+
+/**
+ * One put of `mib` MiB (past maxWalBufferBytes' default) where each of 500 keys repeats many
+ * times across the batch (the last wins), then a delete listing each deleted key twice, on a
+ * fresh store: flushed (its first table, on the table writer), closed, reopened, every key its
+ * last value.
+ */
+async function bigPut(name: string, mib: number): Promise<string[]> {
+  const problems: string[] = [];
+  await destroyMemWal(name).catch(() => undefined);
+  const o = opts(name, { maxMemtableBytes: 256 * MiB, maxWalBufferBytes: 64 * MiB });
+  let db = await openMemWal(o);
+  const model: Model = new Map();
+  const n = Math.floor((mib * MiB) / 1000);
+  const rows = Array.from({ length: n }, (_, i) => {
+    const id = (i * 7) % 500;
+    return { id, ...value(id, i) };
+  });
+  const r = await within(db.put(rows), 60_000);
+  if (r.r !== 'ok') problems.push(`big put ${r.r}`);
+  else rows.forEach((row, i) => model.set(row.id, i));
+  const dead = Array.from({ length: 50 }, (_, i) => ({ id: i * 9 }));
+  await db.delete([...dead, ...dead]);
+  for (const { id } of dead) model.set(id, -1);
+  await checkModel(db, model, 'before the flush', problems);
+  await db.forceSealActive();
+  await db.waitForFlushDrain();
+  await checkModel(db, model, 'flushed', problems);
+  await db.close();
+  db = await openMemWal(o);
+  await checkModel(db, model, 'reopened', problems);
+  await db.close();
+  await destroyOr(name, 'big put', problems);
+  return problems;
+}
+Object.assign((window as unknown as { attack6: object }).attack6, { bigPut });
