@@ -143,3 +143,12 @@ test('one 24 MiB put where 500 keys each repeat ~50 times, then a delete naming 
 }) => {
   expect(await attack(page, 'bigPut', `a6-big-${stamp()}`, 24)).toEqual([]);
 });
+
+test('in one app worker, store A aborted and destroyed during its first flush (the writer thread starting), then store B opened there: B flushes, nothing lost', async ({
+  page,
+}) => {
+  const problems: string[] = [];
+  for (const delay of [0, 20, 80, 250])
+    problems.push(...(await attack(page, 'abortFirstThenOther', `a6-ab-${delay}-${stamp()}`, delay, 8000)));
+  expect(problems).toEqual([]);
+});

@@ -583,3 +583,43 @@ async function bigPut(name: string, mib: number): Promise<string[]> {
   return problems;
 }
 Object.assign((window as unknown as { attack6: object }).attack6, { bigPut });
+
+/**
+ * In one app worker: store A's first flush started (the worker's table writer thread being
+ * started for it), A aborted `delayMs` later and destroyed; then store B opened in the same
+ * worker: its flushes must not wait on a writer A's end took down, nothing of B lost.
+ */
+async function abortFirstThenOther(prefix: string, delayMs: number, keys: number): Promise<string[]> {
+  const problems: string[] = [];
+  const when = `A aborted at ${delayMs} ms`;
+  const worker = new Worker(new URL('../../../src/rpc/default-worker.ts', import.meta.url), { type: 'module' });
+  try {
+    const a = await openMemWal(opts(`${prefix}-a`, { worker, maxMemtableBytes: 256 * MiB }));
+    await writeRounds(a, new Map(), keys, 2);
+    void a.forceSealActive().catch(() => undefined);
+    await sleep(delayMs);
+    await a.abort();
+    await destroyOr(`${prefix}-a`, when, problems, { worker });
+    const o = opts(`${prefix}-b`, { worker, maxMemtableBytes: MiB });
+    const b = await openOr(o, `${when}: B`, problems);
+    if (!b) return problems;
+    const model: Model = new Map();
+    const w = await within(writeRounds(b, model, keys, 2), 60_000);
+    if (w.r !== 'ok') problems.push(`${when}: B's writes ${w.r}`);
+    await b.forceSealActive();
+    const d = await within(b.waitForFlushDrain(), 30_000);
+    if (d.r !== 'ok') problems.push(`${when}: B's drain ${d.r}`);
+    const c = await within(b.close(), 30_000);
+    if (c.r !== 'ok') problems.push(`${when}: B's close ${c.r}`);
+    const b2 = await openOr(o, `${when}: B reopened`, problems);
+    if (b2) {
+      await checkModel(b2, model, `${when}: B reopened`, problems);
+      await b2.close();
+    }
+    await destroyOr(`${prefix}-b`, when, problems, { worker });
+  } finally {
+    worker.terminate();
+  }
+  return problems;
+}
+Object.assign((window as unknown as { attack6: object }).attack6, { abortFirstThenOther });
