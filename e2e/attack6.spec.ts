@@ -152,3 +152,21 @@ test('in one app worker, store A aborted and destroyed during its first flush (t
     problems.push(...(await attack(page, 'abortFirstThenOther', `a6-ab-${delay}-${stamp()}`, delay, 8000)));
   expect(problems).toEqual([]);
 });
+
+test('a second tab steals the store during the first tab first keyed flush: it has every key its newest value, the first tab close does not hang', async ({
+  page,
+}) => {
+  const problems: string[] = [];
+  const other = await page.context().newPage();
+  await clientPage(other);
+  await other.evaluate((url) => import(url), '/client/attack6.ts');
+  for (const delay of [0, 50, 200, 500]) {
+    const name = `a6-tab-${delay}-${stamp()}`;
+    const model = await attack<[number, number][]>(page, 'reloadStart', name, 12000);
+    await page.waitForTimeout(delay);
+    problems.push(...(await attack(other, 'stealCheck', name, model)));
+    problems.push(...(await attack(page, 'closeLast')));
+    problems.push(...(await attack(page, 'destroyName', name)));
+  }
+  expect(problems).toEqual([]);
+});

@@ -258,7 +258,36 @@ async function reloadStart(name: string, keys: number): Promise<[number, number]
   const model: Model = new Map();
   await writeRounds(db, model, keys, 3);
   void db.forceSealActive().catch(() => undefined);
+  lastDb = db;
   return [...model];
+}
+
+let lastDb: MemWalClient | undefined;
+
+/** The client `reloadStart` left open: its close, after another tab took the store, within 20 s (any outcome but a hang). */
+async function closeLast(): Promise<string[]> {
+  const c = await within(lastDb!.close(), 20_000);
+  return c.r === 'hung' ? ['the robbed tab close hung'] : [];
+}
+
+/** In a second tab: the store taken over (`steal`) and checked against the first tab's model. */
+async function stealCheck(name: string, entries: [number, number][]): Promise<string[]> {
+  const problems: string[] = [];
+  const model: Model = new Map(entries);
+  const db = await openOr(opts(name, { steal: true }), 'steal from another tab', problems);
+  if (db) {
+    await checkModel(db, model, 'stolen', problems);
+    await db.forceSealActive();
+    const w = await within(db.waitForFlushDrain(), 60_000);
+    if (w.r !== 'ok') problems.push(`flush after the steal ${w.r}`);
+    await db.close();
+    const b = await openOr(opts(name), 'reopen after the steal', problems);
+    if (b) {
+      await checkModel(b, model, 'reopened after the steal', problems);
+      await b.close();
+    }
+  }
+  return problems;
 }
 
 async function reloadCheck(name: string, entries: [number, number][]): Promise<string[]> {
@@ -363,7 +392,16 @@ async function quota(name: string, keys: number, holdMs: number): Promise<string
   return problems;
 }
 
-(window as unknown as Record<string, unknown>).attack6 = { keyedModel, firstFlush, reloadStart, reloadCheck, manyStores, quota };
+(window as unknown as Record<string, unknown>).attack6 = {
+  keyedModel,
+  firstFlush,
+  reloadStart,
+  reloadCheck,
+  manyStores,
+  quota,
+  closeLast,
+  stealCheck,
+};
 
 /**
  * Schema evolution across a crash: rounds under the schema (id, s, b) left in the WAL (an abort,
@@ -623,3 +661,11 @@ async function abortFirstThenOther(prefix: string, delayMs: number, keys: number
   return problems;
 }
 Object.assign((window as unknown as { attack6: object }).attack6, { abortFirstThenOther });
+
+/** Destroy `name` within 20 s. */
+async function destroyName(name: string): Promise<string[]> {
+  const problems: string[] = [];
+  await destroyOr(name, name, problems);
+  return problems;
+}
+Object.assign((window as unknown as { attack6: object }).attack6, { destroyName });
