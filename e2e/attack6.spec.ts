@@ -170,3 +170,9 @@ test('a second tab steals the store during the first tab first keyed flush: it h
   }
   expect(problems).toEqual([]);
 });
+
+test('getMany and scans in a loop across a fresh store first keyed flush and its commit: never a key missing or old', async ({ page }) => {
+  const problems: string[] = [];
+  for (let i = 0; i < 3; i++) problems.push(...(await attack(page, 'readsDuringFirstFlush', `a6-reads-${i}-${stamp()}`, 12000)));
+  expect(problems).toEqual([]);
+});

@@ -669,3 +669,47 @@ async function destroyName(name: string): Promise<string[]> {
   return problems;
 }
 Object.assign((window as unknown as { attack6: object }).attack6, { destroyName });
+
+/**
+ * Reads racing the first flush's commit: a fresh store's rounds, its first flush started (a
+ * table built and written on the table writer thread, then the memtable dropped), and getMany
+ * of 2000 keys and scans in a loop until the flush drained and after: never a key missing or old.
+ */
+async function readsDuringFirstFlush(name: string, keys: number): Promise<string[]> {
+  const problems: string[] = [];
+  await destroyMemWal(name).catch(() => undefined);
+  const db = await openMemWal(opts(name, { maxMemtableBytes: 256 * MiB }));
+  const model: Model = new Map();
+  await writeRounds(db, model, keys, 3);
+  let drained = false;
+  void db
+    .forceSealActive()
+    .then(() => db.waitForFlushDrain())
+    .then(() => {
+      drained = true;
+    });
+  let loops = 0;
+  const end = Date.now() + 60_000;
+  for (let after = 0; after < 3 && Date.now() < end && problems.length === 0; loops++) {
+    if (drained) after++;
+    const ids = Array.from({ length: 2000 }, (_, i) => (i * 7919 + loops * 31) % keys);
+    const got = await db.getMany(ids.map((id) => ({ id })));
+    let bad = 0;
+    ids.forEach((id, i) => {
+      const round = model.get(id);
+      const g = got[i] as { s?: string | null } | undefined;
+      if (round === undefined || round < 0 ? g !== undefined : !g || (g.s ?? null) !== value(id, round).s) bad++;
+    });
+    if (bad) problems.push(`loop ${loops} (drained ${drained}): getMany ${bad} wrong`);
+    if (loops % 4 === 0) {
+      const n = (await db.scan({ columns: ['id'] })).numRows;
+      const live = [...model.values()].filter((r) => r >= 0).length;
+      if (n !== live) problems.push(`loop ${loops} (drained ${drained}): scan ${n} rows, model ${live}`);
+    }
+  }
+  if (!drained) problems.push('the first flush never drained');
+  await db.close();
+  await destroyOr(name, 'reads', problems);
+  return problems;
+}
+Object.assign((window as unknown as { attack6: object }).attack6, { readsDuringFirstFlush });
