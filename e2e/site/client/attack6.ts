@@ -605,7 +605,10 @@ async function bigPut(name: string, mib: number): Promise<string[]> {
   });
   const r = await within(db.put(rows), 60_000);
   if (r.r !== 'ok') problems.push(`big put ${r.r}`);
-  else rows.forEach((row, i) => model.set(row.id, i));
+  else
+    rows.forEach((row, i) => {
+      model.set(row.id, i);
+    });
   const dead = Array.from({ length: 50 }, (_, i) => ({ id: i * 9 }));
   await db.delete([...dead, ...dead]);
   for (const { id } of dead) model.set(id, -1);
