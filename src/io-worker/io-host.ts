@@ -123,20 +123,11 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
    */
   const built = new Map<number, Built>();
   const opening = new Map<number, AbortController>();
-  const schemas = new Map<string, StoreSchema>();
   /** Per handle that runs flushes here: the payloads appended and not yet built into a table, by position. */
   const kept = new Map<number, Map<number, WalPayload>>();
   let nextId = 1;
 
-  const schemaOf = ({ schema, primaryKey }: WireStoreSchema): StoreSchema => {
-    const key = `${schema}|${primaryKey.join('\u0000')}`;
-    let storeSchema = schemas.get(key);
-    if (!storeSchema) {
-      storeSchema = makeStoreSchema(decodeSchema(schema), primaryKey);
-      schemas.set(key, storeSchema);
-    }
-    return storeSchema;
-  };
+  const schemaOf = storeSchemaCache();
   const need = (handle: number): StoreHandle => {
     const h = handles.get(handle);
     if (!h) throw new MemWalError('Closed', 'store handle was released');
@@ -366,6 +357,23 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
       compactions.delete(compaction);
       await c?.outputs.return?.();
     },
+  };
+}
+
+/**
+ * A store schema per wire schema, decoded once (every flush and compaction names its store's):
+ * the I/O worker's and the table writer thread's.
+ */
+export function storeSchemaCache(): (wire: WireStoreSchema) => StoreSchema {
+  const schemas = new Map<string, StoreSchema>();
+  return ({ schema, primaryKey }) => {
+    const key = `${schema}|${primaryKey.join('\u0000')}`;
+    let storeSchema = schemas.get(key);
+    if (!storeSchema) {
+      storeSchema = makeStoreSchema(decodeSchema(schema), primaryKey);
+      schemas.set(key, storeSchema);
+    }
+    return storeSchema;
   };
 }
 

@@ -45,7 +45,6 @@ export interface IoEndpoint {
 /** The requests after which the I/O worker may write a table file (`IoEndpoint.tablesAhead`). */
 const TABLE_OPS: ReadonlySet<IoOp> = new Set<IoOp>(['buildFlush', 'compactOpen', 'tableWriteOpen', 'tableWriteBuilt']);
 
-/** A copy of `bytes` that owns its buffer (transferable without detaching the caller's). */
 /**
  * How long a started I/O worker may take to send its first message (a reply, or the event that
  * the store's lock is busy): one that sends none has failed to start, or runs a script that does
@@ -53,6 +52,7 @@ const TABLE_OPS: ReadonlySet<IoOp> = new Set<IoOp>(['buildFlush', 'compactOpen',
  */
 export const IO_WORKER_START_LIMIT_MS = 30_000;
 
+/** A copy of `bytes` that owns its buffer (transferable without detaching the caller's). */
 const own = (bytes: Uint8Array): Uint8Array => bytes.slice();
 
 /** `bytes` itself where it spans its whole buffer (transferred, detaching the caller's), else a copy. */

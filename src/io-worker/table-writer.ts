@@ -9,12 +9,11 @@
 // a MessagePort the engine's thread connects when it starts both workers (io-worker/browser.ts).
 // Dedicated workers.
 
-import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
 import { SchemaVersions } from '../format/schema-versions.js';
 import type { WalPayload } from '../format/wal/payload.js';
 import type { BuiltTable } from '../format/table/writer.js';
 import { buildFlushFromWal } from '../lsm/jobs.js';
-import type { KeptTable, TableBuilder } from './io-host.js';
+import { type KeptTable, storeSchemaCache, type TableBuilder } from './io-host.js';
 import type { WireSchemaVersions, WireStoreSchema } from './io-protocol.js';
 import { MemWalError, type WireError, errorFromWire, errorToWire } from '../util/errors.js';
 import { checkWritten, type OpfsTableWriter, openSyncAccessHandle, type SyncAccessHandle } from '../storage/opfs.js';
@@ -84,16 +83,7 @@ export function serveTableWriter(
   open: (file: FileSystemFileHandle) => Promise<SyncAccessHandle> = openSyncAccessHandle,
 ): { kept(): number } {
   const kept = new Map<number, Uint8Array>();
-  const schemas = new Map<string, StoreSchema>();
-  const schemaOf = ({ schema, primaryKey }: WireStoreSchema): StoreSchema => {
-    const key = `${schema}|${primaryKey.join('\u0000')}`;
-    let storeSchema = schemas.get(key);
-    if (!storeSchema) {
-      storeSchema = makeStoreSchema(decodeSchema(schema), primaryKey);
-      schemas.set(key, storeSchema);
-    }
-    return storeSchema;
-  };
+  const schemaOf = storeSchemaCache();
   const takeKept = (table: number): Uint8Array => {
     const bytes = kept.get(table);
     kept.delete(table);
