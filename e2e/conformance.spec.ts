@@ -48,6 +48,15 @@ async function harnessPage(page: Page): Promise<void> {
   await page.waitForFunction(() => 'harness' in window);
 }
 
+test(`CRC-32C takes the WebAssembly path on the page and in a dedicated worker, with the JavaScript path's results`, async ({ page }) => {
+  await harnessPage(page);
+  const r = await page.evaluate(() => (window as unknown as { harness: Harness }).harness.crc32c());
+  expect(r).toEqual({
+    page: { path: 'wasm', checkValue: 0xe3069283, agrees: true },
+    worker: { path: 'wasm', checkValue: 0xe3069283, agrees: true },
+  });
+});
+
 for (const layout of LAYOUTS) {
   test(`a writer stolen from by another worker is fenced, and dead workers leave the store openable (${layout})`, async ({ page }) => {
     await harnessPage(page);

@@ -2,6 +2,7 @@
 // access handles exist) and exposes them to Playwright as `window.harness`.
 
 import * as Comlink from 'comlink';
+import { crc32cCheck } from './crc-check.js';
 import type { Harness, Layout, StaleWriterResult, StealResult, VersionChangeResult } from './protocol.js';
 import type { StorageWorkerApi } from './storage.worker.js';
 
@@ -159,6 +160,7 @@ const harness: Harness = {
   stealAcrossWorkers,
   staleWriter,
   databaseDeletedUnderWriter,
+  crc32c: async () => ({ page: crc32cCheck(), worker: await withWorker((w) => w.crc32c()) }),
 };
 
 (window as unknown as { harness: Harness }).harness = harness;

@@ -90,4 +90,13 @@ export interface Harness {
   stealAcrossWorkers(layout: Layout): Promise<StealResult>;
   staleWriter(layout: Layout): Promise<StaleWriterResult>;
   databaseDeletedUnderWriter(layout: Layout): Promise<VersionChangeResult>;
+  /** CRC-32C's path and results on the page's thread and in a dedicated worker. */
+  crc32c(): Promise<{ page: CrcCheck; worker: CrcCheck }>;
+}
+
+/** Which path `crc32c` takes in a context, and whether it agrees with the JavaScript path. */
+export interface CrcCheck {
+  path: 'wasm' | 'js';
+  checkValue: number;
+  agrees: boolean;
 }

@@ -2,6 +2,7 @@
 // cases and the quota probe, and holds one store handle that the page drives step by step.
 
 import * as Comlink from 'comlink';
+import { crc32cCheck } from './crc-check.js';
 import { MemWalError } from '../../src/util/errors.js';
 import { MANIFEST_FORMAT_VERSION } from '../../src/format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage/adapter.js';
@@ -85,6 +86,8 @@ const request = locks.request.bind(locks) as (...args: unknown[]) => Promise<unk
   });
 
 const api = {
+  crc32c: crc32cCheck,
+
   /** From now on this worker's adapters run on its own thread: OpfsStorage or IndexedDbStorage themselves. */
   inline(): void {
     ioWorker = false;

@@ -370,7 +370,7 @@ export class WalWriter {
   }
 }
 
-/** Payload bytes checksummed per slice of the event loop by {@link crc32cInSlices} (about 1 ms). */
+/** Payload bytes checksummed per slice of the event loop by {@link crc32cInSlices} (0.5-1 ms). */
 const WAL_CRC_SLICE_BYTES = 1024 * 1024;
 
 /**

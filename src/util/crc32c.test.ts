@@ -1,7 +1,8 @@
-// CRC-32C: known vectors, chunked continuation, agreement with a bitwise reference.
+// CRC-32C: known vectors, chunked continuation, agreement with a bitwise reference, on both paths
+// (the WebAssembly module and the JavaScript fallback).
 
-import { describe, expect, it } from 'vitest';
-import { crc32c, crc32cCombine } from './crc32c.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { crc32c, crc32cCombine, crc32cJs, crc32cPath } from './crc32c.js';
 
 const ascii = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -13,6 +14,20 @@ function crcReference(bytes: Uint8Array): number {
     for (let i = 0; i < 8; i++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
   }
   return ~c >>> 0;
+}
+
+/** {@link crcReference} of `bytes.subarray(0, n)` for each `n` of `lengths`, in one pass. */
+function referencePrefixes(bytes: Uint8Array, lengths: number[]): Map<number, number> {
+  const wanted = new Set(lengths);
+  const out = new Map<number, number>();
+  let c = 0xffffffff;
+  for (let n = 0; n <= bytes.length; n++) {
+    if (wanted.has(n)) out.set(n, ~c >>> 0);
+    if (n === bytes.length) break;
+    c ^= bytes[n]!;
+    for (let i = 0; i < 8; i++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+  }
+  return out;
 }
 
 function pseudoRandomBytes(n: number, seed: number): Uint8Array {
@@ -30,6 +45,9 @@ function pseudoRandomBytes(n: number, seed: number): Uint8Array {
 describe('crc32c', () => {
   it('matches the published check value and RFC 3720 vectors', () => {
     expect(crc32c(ascii('123456789'))).toBe(0xe3069283);
+    expect(crc32cJs(ascii('123456789'))).toBe(0xe3069283);
+    const repeated = new Uint8Array(9 * 1000).map((_, i) => ascii('123456789')[i % 9]!);
+    expect(crc32c(repeated)).toBe(crcReference(repeated)); // the module's path (128 bytes and more)
     expect(crc32c(new Uint8Array(0))).toBe(0);
     expect(crc32c(new Uint8Array(32))).toBe(0x8a9136aa); // 32 zero bytes
     expect(crc32c(new Uint8Array(32).fill(0xff))).toBe(0x62a8ab43); // 32 0xFF bytes
@@ -97,5 +115,85 @@ describe('crc32c', () => {
       expect(crc32cCombine(crcA, 0, length)).toBe(stepped);
       expect(crc32cCombine(crcA, 0x1234abcd, length)).toBe((stepped ^ 0x1234abcd) >>> 0);
     }
+  });
+
+  it('takes the WebAssembly path in Node', () => {
+    crc32c(new Uint8Array(WASM_MIN));
+    expect(crc32cPath()).toBe('wasm');
+  });
+
+  it('agrees with the reference for random lengths, offsets and running seeds, on both paths', () => {
+    const shared = pseudoRandomBytes(300_000, 11);
+    let x = 12345;
+    const next = (m: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return Math.floor((x / 2 ** 32) * m);
+    };
+    for (let round = 0; round < 120; round++) {
+      const length = round < 60 ? next(1000) : next(100_001);
+      const start = next(shared.length - length + 1);
+      const a = shared.subarray(start, start + length);
+      const cut = next(length + 1);
+      const expected = crcReference(a);
+      expect(crc32c(a)).toBe(expected);
+      expect(crc32cJs(a)).toBe(expected);
+      // seeds continue: crc32c(b, crc32c(a)) === crc32c(a ‖ b), with the split anywhere
+      expect(crc32c(a.subarray(cut), crc32c(a.subarray(0, cut)))).toBe(expected);
+      expect(crc32cJs(a.subarray(cut), crc32cJs(a.subarray(0, cut)))).toBe(expected);
+      expect(crc32c(a.subarray(cut), crc32cJs(a.subarray(0, cut)))).toBe(expected);
+    }
+  });
+
+  it('agrees with the reference at every chunk, step and threshold boundary', () => {
+    const shared = pseudoRandomBytes(3 * CHUNK + 64, 5);
+    const lengths = [
+      ...Array.from({ length: 40 }, (_, i) => WASM_MIN - 20 + i), // the JavaScript/module threshold
+      ...[CHUNK, 2 * CHUNK, 3 * CHUNK].flatMap((c) => Array.from({ length: 35 }, (_, i) => c - 17 + i)), // 64 KiB copies
+    ];
+    for (const start of [0, 1, 2, 3, 4, 7, 8, 15]) {
+      const expectedByLength = referencePrefixes(shared.subarray(start), lengths);
+      for (const length of lengths) {
+        const a = shared.subarray(start, start + length);
+        const expected = expectedByLength.get(length);
+        expect(crc32c(a), `length ${length} at ${start}`).toBe(expected);
+        expect(crc32cJs(a), `length ${length} at ${start} (js)`).toBe(expected);
+        expect(crc32c(a, 0xdeadbeef)).toBe(crc32cJs(a, 0xdeadbeef));
+      }
+    }
+  });
+});
+
+/** The module's threshold and chunk, as in crc32c.ts. */
+const WASM_MIN = 128;
+const CHUNK = 64 * 1024;
+
+describe('crc32c without WebAssembly (Cloudflare Workers, a strict CSP)', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    vi.resetModules();
+  });
+
+  it('falls back to JavaScript with the same results when WebAssembly is absent', async () => {
+    vi.stubGlobal('WebAssembly', undefined);
+    vi.resetModules();
+    const fresh = await import('./crc32c.js');
+    const data = pseudoRandomBytes(200_000, 9);
+    expect(fresh.crc32c(data)).toBe(crcReference(data));
+    expect(fresh.crc32cPath()).toBe('js');
+  });
+
+  it('falls back to JavaScript when compiling from bytes is refused', async () => {
+    const refusing = {
+      ...WebAssembly,
+      Module: function Module() {
+        throw new WebAssembly.CompileError('Wasm code generation disallowed by embedder');
+      },
+    };
+    vi.stubGlobal('WebAssembly', refusing);
+    vi.resetModules();
+    const fresh = await import('./crc32c.js');
+    const data = pseudoRandomBytes(70_000, 10);
+    expect(fresh.crc32c(data, 7)).toBe(crc32cJs(data, 7));
+    expect(fresh.crc32cPath()).toBe('js');
   });
 });

@@ -3,6 +3,7 @@
 // GET /?chunkBytes=N with the results as JSON. Bundled by test/workerd/build.ts.
 
 import { DurableObjectStorageAdapter } from '../../src/cloudflare.js';
+import { crc32c, crc32cJs, crc32cPath } from '../../src/util/crc32c.js';
 import { MemWalError } from '../../src/util/errors.js';
 import type { DurableObjectStorageLike } from '../../src/cloudflare.js';
 import { conformanceCases, testManifest } from '../../src/testing/conformance.js';
@@ -29,6 +30,18 @@ function durableObjectCases(storage: DurableObjectStorageLike, chunkBytes: numbe
   const make = (): DurableObjectStorageAdapter => new DurableObjectStorageAdapter(storage, { chunkBytes });
   const store = (): string => `do-${Math.random().toString(36).slice(2, 10)}`;
   return [
+    {
+      name: 'CRC-32C takes the JavaScript path (workerd refuses to compile WebAssembly from bytes) with the same results',
+      async run() {
+        const bytes = Uint8Array.from({ length: 200_003 }, (_, i) => (i * 2654435761) >>> 24);
+        const whole = crc32c(bytes.subarray(1));
+        if (crc32cPath() !== 'js') throw new Error(`crc32cPath() is ${crc32cPath()} in workerd`);
+        if (whole !== crc32cJs(bytes.subarray(1)) || whole !== crc32c(bytes.subarray(70_001), crc32c(bytes.subarray(1, 70_001)))) {
+          throw new Error('crc32c disagrees with itself');
+        }
+        if (crc32c(new TextEncoder().encode('123456789')) !== 0xe3069283) throw new Error('check value');
+      },
+    },
     {
       name: 'two adapters over one ctx.storage share the writer lock',
       async run() {
