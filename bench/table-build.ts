@@ -4,8 +4,8 @@
 // 1000 rows, ids permuted within a batch (scripts/measure-ingest-passes.ts's shape), and with 32
 // ≈1 MiB batches of 32768 rows (the browser bench's Arrow case, bench/data.ts: ids ascending;
 // keyed also permuted). Prints CPU ms per MiB of table file (median of
-// `reps`, this process's CPU time) and the table's SHA-256 (`--root` runs another checkout's src:
-// an A/B whose tables must match byte for byte).
+// `reps`, this process's CPU time) and the table's SHA-256 (`--root` runs another checkout's src;
+// `--against DIR` a second one interleaved with it: an A/B whose tables must match byte for byte).
 
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -25,10 +25,32 @@ const { Field, Float64, Int64, makeData, RecordBatch, Schema, Struct, Table, tab
 )) as typeof import('apache-arrow');
 type RecordBatch = import('apache-arrow').RecordBatch;
 type Schema = import('apache-arrow').Schema;
-const mod = async <T>(p: string): Promise<T> => (await import(pathToFileURL(`${root}/src/${p}`).href)) as T;
-const { makeStoreSchema, encodeSchema } = await mod<typeof import('../src/data/schema.js')>('data/schema.ts');
-const { buildFlushFromWal } = await mod<typeof import('../src/lsm/jobs.js')>('lsm/jobs.ts');
-const { SchemaVersions } = await mod<typeof import('../src/format/schema-versions.js')>('format/schema-versions.ts');
+/** A checkout's builder: its src and the apache-arrow its src resolves. */
+async function builderOf(dir: string) {
+  const mod = async <T>(p: string): Promise<T> => (await import(pathToFileURL(`${dir}/src/${p}`).href)) as T;
+  const arrow = (await import(
+    pathToFileURL(createRequire(`${dir}/src/`).resolve('apache-arrow').replace(/\.js$/, '.mjs')).href
+  )) as typeof import('apache-arrow');
+  const { makeStoreSchema, encodeSchema } = await mod<typeof import('../src/data/schema.js')>('data/schema.ts');
+  const { buildFlushFromWal } = await mod<typeof import('../src/lsm/jobs.js')>('lsm/jobs.ts');
+  const { SchemaVersions } = await mod<typeof import('../src/format/schema-versions.js')>('format/schema-versions.ts');
+  return (key: string[]) => {
+    const schema = new arrow.Schema([
+      new arrow.Field('id', new arrow.Int64(), false),
+      new arrow.Field('value', new arrow.Float64(), false),
+      new arrow.Field('name', new arrow.Utf8(), false),
+    ]);
+    const storeSchema = makeStoreSchema(schema, key);
+    const versions = new SchemaVersions(storeSchema, 1, [{ version: 1, schema: encodeSchema(schema) }]);
+    return (entries: { position: number; epoch: number; payload: Uint8Array }[]) => buildFlushFromWal(storeSchema, versions, entries, 1);
+  };
+}
+const { makeStoreSchema } = (await import(pathToFileURL(`${root}/src/data/schema.ts`).href)) as typeof import('../src/data/schema.js');
+const builders = [await builderOf(root)];
+// `--against DIR`: another checkout's builder, run interleaved with `root`'s on the same payloads
+// (rep by rep, the order swapped every rep), so a load that drifts weighs on both alike.
+const against = arg('against', '');
+if (against) builders.push(await builderOf(against));
 
 const MiB = 1024 * 1024;
 const ALPHABET = new TextEncoder().encode('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789');
@@ -85,30 +107,35 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 for (const c of cases) {
   if (only && !c.name.startsWith(only)) continue;
   const storeSchema = makeStoreSchema(base, c.key);
-  const versions = new SchemaVersions(storeSchema, 1, [{ version: 1, schema: encodeSchema(base) }]);
   const entries = batches(storeSchema.internal, c.count, c.rows, c.ascending).map((b, i) => ({
     position: i + 1,
     epoch: 1,
     payload: tableToIPC(new Table(storeSchema.internal, [b]), 'stream'),
   }));
-  const cpu: number[] = [];
+  const builds = builders.map((b) => b(c.key));
+  const cpu: number[][] = builds.map(() => []);
   if (session) await session.post('Profiler.start');
   let size = 0;
-  let sha = '';
+  const shas = new Set<string>();
   for (let r = 0; r < REPS; r++) {
-    const t = process.cpuUsage();
-    const built = await buildFlushFromWal(storeSchema, versions, entries, 1);
-    const u = process.cpuUsage(t);
-    cpu.push((u.user + u.system) / 1000);
-    size = built.bytes.length;
-    sha = createHash('sha256').update(built.bytes).digest('hex').slice(0, 16);
+    for (let k = 0; k < builds.length; k++) {
+      const which = r % 2 === 0 ? k : builds.length - 1 - k;
+      const t = process.cpuUsage();
+      const built = await builds[which]!(entries);
+      const u = process.cpuUsage(t);
+      cpu[which]!.push((u.user + u.system) / 1000);
+      size = built.bytes.length;
+      shas.add(createHash('sha256').update(built.bytes).digest('hex').slice(0, 16));
+    }
   }
   if (session) {
     const { profile: p } = await session.post('Profiler.stop');
     (await import('node:fs')).writeFileSync(`${profile}-${c.name}.cpuprofile`, JSON.stringify(p));
   }
   const mib = size / MiB;
+  const fig = (xs: number[]): string =>
+    `${(median(xs) / mib).toFixed(2)} (${(Math.min(...xs) / mib).toFixed(2)}-${(Math.max(...xs) / mib).toFixed(2)})`;
   console.log(
-    `${c.name.padEnd(16)} ${mib.toFixed(1)} MiB  cpu ${(median(cpu) / mib).toFixed(2)} ms/MiB (range ${(Math.min(...cpu) / mib).toFixed(2)}-${(Math.max(...cpu) / mib).toFixed(2)})  sha ${sha}`,
+    `${c.name.padEnd(16)} ${mib.toFixed(1)} MiB  cpu ms/MiB median (range): ${cpu.map(fig).join('  vs against ')}  sha ${[...shas].join(' ')}${shas.size > 1 ? ' DIFFER' : ''}`,
   );
 }
