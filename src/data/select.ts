@@ -338,7 +338,8 @@ export function gatherVarWidth(type: DataType, sels: Sel[], n: number): { valueO
   }
   const large = type.typeId === Type.LargeUtf8 || type.typeId === Type.LargeBinary;
   if (!large && total > INT32_MAX_BYTES) throw invalid(`more than 2 GiB of ${String(type)} data in one batch`);
-  const offsets = new Float64Array(n + 1);
+  // 32-bit offsets are written in place (no second pass converting them); 64-bit ones as numbers, then bigints.
+  const offsets = large ? new Float64Array(n + 1) : new Int32Array(n + 1);
   const values = new Uint8Array(total);
   let pos = 0;
   let row = 0;
@@ -350,7 +351,7 @@ export function gatherVarWidth(type: DataType, sels: Sel[], n: number): { valueO
       values.set(src.subarray(base, Number(so[start + count])), pos);
       for (let k = 1; k <= count; k++) offsets[row + k] = pos + Number(so[start + k]) - base;
       pos = offsets[row + count]!;
-    } else if (so instanceof Int32Array) {
+    } else if (so instanceof Int32Array && offsets instanceof Int32Array) {
       pos = gatherVarRuns(offsets, values, so, src, idx, count, row, pos);
     } else {
       for (let k = 0; k < count; k++) {
@@ -366,7 +367,7 @@ export function gatherVarWidth(type: DataType, sels: Sel[], n: number): { valueO
     }
     row += count;
   }
-  const valueOffsets = large ? BigInt64Array.from(offsets, (o) => BigInt(o)) : new Int32Array(offsets);
+  const valueOffsets = offsets instanceof Int32Array ? offsets : BigInt64Array.from(offsets, (o) => BigInt(o));
   return { valueOffsets, values };
 }
 
@@ -395,7 +396,7 @@ function gatherFixedRuns(out: AnyArray, src: AnyArray, idx: ArrayLike<number>, c
  * and `set` per value cost more than the bytes). A -1 index is an empty row.
  */
 function gatherVarRuns(
-  offsets: Float64Array,
+  offsets: Int32Array,
   values: Uint8Array,
   so: Int32Array,
   src: Uint8Array,
