@@ -22,7 +22,8 @@ import { describe, expect, it } from 'vitest';
 import { makeStoreSchema } from '../data/schema.js';
 import { toBatches } from '../data/rows.js';
 import { TYPE_ID } from '../data/row-columns.js';
-import { decodeArrow } from './arrow-wire.js';
+import { decodeColumns, decodeData } from './arrow-wire.js';
+import type { WireColumns } from './protocol.js';
 import { schemaToWire, transfersOf } from './client-wire.js';
 import { rowPlan, rowsToWire } from './client-rows.js';
 
@@ -89,7 +90,7 @@ describe('rowsToWire', () => {
     const input = rows(1000);
     const wire = rowsToWire(input, plan);
     expect(wire).toBeDefined();
-    const decoded = decodeArrow(wire!);
+    const decoded = decodeColumns(wire!, schema);
     expect(columns(decoded)).toEqual(columns(input));
     const [batch] = toBatches(decoded, store);
     expect(batch!.getChild('id')!.get(0)).toBe(-(2n ** 40n));
@@ -98,7 +99,7 @@ describe('rowsToWire', () => {
 
   it("each buffer is the wire's own, so all of them transfer (nothing of the caller's or shared)", () => {
     const wire = rowsToWire(rows(100), plan)!;
-    const views = wire.batches[0]!.children.flatMap((c) => c.buffers.filter((b) => b !== undefined && b.byteLength > 0));
+    const views = wire.buffers.filter((b) => b !== undefined && b.byteLength > 0);
     expect(new Set(transfersOf(wire))).toEqual(new Set(views.map((b) => b!.buffer)));
   });
 
@@ -141,5 +142,68 @@ describe('rowsToWire', () => {
 
   it('no plan for a schema with a column type it does not build (the rows cross as they are)', () => {
     expect(rowPlan(schemaToWire(new Schema([new Field('t', new TimestampMillisecond(), false)])))).toBeUndefined();
+  });
+});
+
+describe('decodeColumns (the worker reading a put the page built)', () => {
+  /** A wire of the bench's three columns (id Int64, value Float64 nullable, name Utf8) with `n` rows. */
+  const small = new Schema([new Field('id', new Int64(), false), new Field('v', new Float64(), true), new Field('s', new Utf8(), true)]);
+  const smallPlan = rowPlan(schemaToWire(small))!;
+  const wire = () =>
+    rowsToWire(
+      [
+        { id: 1, v: null, s: 'ab' },
+        { id: 2, v: 0.5, s: null },
+        { id: 3, v: 1.5, s: 'cde' },
+      ],
+      smallPlan,
+    )!;
+
+  it('takes the columns by name, in any order, as views of the buffers sent', () => {
+    const w = wire();
+    const swapped = {
+      ...w,
+      names: [w.names[2]!, w.names[1]!, w.names[0]!],
+      buffers: [...w.buffers.slice(6), ...w.buffers.slice(3, 6), ...w.buffers.slice(0, 3)],
+    };
+    swapped.nullCounts = [w.nullCounts[2]!, w.nullCounts[1]!, w.nullCounts[0]!];
+    const batch = decodeColumns(swapped, small);
+    expect(batch.schema.fields.map((f) => f.name)).toEqual(['s', 'v', 'id']);
+    expect(batch.getChild('s')!.data[0]!.values).toBe(w.buffers[7]);
+    const [conformed] = toBatches(batch, makeStoreSchema(small, ['id']));
+    expect(conformed!.toArray().map((r) => r.toJSON())).toEqual([
+      { id: 1n, v: null, s: 'ab', _tombstone: false },
+      { id: 2n, v: 0.5, s: null, _tombstone: false },
+      { id: 3n, v: 1.5, s: 'cde', _tombstone: false },
+    ]);
+  });
+
+  it('refuses InvalidArgument, before anything is read, what the builders would not send', () => {
+    const cases: [string, (w: WireColumns) => void][] = [
+      ['no rows', (w) => (w.length = 0)],
+      ['more rows than buffers hold', (w) => (w.length = 4)],
+      ['an unknown column', (w) => (w.names = ['id', 'v', 'nope'])],
+      ['a column missing its buffers', (w) => (w.buffers = w.buffers.slice(0, 6))],
+      ['a null count the bitmap does not hold', (w) => (w.nullCounts[1] = 2)],
+      ['a bitmap with a null count of 0', (w) => (w.nullCounts[1] = 0)],
+      ['nulls without a bitmap', (w) => (w.buffers[5] = undefined)],
+      ['a null count past the rows', (w) => (w.nullCounts[2] = 4)],
+      ['values of another array type', (w) => (w.buffers[1] = new Float64Array(3))],
+      ['offsets past the value bytes', (w) => ((w.buffers[6] as Int32Array)[3] = 99)],
+      ['offsets that decrease', (w) => ((w.buffers[6] as Int32Array)[1] = 4)],
+      ['offsets that do not start at 0', (w) => ((w.buffers[6] as Int32Array)[0] = 1)],
+      ['offsets of another array type', (w) => (w.buffers[6] = new BigInt64Array(4))],
+      ['offsets on a fixed-width column', (w) => (w.buffers[0] = new Int32Array(4))],
+    ];
+    for (const [what, spoil] of cases) {
+      const w = wire();
+      spoil(w);
+      expect(() => decodeColumns(w, small), what).toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
+    }
+    expect(
+      () => decodeColumns(wire(), new Schema([new Field('id', new TimestampMillisecond(), false)])),
+      'a type not built on the page',
+    ).toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
+    expect(() => decodeData(wire()), 'columns for anything but a put').toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
   });
 });

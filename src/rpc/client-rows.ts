@@ -1,5 +1,5 @@
 // Plain rows built into Arrow columns in the page, so a put crosses to the worker as transferred
-// buffers (a WireArrow) instead of a structured clone of every row object, which costs the page
+// buffers (WireColumns: no schema, no object a column) instead of a structured clone of every row object, which costs the page
 // to write and the worker to read more than the build itself. The columns come from the builders
 // the engine uses (data/row-columns.ts), so the worker receives the bytes it would have built.
 // Anything the builders do not take (another column type, a row that is not a plain object, an
@@ -7,13 +7,14 @@
 // refuses them with its own error. Any runtime with postMessage.
 
 import { buildColumnBuffers, builtHere, type ColumnFaults, type ColumnSpec } from '../data/row-columns.js';
-import type { WireArrow, WireColumnData, WireSchema } from './protocol.js';
+import type { WireColumns, WireSchema } from './protocol.js';
 
-/** How {@link rowsToWire} builds a store's rows: its columns, their names, its schema as plain data. */
+/** How {@link rowsToWire} builds a store's rows: its columns (in the schema's order) and their names. */
 export interface RowPlan {
   specs: ColumnSpec[];
   names: Record<string, true>;
-  schema: WireSchema;
+  /** The columns' names in `specs`' order, as WireColumns carries them. */
+  order: string[];
 }
 
 /** The plan for a store of `schema` (as plain data), or undefined when a column is of a type not built here. */
@@ -26,7 +27,7 @@ export function rowPlan(schema: WireSchema): RowPlan | undefined {
     specs.push({ name: f.name, nullable: f.nullable, type });
     names[f.name] = true;
   }
-  return { specs, names, schema };
+  return { specs, names, order: specs.map((s) => s.name) };
 }
 
 /** What the builders throw here: the rows go as they are. */
@@ -34,12 +35,12 @@ const notBuilt = (): Error => new Error('not built in the page');
 const FAULTS: ColumnFaults = { bad: notBuilt, missing: notBuilt, tooBig: notBuilt };
 
 /**
- * `rows` as one batch of the store's columns, each in buffers of its own (to transfer), or
+ * `rows` as the store's columns (WireColumns), each buffer its own (to transfer), or
  * undefined when they are better sent as they are: no rows, a row that is not a plain object
  * (a class instance, a proxy of one, an array), a key the store does not have, or a value the
  * column does not take (the worker says which, with its own message).
  */
-export function rowsToWire(rows: readonly unknown[], plan: RowPlan): WireArrow | undefined {
+export function rowsToWire(rows: readonly unknown[], plan: RowPlan): WireColumns | undefined {
   try {
     return build(rows, plan);
   } catch {
@@ -47,7 +48,7 @@ export function rowsToWire(rows: readonly unknown[], plan: RowPlan): WireArrow |
   }
 }
 
-function build(rows: readonly unknown[], plan: RowPlan): WireArrow | undefined {
+function build(rows: readonly unknown[], plan: RowPlan): WireColumns | undefined {
   const n = rows.length;
   if (n === 0) return undefined;
   const { names } = plan;
@@ -59,24 +60,15 @@ function build(rows: readonly unknown[], plan: RowPlan): WireArrow | undefined {
     for (const k in row) if (names[k] !== true) return undefined;
   }
   const plain = rows as readonly Record<string, unknown>[];
-  const children: WireColumnData[] = plan.specs.map((spec) => {
-    const c = buildColumnBuffers(plain, spec, FAULTS);
-    return {
-      offset: 0,
-      length: n,
-      nullCount: c.nullCount,
-      buffers: [c.valueOffsets, c.values, c.nullBitmap, undefined],
-      variadic: [],
-      children: [],
-    };
-  });
-  const batch: WireColumnData = {
-    offset: 0,
-    length: n,
-    nullCount: 0,
-    buffers: [undefined, undefined, undefined, undefined],
-    variadic: [],
-    children,
-  };
-  return { kind: 'batch', schema: plan.schema, batches: [batch] };
+  const { specs } = plan;
+  const nullCounts: number[] = new Array<number>(specs.length);
+  const buffers: (ArrayBufferView | undefined)[] = new Array<ArrayBufferView | undefined>(3 * specs.length);
+  for (let j = 0; j < specs.length; j++) {
+    const c = buildColumnBuffers(plain, specs[j]!, FAULTS);
+    nullCounts[j] = c.nullCount;
+    buffers[3 * j] = c.valueOffsets;
+    buffers[3 * j + 1] = c.values;
+    buffers[3 * j + 2] = c.nullCount > 0 ? c.nullBitmap : undefined;
+  }
+  return { kind: 'columns', length: n, names: plan.order, nullCounts, buffers };
 }

@@ -6,7 +6,7 @@
 // code never does. Any runtime.
 
 import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
-import type { WireArrow, WireColumnData, WireField, WireSchema, WireType } from './protocol.js';
+import type { WireArrow, WireColumnData, WireColumns, WireField, WireSchema, WireType } from './protocol.js';
 
 /**
  * `data` as its schema and a copy of its buffers, each in a buffer of its own (safe to transfer:
@@ -81,12 +81,20 @@ export function wireBuffers(w: WireArrow): ArrayBufferView[] {
   return out;
 }
 
-/** The buffers to transfer with `values` (each buffer of each WireArrow among them). */
+/** A put's rows built on the page (client-rows.ts)? */
+export function isWireColumns(w: unknown): w is WireColumns {
+  return typeof w === 'object' && w !== null && (w as { kind?: unknown }).kind === 'columns';
+}
+
+/** The buffers to transfer with `values` (each buffer of each WireArrow or WireColumns among them). */
 export function transfersOf(...values: unknown[]): ArrayBuffer[] {
   const out = new Set<ArrayBuffer>();
+  const add = (b: ArrayBufferView | undefined): void => {
+    if (b !== undefined && b.buffer instanceof ArrayBuffer && b.buffer.byteLength > 0) out.add(b.buffer);
+  };
   for (const v of values) {
-    if (!isWireArrow(v)) continue;
-    for (const b of wireBuffers(v)) if (b.buffer instanceof ArrayBuffer && b.buffer.byteLength > 0) out.add(b.buffer);
+    if (isWireArrow(v)) for (const b of wireBuffers(v)) add(b);
+    else if (isWireColumns(v)) for (const b of v.buffers) add(b);
   }
   return [...out];
 }

@@ -3,6 +3,7 @@
 // (Arrow as transferred buffers, MemWalError codes, signals as messages, paged iterators).
 
 import * as Comlink from 'comlink';
+import type { Schema } from 'apache-arrow';
 import { MemWal } from '../engine/memwal.js';
 import { describeSchemaDifference } from '../data/schema.js';
 import type { WriterState } from '../metrics/stats.js';
@@ -209,6 +210,13 @@ export function makeHostApi(
     lastState = state;
     emit({ memwalEvent: 'state', state });
   };
+  /** The schema a put's columns built on the page are read in (decodeColumns): the store's, as opened. */
+  let columnsSchema: Schema | undefined;
+  const putSchema = (): Schema | undefined => {
+    const o = shared?.opened ?? opened;
+    if (o && !columnsSchema) columnsSchema = schemaFromWire(o.schema);
+    return columnsSchema;
+  };
   /** The store this connection may end (not a shared one). */
   const own = (): MemWal | undefined => (shared ? undefined : store);
   const need = (): MemWal => {
@@ -355,7 +363,7 @@ export function makeHostApi(
       await MemWal.destroy(name, { storage: adapter ?? storage });
     }),
 
-    put: wire((data: WireData, signal?: WireSignal) => withSignal(signal, (s) => need().put(decodeData(data), { signal: s }))),
+    put: wire((data: WireData, signal?: WireSignal) => withSignal(signal, (s) => need().put(decodeData(data, putSchema()), { signal: s }))),
     delete: wire((keys: WireData, signal?: WireSignal) =>
       withSignal(signal, (s) => need().delete(decodeData(keys) as Parameters<MemWal['delete']>[0], { signal: s })),
     ),

@@ -76,8 +76,27 @@ export interface WireColumnData {
   dictionary?: WireColumnData[];
 }
 
-/** Put / delete input: Arrow as its buffers (WireArrow), plain rows structured-cloned. */
-export type WireData = WireArrow | Record<string, unknown>[];
+/**
+ * A put's plain rows as the page built them (client-rows.ts): the store's columns by name,
+ * without their types (the worker has the store's schema) and without an object a column.
+ * `buffers` holds three a column, in apache-arrow's order: value offsets (variable-width
+ * columns, else undefined), values, validity bitmap (empty or undefined without nulls), each in
+ * an `ArrayBuffer` of its own, transferred. The worker checks their shape before it reads them
+ * (arrow-wire.ts, `decodeColumns`).
+ */
+export interface WireColumns {
+  kind: 'columns';
+  /** Rows in the put (at least one). */
+  length: number;
+  /** Each column's name (the worker takes its type from the store's schema). */
+  names: string[];
+  /** Each column's null count. */
+  nullCounts: number[];
+  buffers: (ArrayBufferView | undefined)[];
+}
+
+/** Put / delete input: Arrow as its buffers (WireArrow), a put's rows built on the page (WireColumns), other rows structured-cloned. */
+export type WireData = WireArrow | WireColumns | Record<string, unknown>[];
 
 /** An `AbortSignal` as a message: `id` names it in later `abortSignal(id)` calls. */
 export interface WireSignal {
