@@ -13,7 +13,8 @@ import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
 import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
-import { wireBuffers } from './client-wire.js';
+import { decodeColumns } from './columns-wire.js';
+import { isWireColumns, wireBuffers } from './client-wire.js';
 import { TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
@@ -211,11 +212,12 @@ export function makeHostApi(
     emit({ memwalEvent: 'state', state });
   };
   /** The schema a put's columns built on the page are read in (decodeColumns): the store's, as opened. */
-  let columnsSchema: Schema | undefined;
-  const putSchema = (): Schema | undefined => {
+  let columnsSchema: { of: WireOpenOptions; schema: Schema } | undefined;
+  const putSchema = (): Schema => {
     const o = shared?.opened ?? opened;
-    if (o && !columnsSchema) columnsSchema = schemaFromWire(o.schema);
-    return columnsSchema;
+    if (!o) throw new MemWalError('Closed', 'no store is open on this connection');
+    if (columnsSchema?.of !== o) columnsSchema = { of: o, schema: schemaFromWire(o.schema) };
+    return columnsSchema.schema;
   };
   /** The store this connection may end (not a shared one). */
   const own = (): MemWal | undefined => (shared ? undefined : store);
@@ -363,7 +365,9 @@ export function makeHostApi(
       await MemWal.destroy(name, { storage: adapter ?? storage });
     }),
 
-    put: wire((data: WireData, signal?: WireSignal) => withSignal(signal, (s) => need().put(decodeData(data, putSchema()), { signal: s }))),
+    put: wire((data: WireData, signal?: WireSignal) =>
+      withSignal(signal, (s) => need().put(isWireColumns(data) ? decodeColumns(data, putSchema()) : decodeData(data), { signal: s })),
+    ),
     delete: wire((keys: WireData, signal?: WireSignal) =>
       withSignal(signal, (s) => need().delete(decodeData(keys) as Parameters<MemWal['delete']>[0], { signal: s })),
     ),

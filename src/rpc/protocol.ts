@@ -82,7 +82,7 @@ export interface WireColumnData {
  * `buffers` holds three a column, in apache-arrow's order: value offsets (variable-width
  * columns, else undefined), values, validity bitmap (empty or undefined without nulls), each in
  * an `ArrayBuffer` of its own, transferred. The worker checks their shape before it reads them
- * (arrow-wire.ts, `decodeColumns`).
+ * (columns-wire.ts, `decodeColumns`).
  */
 export interface WireColumns {
   kind: 'columns';
