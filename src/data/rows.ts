@@ -152,7 +152,8 @@ function checkShape(d: Data, column: string, what: string): void {
     const offsets = o!;
     const last = Math.min(d.length, offsets.length - 1);
     if (last >= 0 && Number(offsets[0]) < 0) bad('has a value offset below 0');
-    for (let i = 0; i < last; i++) if (offsets[i]! > offsets[i + 1]!) bad(`has value offsets that decrease at row ${i}`);
+    const down = offsets instanceof Int32Array ? firstDecrease32(offsets, last) : firstDecrease(offsets, last);
+    if (down >= 0) bad(`has value offsets that decrease at row ${down}`);
     if (!list && last === d.length && Number(offsets[last]) > values!.length) bad('has value offsets past its values');
   }
   const children = type.children ?? [];
@@ -161,6 +162,22 @@ function checkShape(d: Data, column: string, what: string): void {
     if (!child) bad(`has no data for its child ${JSON.stringify(children[j]!.name)}`);
     checkShape(child!, `${column}.${children[j]!.name}`, what);
   }
+}
+
+/** The first row `i < last` whose offset `o[i + 1]` is below `o[i]`, or -1 (monomorphic for 32-bit offsets). */
+function firstDecrease32(o: Int32Array, last: number): number {
+  let prev = o[0]!;
+  for (let i = 1; i <= last; i++) {
+    const x = o[i]!;
+    if (x < prev) return i - 1;
+    prev = x;
+  }
+  return -1;
+}
+
+function firstDecrease(o: ArrayLike<number | bigint>, last: number): number {
+  for (let i = 0; i < last; i++) if (o[i]! > o[i + 1]!) return i;
+  return -1;
 }
 
 function isStringType(t: DataType | undefined): boolean {
