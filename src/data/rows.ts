@@ -113,6 +113,7 @@ function conformBatch(batch: RecordBatch, storeSchema: StoreSchema, what: string
     } else {
       throw invalid(`${what}: column "${field.name}" has type ${String(got)}, expected ${String(field.type)}`);
     }
+    checkShape(data, field.name, what);
     if (!field.nullable && n > 0 && data.nullCount > 0) {
       throw invalid(`${what}: column "${field.name}" is non-nullable but holds ${data.nullCount} null value(s)`);
     }
@@ -121,6 +122,62 @@ function conformBatch(batch: RecordBatch, storeSchema: StoreSchema, what: string
   if (n === 0) return null;
   if (storeSchema.hasTombstone) children.push(boolData(n, false));
   return compactIfSparse(makeBatch(storeSchema.internal, children, n));
+}
+
+/**
+ * Refuses (`InvalidArgument`) a column whose `Data` apache-arrow's IPC writer cannot encode or
+ * would encode as other rows, in it or any child: nulls without a validity bitmap, no values or
+ * value offsets, offsets below 0, decreasing or past the values. The WAL entry
+ * is encoded after the put is admitted, and an entry that cannot be encoded (a null count
+ * without a bitmap) failed its append and poisoned the writer: every other put of the store
+ * failed with it. O(rows) over a variable-width or list column's offsets; unions, dictionaries
+ * and view types are left to the encoder.
+ */
+function checkShape(d: Data, column: string, what: string): void {
+  const type = d.type;
+  const bad = (why: string): never => {
+    throw invalid(`${what}: column "${column}" (${String(type)}, ${d.length} rows) ${why}; nothing was written`);
+  };
+  const id = type.typeId;
+  if (d.length === 0 || id === Type.Null || id === Type.Union || id === Type.Dictionary || id === Type.Utf8View || id === Type.BinaryView)
+    return;
+  if (d.nullCount > 0 && !(d.nullBitmap instanceof Uint8Array)) bad(`has ${d.nullCount} null(s) but no validity bitmap`);
+  const values = d.values as unknown as ArrayLike<number> | undefined;
+  const list = id === Type.List || id === Type.LargeList || id === Type.Map;
+  if (!list && id !== Type.Struct && id !== Type.FixedSizeList && !ArrayBuffer.isView(values)) bad('has no values');
+  if (list || id === Type.Utf8 || id === Type.Binary || id === Type.LargeUtf8 || id === Type.LargeBinary) {
+    const o = d.valueOffsets as unknown as ArrayLike<number | bigint> | undefined;
+    if (!ArrayBuffer.isView(o)) bad('has no value offsets');
+    // Fewer offsets than rows + 1 is what apache-arrow's makeData gives a column of nulls only.
+    const offsets = o!;
+    const last = Math.min(d.length, offsets.length - 1);
+    if (last >= 0 && Number(offsets[0]) < 0) bad('has a value offset below 0');
+    const down = offsets instanceof Int32Array ? firstDecrease32(offsets, last) : firstDecrease(offsets, last);
+    if (down >= 0) bad(`has value offsets that decrease at row ${down}`);
+    if (!list && last === d.length && Number(offsets[last]) > values!.length) bad('has value offsets past its values');
+  }
+  const children = type.children ?? [];
+  for (let j = 0; j < children.length; j++) {
+    const child = d.children[j] as Data | undefined;
+    if (!child) bad(`has no data for its child ${JSON.stringify(children[j]!.name)}`);
+    checkShape(child!, `${column}.${children[j]!.name}`, what);
+  }
+}
+
+/** The first row `i < last` whose offset `o[i + 1]` is below `o[i]`, or -1 (monomorphic for 32-bit offsets). */
+function firstDecrease32(o: Int32Array, last: number): number {
+  let prev = o[0]!;
+  for (let i = 1; i <= last; i++) {
+    const x = o[i]!;
+    if (x < prev) return i - 1;
+    prev = x;
+  }
+  return -1;
+}
+
+function firstDecrease(o: ArrayLike<number | bigint>, last: number): number {
+  for (let i = 0; i < last; i++) if (o[i]! > o[i + 1]!) return i;
+  return -1;
 }
 
 function isStringType(t: DataType | undefined): boolean {

@@ -33,7 +33,14 @@ async function cacheOver(storeSchema: StoreSchema, columns: unknown[][], types: 
     whole: () => Promise.resolve(bytes.slice()),
   };
   const cache = new TableCache(storeSchema, storeSchema.internal, counting, reads, 1 << 20);
-  const entry: TableFileEntry = { generation: 1, name: 't', bytes: bytes.length, rows: n, checksum: '', format: TABLE_FORMAT_V2 };
+  const entry: TableFileEntry = {
+    generation: 1,
+    name: 't',
+    bytes: bytes.length,
+    rows: n,
+    checksum: built.crc.toString(16).padStart(8, '0'),
+    format: TABLE_FORMAT_V2,
+  };
   return { cache, open: await cache.open(entry), encoded, keys: real(batch), built };
 }
 

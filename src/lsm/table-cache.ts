@@ -241,7 +241,7 @@ export class TableCache {
 
   private async openV2(entry: TableFileEntry): Promise<OpenTable> {
     const written = this.versions ? this.versions.internalOf(entry.schemaVersion) : this.schema;
-    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), written);
+    const index = await readTableIndex(entry.name, entry.bytes, (o, l) => this.reads.range(entry.name, o, l), written, entry.checksum);
     if (this.open_.has(entry.name) && !this.sized.has(entry.name)) {
       this.sized.set(entry.name, { bytes: entry.bytes, index: index.footerBytes });
       this.openBytes += entry.bytes;

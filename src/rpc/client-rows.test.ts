@@ -195,6 +195,18 @@ describe('decodeColumns (the worker reading a put the page built)', () => {
       ['offsets that do not start at 0', (w) => ((w.buffers[6] as Int32Array)[0] = 1)],
       ['offsets of another array type', (w) => (w.buffers[6] = new BigInt64Array(4))],
       ['offsets on a fixed-width column', (w) => (w.buffers[0] = new Int32Array(4))],
+      // A length no buffer backs: the engine would fill every row of every column with nulls.
+      ['no column named', (w) => ((w.names = []), (w.nullCounts = []), (w.buffers = []), (w.length = 2 ** 31 - 1))],
+      [
+        'a nullable column left out',
+        (w) => ((w.names = w.names.slice(0, 2)), (w.nullCounts = w.nullCounts.slice(0, 2)), (w.buffers = w.buffers.slice(0, 6))),
+      ],
+      [
+        'a column named twice',
+        (w) => ((w.names = ['id', 'v', 'v']), (w.buffers = [...w.buffers.slice(0, 6), ...w.buffers.slice(3, 6)]), (w.nullCounts[2] = 1)),
+      ],
+      ['a name that is a bigint', (w) => (w.names[2] = 5n as never)],
+      ['a name that is an object holding itself', (w) => (w.names[2] = ((o: Record<string, unknown>) => ((o.self = o), o))({}) as never)],
     ];
     for (const [what, spoil] of cases) {
       const w = wire();

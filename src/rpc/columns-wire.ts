@@ -30,8 +30,9 @@ function nullsIn(bitmap: Uint8Array, n: number): number {
  * named by `w.names` in any order (views over the received buffers, nothing copied). The engine's
  * put checks it as any RecordBatch (names, types, nulls in non-nullable columns); first each
  * buffer's shape is checked here, so that a page that sends what the builders would not (an
- * unknown name, a short buffer, offsets out of bounds or decreasing, a wrong array type, a null
- * count its bitmap does not hold) is refused `InvalidArgument` before anything is written:
+ * unknown, repeated or missing name, a short buffer, offsets out of bounds or decreasing, a wrong
+ * array type, a null count its bitmap does not hold) is refused `InvalidArgument` before anything
+ * is written:
  * O(columns + rows / 8), and O(rows) over a variable-width column's offsets. Worker side.
  */
 export function decodeColumns(w: WireColumns, schema: Schema): RecordBatch {
@@ -47,7 +48,24 @@ export function decodeColumns(w: WireColumns, schema: Schema): RecordBatch {
   if (k < 0 || !Array.isArray(w.nullCounts) || w.nullCounts.length !== k || !Array.isArray(w.buffers) || w.buffers.length !== 3 * k) {
     bad('names, null counts and buffers do not match');
   }
-  const fields = w.names.map((name) => schema.fields.find((f) => f.name === name) ?? bad(`no column ${JSON.stringify(name)}`));
+  // Every column of the store, each once, as the builders send them: a put's length is then
+  // backed by buffers the page sent (a message naming no column must not have the worker fill
+  // billions of null rows), and a name that is not a string is refused like any unknown one.
+  if (k !== schema.fields.length) bad(`${k} columns named, the store has ${schema.fields.length}`);
+  const named = new Set<string>();
+  const fields = w.names.map((name) => {
+    const field = typeof name === 'string' && !named.has(name) ? schema.fields.find((f) => f.name === name) : undefined;
+    if (!field)
+      bad(
+        typeof name !== 'string'
+          ? `a column name of type ${typeof name}`
+          : named.has(name)
+            ? `column ${JSON.stringify(name)} named twice`
+            : `no column ${JSON.stringify(name)}`,
+      );
+    named.add(name);
+    return field!;
+  });
   const children = new Array<Data>(k);
   for (let j = 0; j < k; j++) {
     const field = fields[j]!;

@@ -7,7 +7,7 @@ import { type Data, type DataType, type RecordBatch, type Schema, Table, Type, m
 import { MemWalError } from '../../util/errors.js';
 import { keyFromBytes } from '../../data/keys.js';
 import { concatBytes, fromBase64 } from '../../util/bytes.js';
-import { crc32c } from '../../util/crc32c.js';
+import { crc32c, crc32cCombine } from '../../util/crc32c.js';
 import { BloomFilter } from './bloom.js';
 import { type FooterInfo, type RecordBatchHeader, readFooter, readRecordBatchHeader } from './footer.js';
 import { makeBatch } from '../../data/select.js';
@@ -94,13 +94,18 @@ function decodeBlockIndex(bytes: Uint8Array, name: string): Omit<BlockInfo, 'off
 /**
  * Reads the index of a format-2 table file of `size` bytes through `read(offset, length)`: one
  * ranged read of the last 64 KiB (and one more when the footer is larger). Throws `Corruption`
- * when the trailer, footer or index is damaged or the file is not format 2.
+ * when the trailer, footer or index is damaged or the file is not format 2. With `checksum` (the
+ * manifest's, 8 hex digits) the file's CRC-32C is also taken from the bytes outside its blocks
+ * (one more read: the schema message before the first block) and the block index's CRCs, and
+ * must match: a footer, block index or Bloom filter damaged into something that still decodes
+ * (a flipped bit in the Bloom filter made keys it holds read as absent) is `Corruption` too.
  */
 export async function readTableIndex(
   name: string,
   size: number,
   read: (offset: number, length: number) => Promise<Uint8Array>,
   schema: Schema,
+  checksum?: string,
 ): Promise<TableIndex> {
   if (size < 16) throw corrupt(name, `${size} bytes is too short for an Arrow file`);
   const tailLength = Math.min(size, 64 * 1024);
@@ -130,6 +135,23 @@ export async function readTableIndex(
   const ranges = footer.blocks;
   if (ranges.length !== described.length) throw corrupt(name, `${ranges.length} record batches but ${described.length} indexed blocks`);
   const blocks = ranges.map((r, i) => ({ ...described[i]!, offset: r.offset, length: r.metaDataLength + r.bodyLength }));
+  if (checksum !== undefined) {
+    const tailStart = size - tail.length;
+    const span = (from: number, to: number): Uint8Array | Promise<Uint8Array> =>
+      to <= from ? new Uint8Array(0) : from >= tailStart ? tail.subarray(from - tailStart, to - tailStart) : read(from, to - from);
+    let crc = 0;
+    let at = 0;
+    for (const b of blocks) {
+      if (b.offset < at || b.offset + b.length > size)
+        throw corrupt(name, `block at byte ${b.offset} overlaps another or runs past the end`);
+      crc = crc32cCombine(crc32c(await span(at, b.offset), crc), b.crc, b.length);
+      at = b.offset + b.length;
+    }
+    const whole = (crc32c(await span(at, size), crc) >>> 0).toString(16).padStart(8, '0');
+    if (whole !== checksum) {
+      throw corrupt(name, `its footer, block index or Bloom filter is damaged (CRC-32C ${whole} from them, ${checksum} in the manifest)`);
+    }
+  }
   const head = tableToIPC(new Table(schema), 'stream');
   return {
     blocks,
