@@ -62,7 +62,11 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
     case Type.Timestamp: {
       // Lance keeps a timestamp's type as "timestamp:<unit>:<zone>" and panics on a zone holding ":".
       const zone = (t as unknown as { timezone?: string | null }).timezone ?? '';
-      if (zone.includes(':') || zone.length > MAX_TIME_ZONE_LENGTH || /[\u0000-\u001f\u007f]/.test(zone)) {
+      if (
+        zone.includes(':') ||
+        zone.length > MAX_TIME_ZONE_LENGTH ||
+        [...zone].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
+      ) {
         throw invalid(
           `schema: column ${here}: time zone ${quote(zone)} is not one Lance can keep (an IANA name such as "Europe/Paris", or an offset without ":" such as "+0530")`,
         );
