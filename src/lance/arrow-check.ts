@@ -96,6 +96,12 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
       return 1;
     case Type.FixedSizeList:
       if (!(t.listSize! >= 1)) throw invalid(`schema: column ${here}: a fixed-size list needs a size of at least 1`);
+      // LanceDB panics on values of other items (strings, binaries) or refuses them (structs, lists).
+      if (!fixedWidth(t.children[0]!.type)) {
+        throw invalid(
+          `schema: column ${here}: a fixed-size list's items must be of a fixed-width type (numbers, booleans, dates, times, fixed-size binaries), got ${t.children[0]!.type}`,
+        );
+      }
       return 1 + checkField(t.children[0]!, depth + 1, here);
     case Type.List:
     case Type.LargeList:
@@ -263,6 +269,16 @@ function step<T>(read: () => T): T {
     const detail = e instanceof RangeError && /call stack/i.test(message) ? 'nested too deeply' : message.slice(0, 200);
     throw invalid(`body: not an Arrow IPC stream (${detail})`);
   }
+}
+
+/**
+ * Whether `t` is a fixed-width scalar: a boolean or a type of one width (numbers, dates, times,
+ * fixed-size binaries). Not a fixed-size list: LanceDB panics on some lists of them (a
+ * FixedSizeList(128) of FixedSizeList(2, Int8) with values, measured here).
+ */
+function fixedWidth(t: ArrowType): boolean {
+  const u = t as ArrowType & Record<string, number>;
+  return u.typeId === Type.Bool || byteWidth(u) > 0;
 }
 
 /** Bytes one value of a fixed-width type takes; 0 for the other types. */
