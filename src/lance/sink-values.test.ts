@@ -193,7 +193,7 @@ describe('types LanceDB cannot keep are refused, not panicked on', () => {
     await sink.close();
   });
 
-  it("a fixed-size list of strings, binaries, structs, lists or fixed-size lists is refused with InvalidArgument (LanceDB panics on its values)", async () => {
+  it('a fixed-size list of strings, binaries, structs, lists or fixed-size lists is refused with InvalidArgument (LanceDB panics on its values)', async () => {
     const item = (t: ArrowType) => field('item', t);
     const sink = sinkOf();
     await apply(sink, 'first', [id([1])], 1);
