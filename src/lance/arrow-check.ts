@@ -4,7 +4,9 @@
 // declares, the row count equal to the header's — so decoding allocates no more than a small
 // multiple of the body; then the decoded values are checked for what Lance refuses (nulls in
 // non-nullable fields but under a null parent, offsets out of order, invalid UTF-8). Also the column rules Lance imposes
-// on names, types and nesting, and `takeRows`, the one copy the sink makes. Node only.
+// on names, types and nesting, a row's null width (`rowBytes`, bounded by the sink's maxRowBytes),
+// the stripping of field and schema metadata (`withoutMetadata`: a store sends values, never
+// encodings), and `takeRows`, the one copy the sink makes. Node only.
 
 import { MemWalError } from '../util/errors.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
@@ -33,10 +35,11 @@ export function quote(name: unknown): string {
 /**
  * Throws `InvalidArgument` unless `field` (at `depth`, 1 for a column) is one Lance stores: a
  * non-empty name without `.` (Lance's path separator), `` ` `` or control characters, not one of
- * Lance's reserved names; a type among booleans, integers, floats, decimals (128/256 bit),
- * strings, binaries, dates, times, timestamps, durations, lists, fixed-size lists and non-empty
- * structs; nesting at most {@link MAX_NESTING_DEPTH} deep. Returns the number of fields it holds,
- * itself included.
+ * Lance's reserved names; a type among booleans, integers, floats, decimals (128/256 bit, within
+ * Arrow's precision and scale), strings, binaries, dates, times, timestamps (a time zone without
+ * ":"), durations, lists, fixed-size lists of fixed-width scalars and non-empty structs; nesting
+ * at most {@link MAX_NESTING_DEPTH} deep: what LanceDB keeps without refusing or panicking.
+ * Returns the number of fields it holds, itself included.
  */
 export function checkField(field: ArrowField, depth = 1, path = ''): number {
   const name: unknown = field.name;
