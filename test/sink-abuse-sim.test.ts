@@ -1,5 +1,5 @@
 // The shared Lance sink's data side under generated abuse (docs/testing.md "The sink's abuse
-// simulation"), in `npm test`: MEMWAL_SINK_SIM_SEEDS seeds (default 200) from MEMWAL_SINK_SIM_FROM
+// simulation"), in `npm test`: MEMWAL_SINK_SIM_SEEDS seeds (default 150) from MEMWAL_SINK_SIM_FROM
 // (default 1). Each seed makes a sink (keyed or append-only, random limits), honest stores that
 // create the table and later write values into every column others added, and strangers (many
 // store ids) sending random schemas: every Arrow type the wire can carry, extreme type parameters
@@ -24,7 +24,7 @@ import { RESERVED, countFields } from '../src/lance/request.js';
 import { LanceSink, STORE_COLUMN } from '../src/lance/sink.js';
 import { int, rng } from '../src/testing/rng.js';
 
-const SEEDS = Number(process.env.MEMWAL_SINK_SIM_SEEDS ?? 200);
+const SEEDS = Number(process.env.MEMWAL_SINK_SIM_SEEDS ?? 150);
 const FROM = Number(process.env.MEMWAL_SINK_SIM_FROM ?? 1);
 /** Seeds run at once (LanceDB works on its own threads; the checks are short). */
 const PARALLEL = Number(process.env.MEMWAL_SINK_SIM_PARALLEL ?? 4);
@@ -152,9 +152,9 @@ function leaf(r: () => number): ArrowType {
   }
 }
 
-/** A random type, nested at most `depth` more levels (sometimes past the sink's 16). */
+/** A random type: `depth` levels of nesting at most, all of them down to the last 3 (20: past the sink's 16). */
 function type(r: () => number, depth: number): ArrowType {
-  if (depth <= 0 || r() < 0.55) return leaf(r);
+  if (depth <= 0 || (depth <= 3 && r() < 0.55)) return leaf(r); // deeper than 3: nested all the way
   const child = () => new arrow.Field(r() < 0.8 ? 'item' : name(r), type(r, depth - 1), r() < 0.85, metadata(r));
   switch (int(r, 4)) {
     case 0:
