@@ -6,6 +6,7 @@
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import type { IndexSpec } from '../data/index-keys.js';
 import { type Key, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
@@ -131,7 +132,11 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * `Locked`, `Corruption`, or the storage error.
    */
   static open<S extends Schema, K extends SchemaColumn<S> = never>(
-    options: Omit<MemWalOptions, 'schema' | 'primaryKey'> & { schema: S; primaryKey?: K[] },
+    options: Omit<MemWalOptions, 'schema' | 'primaryKey' | 'indexes'> & {
+      schema: S;
+      primaryKey?: K[];
+      indexes?: Record<string, IndexSpec<SchemaColumn<S>>>;
+    },
     hooks?: OpenHooks,
   ): Promise<MemWal<RowsOf<S, K>>>;
   static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {

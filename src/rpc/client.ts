@@ -18,6 +18,7 @@ import type {
 } from '../metrics/stats.js';
 import type { MemWalApi, PutResult, Role, WalEntry } from '../engine/api.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import type { IndexSpec } from '../data/index-keys.js';
 import { MemWalError, type MemWalErrorCode, isMemWalError } from '../util/errors.js';
 import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
@@ -72,9 +73,11 @@ export type OpenMemWalOptions = Omit<MemWalOptions, 'storage'> & {
 };
 
 /** `OpenMemWalOptions` whose schema types the rows (`defineSchema`) and whose key names its columns. */
-export type TypedOpenMemWalOptions<S extends Schema, K extends string> = Omit<OpenMemWalOptions, 'schema' | 'primaryKey'> & {
+export type TypedOpenMemWalOptions<S extends Schema, K extends string> = Omit<OpenMemWalOptions, 'schema' | 'primaryKey' | 'indexes'> & {
   schema: S;
   primaryKey?: K[];
+  /** Ordered indexes on the schema's columns (a column the schema lacks does not compile). */
+  indexes?: Record<string, IndexSpec<SchemaColumn<S>>>;
 };
 
 /** Options as posted, validated here first (InvalidArgument before any worker starts). */
