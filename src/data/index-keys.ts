@@ -229,11 +229,12 @@ export function filterBounds(
   for (const k of Object.keys(r)) if (!['gt', 'gte', 'lt', 'lte'].includes(k)) throw invalid(`query: range has an unknown bound "${k}"`);
   if (r.gt !== undefined && r.gte !== undefined) throw invalid('query: range gives both gt and gte');
   if (r.lt !== undefined && r.lte !== undefined) throw invalid('query: range gives both lt and lte');
-  const lo =
-    r.gt !== undefined ? encode(r.gt, false, 'range.gt') + HIGH : r.gte !== undefined ? encode(r.gte, false, 'range.gte') : undefined;
-  const hi =
-    r.lt !== undefined ? encode(r.lt, false, 'range.lt') : r.lte !== undefined ? encode(r.lte, false, 'range.lte') + HIGH : undefined;
-  if (lo !== undefined && hi !== undefined && lo > hi) throw invalid('query: range has its lower bound above its upper bound');
+  const lower = r.gt !== undefined ? encode(r.gt, false, 'range.gt') : r.gte !== undefined ? encode(r.gte, false, 'range.gte') : undefined;
+  const upper = r.lt !== undefined ? encode(r.lt, false, 'range.lt') : r.lte !== undefined ? encode(r.lte, false, 'range.lte') : undefined;
+  if (lower !== undefined && upper !== undefined && lower > upper) throw invalid('query: range has its lower bound above its upper bound');
+  // Equal bounds with one exclusive give lo > hi: an empty range, not an error.
+  const lo = lower === undefined ? undefined : r.gt !== undefined ? lower + HIGH : lower;
+  const hi = upper === undefined ? undefined : r.lte !== undefined ? upper + HIGH : upper;
   return { lo, hi };
 }
 

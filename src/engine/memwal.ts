@@ -6,7 +6,8 @@
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRows } from '../data/define-schema.js';
-import type { IndexSpec } from '../data/index-keys.js';
+import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
+import type { IndexStats, QueryOptions } from './query.js';
 import { type Key, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
@@ -377,6 +378,32 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
     return this.tier.getMany(keys);
+  }
+
+  /**
+   * Rows of an ordered index (`'primary'`: the primary key) matching `equals`, `range` or
+   * `prefix`, as plain objects in index order, ties by primary key (`reverse`: exactly reversed);
+   * `limit` caps them, `after` (the last row of the previous page) starts past it, `columns`
+   * projects. Never an overwritten or deleted version; a multi-entry row once. Rejects
+   * `InvalidArgument` (unknown index, a value of the wrong type, a contradictory filter),
+   * `NotSupported` without a primary key or in WAL-only mode.
+   */
+  async query(index: string, opts?: QueryOptions): Promise<Record<string, unknown>[]> {
+    this.life.throwIfUnusable();
+    await this.readTurns.turn();
+    return this.tier.query(index, opts);
+  }
+
+  /** How many rows `query(index, filter)` returns (without limit). */
+  async count(index: string, filter?: QueryFilter): Promise<number> {
+    this.life.throwIfUnusable();
+    await this.readTurns.turn();
+    return this.tier.count(index, filter);
+  }
+
+  /** Per declared index: entries and estimated bytes (memtables, and table-file sections built so far). */
+  async indexStats(): Promise<Record<string, IndexStats>> {
+    return this.statsLock.read(() => this.tier.indexStats());
   }
 
   /**
