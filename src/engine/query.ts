@@ -80,6 +80,48 @@ function lowerBound(n: number, at: (i: number) => string, lo: string): number {
   return a;
 }
 
+function compareCandidates(a: Candidate, b: Candidate): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : a.pk < b.pk ? -1 : a.pk > b.pk ? 1 : 0;
+}
+
+/**
+ * The candidates of `runs` (each in ascending order) merged in the query's order, past `from`
+ * when given, one at a time (undefined at the end): a limited query reads only its head.
+ */
+function mergeRuns(runs: Candidate[][], reverse: boolean, from: { key: string; pk: string } | undefined): () => Candidate | undefined {
+  const at: number[] = runs.map((run) => {
+    if (!from) return reverse ? run.length - 1 : 0;
+    const probe: Candidate = { key: from.key, pk: from.pk, k: '' };
+    // Forward: the first entry after `from`; reverse: the last before it.
+    let lo = 0;
+    let hi = run.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const c = compareCandidates(run[mid]!, probe);
+      if (reverse ? c < 0 : c <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return reverse ? lo - 1 : lo;
+  });
+  return () => {
+    let best = -1;
+    for (let r = 0; r < runs.length; r++) {
+      const i = at[r]!;
+      const run = runs[r]!;
+      if (i < 0 || i >= run.length) continue;
+      if (best < 0) best = r;
+      else {
+        const c = compareCandidates(run[i]!, runs[best]![at[best]!]!);
+        if (reverse ? c > 0 : c < 0) best = r;
+      }
+    }
+    if (best < 0) return undefined;
+    const c = runs[best]![at[best]!]!;
+    at[best] = at[best]! + (reverse ? -1 : 1);
+    return c;
+  };
+}
+
 /** Ordered queries of one MemTable-mode writer. */
 export class IndexQueries {
   /** Table file name -> index name -> its section (a file's content never changes). */
@@ -205,9 +247,12 @@ export class IndexQueries {
 
     const view = this.reads.capture();
     // The memtables' candidates, in the capture's step (entries below each captured visible prefix).
-    const candidates: Candidate[] = [];
+    // One run per tier, each in (index key, primary key) order.
+    const runs: Candidate[][] = [];
     for (const { m } of view.memtables) {
       const visibleRows = m.visibleRows;
+      const candidates: Candidate[] = [];
+      runs.push(candidates);
       if (ix === this.primary) {
         const keys = m.batchKeys;
         for (let b = 0; b < m.visibleBatches && b < keys.length; b++) {
@@ -218,6 +263,7 @@ export class IndexQueries {
             if (inBounds(pk)) candidates.push({ key: pk, pk, k });
           }
         }
+        candidates.sort(compareCandidates);
         continue;
       }
       const mi: MemIndex = m.indexes[this.indexes.indexOf(ix)]!;
@@ -235,6 +281,8 @@ export class IndexQueries {
     try {
       for (const t of view.tables) {
         const s = await this.sectionOf(t, ix);
+        const candidates: Candidate[] = [];
+        runs.push(candidates);
         const start = bounds.lo === undefined ? 0 : lowerBound(s.keys.length, (i) => s.keys[i]!, bounds.lo);
         for (let i = start; i < s.keys.length; i++) {
           const key = s.keys[i]!;
@@ -242,14 +290,7 @@ export class IndexQueries {
           candidates.push({ key, pk: s.pks[i]!, k: s.pkKeys[i]! });
         }
       }
-      const dir = reverse ? -1 : 1;
-      candidates.sort((a, b) => dir * (a.key < b.key ? -1 : a.key > b.key ? 1 : a.pk < b.pk ? -1 : a.pk > b.pk ? 1 : 0));
-      let i = 0;
-      if (from) {
-        const past = (c: Candidate): boolean =>
-          reverse ? c.key < from.key || (c.key === from.key && c.pk < from.pk) : c.key > from.key || (c.key === from.key && c.pk > from.pk);
-        while (i < candidates.length && !past(candidates[i]!)) i++;
-      }
+      const candidates = mergeRuns(runs, reverse, from);
       // Each candidate against the newest version of its key (asked once per key).
       const newest = new Map<string, Promise<{ batch: RecordBatch; row: number; keys: string[] } | null>>();
       const resolve = (c: Candidate): Promise<{ batch: RecordBatch; row: number; keys: string[] } | null> => {
@@ -267,8 +308,7 @@ export class IndexQueries {
       };
       let emitted = 0;
       let prev: Candidate | undefined;
-      for (; i < candidates.length && emitted < limit; i++) {
-        const c = candidates[i]!;
+      for (let c = candidates(); c !== undefined && emitted < limit; c = candidates()) {
         if (prev && prev.key === c.key && prev.pk === c.pk) continue; // one entry, in two tiers or two versions
         prev = c;
         const v = await resolve(c);
