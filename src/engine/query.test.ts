@@ -6,6 +6,7 @@
 import { Field, Float64, Int32, List, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../storage/memory.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
 import { int, rng } from '../testing/rng.js';
 import { MemWal } from './memwal.js';
 import type { QueryOptions } from './query.js';
@@ -222,6 +223,31 @@ describe('ordered queries against a model', () => {
       }
     });
   }
+
+  it('finds a row only once it is visible (its WAL entry durable), though it is indexed as it is appended', async () => {
+    const storage = new FaultInjectingStorage();
+    const w = await MemWal.open({ name: 'vis', schema, primaryKey: ['id'], storage, indexes, logger: quiet } as never);
+    try {
+      await w.put([{ id: 1, title: 'a', qty: 1, tags: ['x'] }]);
+      const release = storage.hold('walAppend');
+      const pending = w.put([
+        { id: 2, title: 'a', qty: 2, tags: ['x'] },
+        { id: 1, title: 'b', qty: 3, tags: ['y'] },
+      ]);
+      for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 1));
+      // Appended and indexed, not durable: every query answers as before the put.
+      expect((await w.query('byTitle', { equals: 'a' })).map((r) => r.id)).toEqual([1]);
+      expect(await w.count('byTag', { equals: 'x' })).toBe(1);
+      expect(await w.count('byTitle', { equals: 'b' })).toBe(0);
+      expect((await w.query('primary')).map((r) => r.id)).toEqual([1]);
+      release();
+      await pending;
+      expect((await w.query('byTitle', { equals: 'a' })).map((r) => r.id)).toEqual([2]);
+      expect((await w.query('byTitle', { equals: 'b' })).map((r) => r.id)).toEqual([1]);
+    } finally {
+      await w.close();
+    }
+  });
 
   it('refuses bad queries, naming the problem', async () => {
     const w = await MemWal.open({ name: 'bad', schema, primaryKey: ['id'], storage: new MemoryStorage(), indexes, logger: quiet } as never);
