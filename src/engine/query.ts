@@ -85,40 +85,84 @@ function compareCandidates(a: Candidate, b: Candidate): number {
 }
 
 /**
- * The candidates of `runs` (each in ascending order) merged in the query's order, past `from`
- * when given, one at a time (undefined at the end): a limited query reads only its head.
+ * One tier's entries of a query: positions [lo, hi) of its sorted order (ascending by index key,
+ * then primary key), read in place; `ok` says whether an entry counts (a memtable's: below the
+ * captured visible prefix).
  */
-function mergeRuns(runs: Candidate[][], reverse: boolean, from: { key: string; pk: string } | undefined): () => Candidate | undefined {
+interface Run {
+  lo: number;
+  hi: number;
+  key(i: number): string;
+  pk(i: number): string;
+  k(i: number): Key;
+  ok(i: number): boolean;
+}
+
+/** A run over a materialized, sorted array of candidates. */
+function arrayRun(cs: Candidate[]): Run {
+  return { lo: 0, hi: cs.length, key: (i) => cs[i]!.key, pk: (i) => cs[i]!.pk, k: (i) => cs[i]!.k, ok: () => true };
+}
+
+/** [lo, hi) of positions `0..n` whose keys `at(i)` lie in `bounds`. */
+function slice(
+  n: number,
+  at: (i: number) => string,
+  bounds: { lo: string | undefined; hi: string | undefined },
+): { lo: number; hi: number } {
+  const lo = bounds.lo === undefined ? 0 : lowerBound(n, at, bounds.lo);
+  const hi = bounds.hi === undefined ? n : lowerBound(n, at, bounds.hi);
+  return { lo, hi: Math.max(lo, hi) };
+}
+
+/**
+ * The entries of `runs` merged in the query's order (reversed: descending), past `from` when
+ * given, one at a time (undefined at the end), read lazily: a limited query reads only the runs'
+ * heads.
+ */
+function mergeRuns(runs: Run[], reverse: boolean, from: { key: string; pk: string } | undefined): () => Candidate | undefined {
+  const cmpAt = (r: Run, i: number, key: string, pk: string): number => {
+    const k = r.key(i);
+    if (k !== key) return k < key ? -1 : 1;
+    const p = r.pk(i);
+    return p < pk ? -1 : p > pk ? 1 : 0;
+  };
   const at: number[] = runs.map((run) => {
-    if (!from) return reverse ? run.length - 1 : 0;
-    const probe: Candidate = { key: from.key, pk: from.pk, k: '' };
+    if (!from) return reverse ? run.hi - 1 : run.lo;
     // Forward: the first entry after `from`; reverse: the last before it.
-    let lo = 0;
-    let hi = run.length;
+    let lo = run.lo;
+    let hi = run.hi;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      const c = compareCandidates(run[mid]!, probe);
+      const c = cmpAt(run, mid, from.key, from.pk);
       if (reverse ? c < 0 : c <= 0) lo = mid + 1;
       else hi = mid;
     }
     return reverse ? lo - 1 : lo;
   });
+  const step = reverse ? -1 : 1;
+  const valid = (r: number): boolean => {
+    const run = runs[r]!;
+    let i = at[r]!;
+    while (i >= run.lo && i < run.hi && !run.ok(i)) i += step;
+    at[r] = i;
+    return i >= run.lo && i < run.hi;
+  };
   return () => {
     let best = -1;
     for (let r = 0; r < runs.length; r++) {
-      const i = at[r]!;
-      const run = runs[r]!;
-      if (i < 0 || i >= run.length) continue;
+      if (!valid(r)) continue;
       if (best < 0) best = r;
       else {
-        const c = compareCandidates(run[i]!, runs[best]![at[best]!]!);
+        const b = runs[best]!;
+        const c = cmpAt(runs[r]!, at[r]!, b.key(at[best]!), b.pk(at[best]!));
         if (reverse ? c > 0 : c < 0) best = r;
       }
     }
     if (best < 0) return undefined;
-    const c = runs[best]![at[best]!]!;
-    at[best] = at[best]! + (reverse ? -1 : 1);
-    return c;
+    const run = runs[best]!;
+    const i = at[best]!;
+    at[best] = i + step;
+    return { key: run.key(i), pk: run.pk(i), k: run.k(i) };
   };
 }
 
@@ -247,13 +291,12 @@ export class IndexQueries {
 
     const view = this.reads.capture();
     // The memtables' candidates, in the capture's step (entries below each captured visible prefix).
-    // One run per tier, each in (index key, primary key) order.
-    const runs: Candidate[][] = [];
+    // One run per tier, each in (index key, primary key) order, read in place.
+    const runs: Run[] = [];
     for (const { m } of view.memtables) {
       const visibleRows = m.visibleRows;
-      const candidates: Candidate[] = [];
-      runs.push(candidates);
       if (ix === this.primary) {
+        const candidates: Candidate[] = [];
         const keys = m.batchKeys;
         for (let b = 0; b < m.visibleBatches && b < keys.length; b++) {
           const bk = keys[b]!;
@@ -264,31 +307,32 @@ export class IndexQueries {
           }
         }
         candidates.sort(compareCandidates);
+        runs.push(arrayRun(candidates));
         continue;
       }
       const mi: MemIndex = m.indexes[this.indexes.indexOf(ix)]!;
       const order = mi.sorted();
-      const start = bounds.lo === undefined ? 0 : lowerBound(order.length, (i) => mi.keys[order[i]!]!, bounds.lo);
-      for (let i = start; i < order.length; i++) {
-        const e = order[i]!;
-        const key = mi.keys[e]!;
-        if (bounds.hi !== undefined && key >= bounds.hi) break;
-        if (mi.ordinals[e]! < visibleRows) candidates.push({ key, pk: mi.pks[e]!, k: mi.pkKeys[e]! });
-      }
+      const { keys, pks, pkKeys, ordinals } = mi;
+      runs.push({
+        ...slice(order.length, (i) => keys[order[i]!]!, bounds),
+        key: (i) => keys[order[i]!]!,
+        pk: (i) => pks[order[i]!]!,
+        k: (i) => pkKeys[order[i]!]!,
+        ok: (i) => ordinals[order[i]!]! < visibleRows,
+      });
     }
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
     try {
       for (const t of view.tables) {
         const s = await this.sectionOf(t, ix);
-        const candidates: Candidate[] = [];
-        runs.push(candidates);
-        const start = bounds.lo === undefined ? 0 : lowerBound(s.keys.length, (i) => s.keys[i]!, bounds.lo);
-        for (let i = start; i < s.keys.length; i++) {
-          const key = s.keys[i]!;
-          if (bounds.hi !== undefined && key >= bounds.hi) break;
-          candidates.push({ key, pk: s.pks[i]!, k: s.pkKeys[i]! });
-        }
+        runs.push({
+          ...slice(s.keys.length, (i) => s.keys[i]!, bounds),
+          key: (i) => s.keys[i]!,
+          pk: (i) => s.pks[i]!,
+          k: (i) => s.pkKeys[i]!,
+          ok: () => true,
+        });
       }
       const candidates = mergeRuns(runs, reverse, from);
       // Each candidate against the newest version of its key (asked once per key).
