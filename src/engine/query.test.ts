@@ -262,5 +262,11 @@ describe('ordered queries against a model', () => {
     } finally {
       await w.close();
     }
+    const appendOnly = await MemWal.open({ name: 'ao', schema, storage: new MemoryStorage(), logger: quiet });
+    try {
+      await expect(appendOnly.query('primary')).rejects.toMatchObject({ code: 'NotSupported' });
+    } finally {
+      await appendOnly.close();
+    }
   });
 });
