@@ -380,14 +380,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.tier.getMany(keys);
   }
 
-  /**
-   * Rows of an ordered index (`'primary'`: the primary key) matching `equals`, `range` or
-   * `prefix`, as plain objects in index order, ties by primary key (`reverse`: exactly reversed);
-   * `limit` caps them, `after` (the last row of the previous page) starts past it, `columns`
-   * projects. Never an overwritten or deleted version; a multi-entry row once. Rejects
-   * `InvalidArgument` (unknown index, a value of the wrong type, a contradictory filter),
-   * `NotSupported` without a primary key or in WAL-only mode.
-   */
+  /** Rows of an ordered index in index order (`MemWalApi.query`, SPEC §17.1; engine/query.ts). */
   async query(index: string, opts?: QueryOptions): Promise<Record<string, unknown>[]> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
@@ -401,7 +394,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.tier.count(index, filter);
   }
 
-  /** Per declared index: entries and estimated bytes (memtables, and table-file sections built so far). */
+  /** Per declared index: entries and estimated bytes. */
   async indexStats(): Promise<Record<string, IndexStats>> {
     return this.statsLock.read(() => this.tier.indexStats());
   }
