@@ -3,6 +3,8 @@
 
 import type { RecordBatch, Table } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
+import type { QueryFilter } from '../data/index-keys.js';
+import type { IndexStats, QueryOptions } from './query.js';
 import type {
   BackpressureStats,
   CompactionResult,
@@ -66,6 +68,20 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
    * naming its index, and nothing is read. `NotSupported` without a primary key.
    */
   getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]>;
+  /**
+   * Rows of an ordered index (SPEC §17.1; `'primary'`: the primary key) matching one of
+   * `equals`, `range: { gt?, gte?, lt?, lte? }` or `prefix` (a value for the index's first column,
+   * or an array for a leading prefix of a compound index's columns), as plain rows (as `get`
+   * returns them) in index order, ties by primary key; `reverse` is the exact reverse; `limit`
+   * caps the rows; `after` (the last row of the previous page) starts past it; `columns`
+   * projects. Never an overwritten or deleted version; a multi-entry row once. `InvalidArgument`
+   * for an unknown index, a value of the wrong type or a contradictory filter.
+   */
+  query(index: string, opts?: QueryOptions): Promise<RowTypesOf<R>['output'][]>;
+  /** How many rows `query(index, filter)` returns (no limit). */
+  count(index: string, filter?: QueryFilter): Promise<number>;
+  /** Per declared index: entries and estimated bytes (memtables and the table-file sections built so far). */
+  indexStats(): Promise<Record<string, IndexStats>>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */
   scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>>;
   /**

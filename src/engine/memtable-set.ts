@@ -8,7 +8,7 @@ import type { Manifest } from '../format/manifest/manifest.js';
 import { clearTimer, nowMs, setTimer } from '../util/schedule.js';
 import type { Key } from '../data/keys.js';
 import type { EngineContext } from './context.js';
-import { MemTable } from '../lsm/memtable.js';
+import { MemTable, type MemTableIndexing } from '../lsm/memtable.js';
 import type { MemTableStats } from '../metrics/stats.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
@@ -33,10 +33,14 @@ export class MemtableSet {
     m: Manifest,
   ) {
     this.committedGeneration = m.nextGeneration - 1;
-    this.active = new MemTable(m.nextGeneration, this.keyed);
+    this.active = new MemTable(m.nextGeneration, this.keyed, this.indexing);
     ctx.life.onTerminal(() => {
       for (const f of this.frozen) if (f.graceTimer !== undefined) clearTimer(f.graceTimer);
     });
+  }
+
+  private get indexing(): MemTableIndexing {
+    return { indexes: this.ctx.options.indexes, storeSchema: this.ctx.schema };
   }
 
   private get keyed(): boolean {
@@ -81,7 +85,7 @@ export class MemtableSet {
     this.wal.closeFor(m);
     m.state = 'frozen';
     this.frozen.push(m);
-    this.active = new MemTable(m.generation + 1, this.keyed);
+    this.active = new MemTable(m.generation + 1, this.keyed, this.indexing);
     this.wal.kick();
     this.kicks.flush();
     return m.generation;

@@ -22,6 +22,8 @@ import { Flusher } from './flusher.js';
 import { settleWithin } from './limits.js';
 import { MemtableSet } from './memtable-set.js';
 import { ReadView } from './read-view.js';
+import { type IndexStats, IndexQueries, type QueryOptions } from './query.js';
+import type { QueryFilter } from '../data/index-keys.js';
 import type { WalRecord } from './recovery.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
@@ -42,6 +44,7 @@ export class MemtableTier implements Tier {
   private readonly flusher: Flusher;
   private readonly background: Background;
   private readonly reads: ReadView;
+  private readonly queries: IndexQueries;
 
   constructor(
     private readonly ctx: ClaimedContext,
@@ -93,6 +96,7 @@ export class MemtableTier implements Tier {
     });
     this.background = new Background(ctx, { memtables: this.memtables, flusher: this.flusher, compactor: this.compactor });
     this.reads = new ReadView(schema, keyEncoder, this.memtables, () => log.manifest.tables, cache);
+    this.queries = new IndexQueries(schema, options.indexes, this.reads, this.memtables, () => log.manifest.tables, cache);
   }
 
   // ------------------------------------------------------------------ the put path
@@ -222,6 +226,18 @@ export class MemtableTier implements Tier {
 
   scan(columns: string[] | undefined, limit: number, after?: Record<string, unknown>): AsyncGenerator<RecordBatch> {
     return this.reads.scan(columns, limit, after);
+  }
+
+  query(index: string, opts: QueryOptions | undefined): Promise<Record<string, unknown>[]> {
+    return this.queries.query(index, opts);
+  }
+
+  count(index: string, filter: QueryFilter | undefined): Promise<number> {
+    return this.queries.count(index, filter);
+  }
+
+  indexStats(): Record<string, IndexStats> {
+    return this.queries.stats();
   }
 
   memtableStats(): MemTableStats {

@@ -6,6 +6,8 @@
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
+import type { IndexStats, QueryOptions } from './query.js';
 import { type Key, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
@@ -131,7 +133,11 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * `Locked`, `Corruption`, or the storage error.
    */
   static open<S extends Schema, K extends SchemaColumn<S> = never>(
-    options: Omit<MemWalOptions, 'schema' | 'primaryKey'> & { schema: S; primaryKey?: K[] },
+    options: Omit<MemWalOptions, 'schema' | 'primaryKey' | 'indexes'> & {
+      schema: S;
+      primaryKey?: K[];
+      indexes?: Record<string, IndexSpec<SchemaColumn<S>>>;
+    },
     hooks?: OpenHooks,
   ): Promise<MemWal<RowsOf<S, K>>>;
   static async open(options: MemWalOptions, hooks: OpenHooks = {}): Promise<MemWal> {
@@ -372,6 +378,25 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
     return this.tier.getMany(keys);
+  }
+
+  /** Rows of an ordered index in index order (`MemWalApi.query`, SPEC §17.1; engine/query.ts). */
+  async query(index: string, opts?: QueryOptions): Promise<Record<string, unknown>[]> {
+    this.life.throwIfUnusable();
+    await this.readTurns.turn();
+    return this.tier.query(index, opts);
+  }
+
+  /** How many rows `query(index, filter)` returns (without limit). */
+  async count(index: string, filter?: QueryFilter): Promise<number> {
+    this.life.throwIfUnusable();
+    await this.readTurns.turn();
+    return this.tier.count(index, filter);
+  }
+
+  /** Per declared index: entries and estimated bytes. */
+  async indexStats(): Promise<Record<string, IndexStats>> {
+    return this.statsLock.read(() => this.tier.indexStats());
   }
 
   /**

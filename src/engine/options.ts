@@ -5,6 +5,7 @@ import { Schema } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import type { Logger } from '../util/logger.js';
+import { type IndexSpec, type ResolvedIndex, resolveIndexes } from '../data/index-keys.js';
 
 const MiB = 1024 * 1024;
 
@@ -121,6 +122,13 @@ export interface MemWalOptions {
   persist?: boolean;
   /** Default `console`. */
   logger?: Logger;
+  /**
+   * Ordered (BTree) indexes by name (SPEC §17): `{ column }`, `{ column, multiEntry: true }` (one
+   * entry per element of a list column) or `{ columns: [...] }` (compound, in the order given).
+   * `'primary'` is reserved (the primary key as an index). Keyed MemTable-mode stores only;
+   * validated before the writer lock is claimed. Queried with `query` and `count`.
+   */
+  indexes?: Record<string, IndexSpec>;
 }
 
 /** Every option with its default applied, as the engine uses them. */
@@ -151,6 +159,8 @@ export interface ResolvedOptions {
   steal: boolean;
   persist: boolean;
   logger: Logger;
+  /** The declared indexes, checked against the schema. */
+  indexes: ResolvedIndex[];
 }
 
 export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
@@ -220,6 +230,7 @@ const KNOWN = new Set<string>([
   'steal',
   'persist',
   'logger',
+  'indexes',
 ]);
 
 /**
@@ -272,6 +283,8 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
   const lockTimeoutMs = o.lockTimeoutMs === undefined ? undefined : nonNegativeInt('lockTimeoutMs', o.lockTimeoutMs, 0);
   const backpressureTimeoutMs =
     o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
+  const indexes = resolveIndexes(o.indexes, o.schema, primaryKey);
+  if (indexes.length > 0 && !enableMemtable) invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
   const logger = o.logger ?? console;
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     invalid('logger', 'must have a warn(message) function');
@@ -320,5 +333,6 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     steal: bool('steal', false),
     persist: bool('persist', false),
     logger,
+    indexes,
   };
 }

@@ -35,7 +35,7 @@ function checkBatch(keys: unknown): void {
 }
 
 /** A consistent capture of the read view, newest first. */
-interface ViewCapture {
+export interface ViewCapture {
   memtables: { m: MemTable; visible: number }[];
   /** Level 0 newest first, then level 1 (older than every level-0 file) in key order. */
   tables: TableFileEntry[];
@@ -53,7 +53,7 @@ export class ReadView {
   ) {}
 
   /** Capture memtables and table files in one synchronous step (no hole, no double). */
-  private capture(): ViewCapture {
+  capture(): ViewCapture {
     const active = this.tier.active;
     const memtables = [{ m: active, visible: active.visibleBatches }];
     const inMemory = new Set<number>([active.generation]);
@@ -217,6 +217,43 @@ export class ReadView {
     } finally {
       this.cache.unpin(names);
     }
+  }
+
+  /**
+   * The newest version of key `k` in `view` (a row or a delete marker), as its batch and row, or
+   * undefined when no tier holds it. May run turns after the capture: a memtable's version put
+   * since (past its captured visible prefix) is passed over for the one the capture saw. The
+   * caller pins the view's files.
+   */
+  async newestIn(view: ViewCapture, k: Key): Promise<{ batch: RecordBatch; row: number } | undefined> {
+    for (const { m, visible } of view.memtables) {
+      const loc = m.keyIndex!.get(k);
+      if (loc === undefined) continue;
+      const { batch: b, row } = m.ordinals.locate(loc);
+      if (b < visible) return { batch: m.batches[b]!, row };
+      // Overwritten since the capture: its version then is the newest one below the prefix.
+      for (let bb = Math.min(visible, m.batches.length) - 1; bb >= 0; bb--) {
+        const keys = m.batchKeys[bb]!;
+        for (let r = keys.length - 1; r >= 0; r--) if (keys[r] === k) return { batch: m.batches[bb]!, row: r };
+      }
+    }
+    const probe = keyString(k, this.storeSchema);
+    for (const t of view.tables) {
+      const range = keyRange(t);
+      if (range && (probe < range.min || probe > range.max)) continue;
+      const open = await this.cache.open(t);
+      const i = this.candidateBlock(open, k, probe);
+      if (i < 0) continue;
+      const block = await open.block(i);
+      const row = block.find(probe);
+      if (row >= 0) return { batch: block.batch, row };
+    }
+    return undefined;
+  }
+
+  /** Is row `row` of `batch` a delete marker? */
+  deleted(batch: RecordBatch, row: number): boolean {
+    return this.isTombstone(batch, row);
   }
 
   /** Key `k` in the captured memtables (newest first): `{ row }` (undefined when deleted), or undefined when none holds it. */

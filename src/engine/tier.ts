@@ -9,7 +9,9 @@ import type { Manifest, StoreMode } from '../format/manifest/manifest.js';
 import type { MetricsSnapshot } from '../metrics/prometheus.js';
 import type { CompactionResult, CompactionStats, MemTableStats, ReadStats } from '../metrics/stats.js';
 import { MemWalError } from '../util/errors.js';
+import type { QueryFilter } from '../data/index-keys.js';
 import type { Backpressure } from './backpressure.js';
+import type { IndexStats, QueryOptions } from './query.js';
 import type { WalRecord } from './recovery.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
@@ -52,6 +54,11 @@ export interface Tier {
   get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined>;
   getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]>;
   scan(columns: string[] | undefined, limit: number, after?: Record<string, unknown>): AsyncGenerator<RecordBatch>;
+  /** Ordered query over an index or `'primary'` (query.ts). */
+  query(index: string, opts: QueryOptions | undefined): Promise<Record<string, unknown>[]>;
+  count(index: string, filter: QueryFilter | undefined): Promise<number>;
+  /** Per declared index: entries and bytes (sync). */
+  indexStats(): Record<string, IndexStats>;
   memtableStats(): MemTableStats;
   compactionStats(): CompactionStats;
   readStats(): ReadStats;
@@ -145,6 +152,18 @@ export class WalOnlyTier implements Tier {
   // biome-ignore lint/correctness/useYield: it only rejects, as the other mode's scan would after its checks
   async *scan(): AsyncGenerator<RecordBatch> {
     throw walOnly('scan');
+  }
+
+  query(): Promise<Record<string, unknown>[]> {
+    return Promise.reject(walOnly('query'));
+  }
+
+  count(): Promise<number> {
+    return Promise.reject(walOnly('count'));
+  }
+
+  indexStats(): Record<string, IndexStats> {
+    return {};
   }
 
   memtableStats(): MemTableStats {

@@ -7,6 +7,15 @@ import { KeyIndex } from '../data/key-index.js';
 import type { Key } from '../data/keys.js';
 import { estimateBatchBytes } from '../data/size.js';
 import type { Timer } from '../util/schedule.js';
+import type { ResolvedIndex } from '../data/index-keys.js';
+import type { StoreSchema } from '../data/schema.js';
+import { MemIndex } from './memtable-index.js';
+
+/** What a memtable needs to keep ordered indexes (keyed stores with `indexes` declared). */
+export interface MemTableIndexing {
+  indexes: readonly ResolvedIndex[];
+  storeSchema: StoreSchema;
+}
 
 /**
  * Estimated bytes per indexed row with a string key, on top of the key string itself: a Map
@@ -96,23 +105,38 @@ export class MemTable {
    */
   pendingTable: TableFileEntry | undefined;
   graceTimer: Timer | undefined;
+  /**
+   * Its ordered indexes (memtable-index.ts), one per declared index: rows are indexed as they are
+   * appended, before they turn visible; their bytes count in `estimatedBytes`.
+   */
+  readonly indexes: MemIndex[];
+  private readonly indexing: MemTableIndexing | undefined;
 
-  constructor(generation: number, keyed: boolean) {
+  constructor(generation: number, keyed: boolean, indexing?: MemTableIndexing) {
     this.generation = generation;
     this.keyIndex = keyed ? new KeyIndex() : undefined;
+    this.indexing = keyed && indexing && indexing.indexes.length > 0 ? indexing : undefined;
+    this.indexes = this.indexing ? this.indexing.indexes.map((ix) => new MemIndex(ix)) : [];
   }
 
-  /** Append batches (with their keys and estimates); not yet visible. Returns the new batch count. */
+  /** Append batches (with their keys and estimates) and index them; not yet visible. Returns the new batch count. */
   append(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, bytes: number[]): number {
     for (let i = 0; i < batches.length; i++) {
       const b = batches[i]!;
+      const base = this.rows;
       this.batches.push(b);
       this.ordinals.add(b.numRows);
       if (keys) this.batchKeys.push(keys[i]!);
       this.rows += b.numRows;
       this.estimatedBytes += bytes[i]!;
+      if (this.indexing && keys) for (const ix of this.indexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
     }
     return this.batches.length;
+  }
+
+  /** Rows [0, visibleRows) are visible: the ordinal a reader's capture stops at. */
+  get visibleRows(): number {
+    return this.visibleBatches >= this.batches.length ? this.rows : this.ordinals.start(this.visibleBatches);
   }
 
   /** Make batches [visibleBatches, upTo) visible: index their keys, newest last. */

@@ -18,6 +18,8 @@ import type {
 } from '../metrics/stats.js';
 import type { MemWalApi, PutResult, Role, WalEntry } from '../engine/api.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
+import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
+import type { IndexStats, QueryOptions } from '../engine/query.js';
 import { MemWalError, type MemWalErrorCode, isMemWalError } from '../util/errors.js';
 import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
@@ -72,9 +74,11 @@ export type OpenMemWalOptions = Omit<MemWalOptions, 'storage'> & {
 };
 
 /** `OpenMemWalOptions` whose schema types the rows (`defineSchema`) and whose key names its columns. */
-export type TypedOpenMemWalOptions<S extends Schema, K extends string> = Omit<OpenMemWalOptions, 'schema' | 'primaryKey'> & {
+export type TypedOpenMemWalOptions<S extends Schema, K extends string> = Omit<OpenMemWalOptions, 'schema' | 'primaryKey' | 'indexes'> & {
   schema: S;
   primaryKey?: K[];
+  /** Ordered indexes on the schema's columns (a column the schema lacks does not compile). */
+  indexes?: Record<string, IndexSpec<SchemaColumn<S>>>;
 };
 
 /** Options as posted, validated here first (InvalidArgument before any worker starts). */
@@ -412,6 +416,21 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   /** As `MemWal.getMany`: the keys go in one message, the rows come back in one. */
   getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]> {
     return this.call('getMany', (r) => r.getMany(keys as Record<string, unknown>[]) as Promise<(RowTypesOf<R>['output'] | undefined)[]>);
+  }
+
+  /** As `MemWal.query`: the filter goes in one message, the rows come back in one. */
+  query(index: string, opts?: QueryOptions): Promise<RowTypesOf<R>['output'][]> {
+    return this.call('query', (r) => r.query(index, opts) as Promise<RowTypesOf<R>['output'][]>);
+  }
+
+  /** As `MemWal.count`. */
+  count(index: string, filter?: QueryFilter): Promise<number> {
+    return this.call('count', (r) => r.count(index, filter));
+  }
+
+  /** As `MemWal.indexStats`. */
+  indexStats(): Promise<Record<string, IndexStats>> {
+    return this.call('indexStats', (r) => r.indexStats());
   }
 
   /** As `MemWal.scan`; the table crosses as its buffers (Arrow's data classes load on first use). */

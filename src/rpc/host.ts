@@ -8,6 +8,8 @@ import { MemWal } from '../engine/memwal.js';
 import { describeSchemaDifference } from '../data/schema.js';
 import type { WriterState } from '../metrics/stats.js';
 import type { WalEntry } from '../engine/api.js';
+import type { QueryFilter } from '../data/index-keys.js';
+import type { QueryOptions } from '../engine/query.js';
 import { MemWalError, errorToWire } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
@@ -373,6 +375,9 @@ export function makeHostApi(
     ),
     get: wire((key: Record<string, unknown>) => need().get(key)),
     getMany: wire((keys: Record<string, unknown>[]) => need().getMany(keys)),
+    query: wire((index: string, opts?: QueryOptions) => need().query(index, opts)),
+    count: wire((index: string, filter?: QueryFilter) => need().count(index, filter)),
+    indexStats: wire(() => need().indexStats()),
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
 
     /** Start a worker-side scanBatches; returns the iterator id for `nextBatches`. */
