@@ -9,7 +9,9 @@ import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRo
 import { type Key, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
-import { isSchemaMismatch } from '../format/schema-versions.js';
+import type { ColumnView } from '../data/column-view.js';
+import { decodeSchema } from '../data/schema.js';
+import { isSchemaMismatch, recordedVersions, type SchemaChange } from '../format/schema-versions.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
 import { renderMetrics } from '../metrics/prometheus.js';
 import type {
@@ -26,7 +28,7 @@ import type {
 import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import { EventLoopTurns, nowMs } from '../util/schedule.js';
-import type { MemWalApi, PutResult, WalEntry } from './api.js';
+import type { MemWalApi, PutResult, SchemaInfo, WalEntry } from './api.js';
 import { Backpressure } from './backpressure.js';
 import { type CompactionPolicy, DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import type { ClaimedContext, EngineContext } from './context.js';
@@ -40,6 +42,7 @@ import { CachedEstimate } from './storage-estimate.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
+export type { SchemaChange } from '../format/schema-versions.js';
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
 export { MAX_GET_MANY_KEYS } from './read-view.js';
@@ -61,6 +64,13 @@ export interface OpenHooks {
    * that throws is logged and does not fail the open.
    */
   onSchemaReset?: (reset: SchemaReset) => void;
+  /**
+   * Called once the open resolved, when it changed the store's schema or hid stored columns from
+   * this opener (SPEC §9.1): the versions before and after, the columns added, hidden (kept with
+   * their values, not read nor written by this opener), dropped (`dropColumns`) and renamed. A
+   * hook that throws is logged and does not fail the open.
+   */
+  onSchemaChange?: (change: SchemaChange) => void;
   /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
   compactionPolicy?: Partial<CompactionPolicy>;
 }
@@ -98,12 +108,13 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly tier: Tier;
   private readonly retention: Retention;
   private readonly estimates: CachedEstimate;
+  private readonly view: ColumnView;
   private closePromise: Promise<void> | undefined;
   /** Gives the event loop a turn during a long run of point reads that need no round trip. */
   private readonly readTurns = new EventLoopTurns();
 
   private constructor(
-    opened: { ctx: ClaimedContext; wal: WalWriter; tier: Tier; retention: Retention },
+    opened: { ctx: ClaimedContext; wal: WalWriter; tier: Tier; retention: Retention; view: ColumnView },
     private readonly statsLock: AsyncRwLock,
     adapter: StorageAdapter,
   ) {
@@ -114,6 +125,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.wal = opened.wal;
     this.tier = opened.tier;
     this.retention = opened.retention;
+    this.view = opened.view;
     this.estimates = new CachedEstimate(adapter, opened.ctx.options.name);
   }
 
@@ -182,6 +194,13 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       throw err;
     }
     opened.ctx.lanes.wakeAll();
+    if (opened.schemaChange) {
+      try {
+        hooks.onSchemaChange?.(opened.schemaChange);
+      } catch (hookError) {
+        options.logger.warn('memwal: onSchemaChange hook threw', hookError);
+      }
+    }
     return w;
   }
 
@@ -238,6 +257,28 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.life.state;
   }
 
+  /**
+   * The store's schema as stored (SPEC §9.1): the current version and schema (hidden columns
+   * included), every recorded version with its renames, the stored columns this opener does not
+   * see, and its columns that read a stored column under another name. Answers on a poisoned or
+   * closed writer too (it reads nothing from storage).
+   */
+  async schemaInfo(): Promise<SchemaInfo> {
+    const m = this.ctx.log.manifest;
+    const versions = recordedVersions(m).map((v) => ({
+      version: v.version,
+      schema: decodeSchema(v.schema),
+      ...(v.renamed ? { renamed: Object.fromEntries(Object.entries(v.renamed).map(([to, from]) => [from, to])) } : {}),
+    }));
+    return {
+      version: m.schemaVersion ?? versions[versions.length - 1]!.version,
+      schema: decodeSchema(m.schema),
+      versions,
+      hidden: [...this.view.hidden],
+      aliases: this.view.aliases(),
+    };
+  }
+
   // ------------------------------------------------------------------ put path
 
   /**
@@ -253,7 +294,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    */
   async put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
-    return this.write(toBatches(data, this.ctx.schema), opts.signal);
+    return this.write(toBatches(data, this.view.putSchema), opts.signal);
   }
 
   /**
@@ -357,7 +398,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
-    return this.tier.get(key);
+    return this.view.row(await this.tier.get(key));
   }
 
   /**
@@ -371,7 +412,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
-    return this.tier.getMany(keys);
+    const rows = await this.tier.getMany(keys);
+    return this.view.identity ? rows : rows.map((r) => this.view.row(r));
   }
 
   /**
@@ -382,8 +424,12 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     this.life.throwIfUnusable();
     const batches: RecordBatch[] = [];
-    for await (const b of this.tier.scan(opts.columns, Number.POSITIVE_INFINITY)) batches.push(b);
-    const schema = projectBatch(new ArrowRecordBatch(this.ctx.schema.internal, undefined as never), opts.columns, true).schema;
+    const stored = this.view.storedColumns(opts.columns);
+    for await (const b of this.tier.scan(stored, Number.POSITIVE_INFINITY)) batches.push(this.view.batch(b, opts.columns));
+    const schema = this.view.batch(
+      projectBatch(new ArrowRecordBatch(this.ctx.schema.internal, undefined as never), stored, true),
+      opts.columns,
+    ).schema;
     return batches.length > 0 ? new ArrowTable(batches) : new ArrowTable(schema);
   }
 
@@ -400,9 +446,13 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     const writer = this;
+    const view = this.view;
     return (async function* () {
       writer.life.throwIfUnusable();
-      yield* writer.tier.scan(opts.columns, limit, opts.after as Record<string, unknown> | undefined);
+      const stored = view.storedColumns(opts.columns);
+      const source = writer.tier.scan(stored, limit, opts.after as Record<string, unknown> | undefined);
+      if (view.identity) return yield* source;
+      for await (const b of source) yield view.batch(b, opts.columns);
     })();
   }
 
@@ -416,7 +466,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       throw new MemWalError('InvalidArgument', `tail: fromPosition must be an integer >= 1, got ${fromPosition}`);
     }
     this.life.throwIfUnusable();
-    yield* this.retention.tail(fromPosition, opts);
+    if (this.view.identity) return yield* this.retention.tail(fromPosition, opts);
+    for await (const e of this.retention.tail(fromPosition, opts)) yield { ...e, data: this.view.table(e.data) };
   }
 
   /**

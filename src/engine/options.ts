@@ -38,7 +38,10 @@ export type StorageOption = 'opfs' | 'indexeddb' | 'memory' | StorageAdapter;
 export interface MemWalOptions {
   /** Which store (Lance: shard id). Non-empty; at most 200 characters of `[A-Za-z0-9._-]`. */
   name: string;
-  /** The Arrow schema; on reopen it must equal the stored one (names, types, nullability). */
+  /**
+   * The Arrow schema. On reopen it may differ from the stored one as SPEC §9/§9.1 allow (added
+   * nullable columns; stored columns it lacks are kept hidden; renames): docs/impl.md §12.
+   */
   schema: Schema;
   /** Primary-key columns: non-nullable integer, string, binary, bool or temporal. */
   primaryKey?: string[];
@@ -103,6 +106,21 @@ export interface MemWalOptions {
    * anew with `schema`, warning through `logger` — every row of the old store is gone.
    */
   onSchemaMismatch?: 'throw' | 'reset';
+  /**
+   * Stored columns to drop, with their values, at this open (SPEC §9.1). A stored column the
+   * schema lacks is otherwise kept, hidden from this opener (reads leave it out, puts write null
+   * to it). A name must not be a key column nor a column of `schema`, and on an existing store it
+   * must be a column of some recorded schema version (`InvalidArgument` otherwise); naming a
+   * column already dropped is a no-op, so a release may keep the option.
+   */
+  dropColumns?: string[];
+  /**
+   * Renames of stored columns, old name → new name (`{ title: 'name' }`): the column keeps its
+   * identity and values under the new name, which must be a column of `schema` (the old one must
+   * not be). For a `defineSchema` schema, `utf8().renamedFrom('title')` says the same. Once done,
+   * a rename is recorded in the manifest (docs/format.md §9) and naming it again is a no-op.
+   */
+  renameColumns?: Record<string, string>;
   /** How long a flushed memtable stays readable in memory. Default 0 (evicted on commit). */
   frozenMemtableGraceMs?: number;
   /** How often a blocked writer warns through `logger`. Default 10 s. */
@@ -142,6 +160,9 @@ export interface ResolvedOptions {
   blockCacheBytes: number | undefined;
   maxPendingCompactionBytes: number;
   onSchemaMismatch: 'throw' | 'reset';
+  dropColumns: string[];
+  /** Old name → new name. */
+  renameColumns: Record<string, string>;
   frozenMemtableGraceMs: number;
   backpressureLogIntervalMs: number;
   backpressureTimeoutMs: number | undefined;
@@ -208,6 +229,8 @@ const KNOWN = new Set<string>([
   'blockCacheBytes',
   'maxPendingCompactionBytes',
   'onSchemaMismatch',
+  'dropColumns',
+  'renameColumns',
   'maxMemtableRows',
   'maxMemtableBatches',
   'maxUnflushedMemtableBytes',
@@ -272,6 +295,21 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
   const lockTimeoutMs = o.lockTimeoutMs === undefined ? undefined : nonNegativeInt('lockTimeoutMs', o.lockTimeoutMs, 0);
   const backpressureTimeoutMs =
     o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
+  const dropColumns = o.dropColumns ?? [];
+  if (!Array.isArray(dropColumns) || dropColumns.some((c) => typeof c !== 'string' || c === '')) {
+    invalid('dropColumns', 'must be an array of column names');
+  }
+  const renameColumns = o.renameColumns ?? {};
+  if (typeof renameColumns !== 'object' || renameColumns === null || Array.isArray(renameColumns)) {
+    invalid('renameColumns', 'must be an object of old name → new name');
+  }
+  const renamedTo = new Set<string>();
+  for (const [from, to] of Object.entries(renameColumns)) {
+    if (typeof to !== 'string' || to === '' || from === '') invalid('renameColumns', `"${from}" must map to a column name`);
+    if (from === to) invalid('renameColumns', `renames "${from}" to itself`);
+    if (renamedTo.has(to)) invalid('renameColumns', `renames two columns to "${to}"`);
+    renamedTo.add(to);
+  }
   const logger = o.logger ?? console;
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     invalid('logger', 'must have a warn(message) function');
@@ -303,6 +341,8 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
       1,
     ),
     onSchemaMismatch: oneOf('onSchemaMismatch', o.onSchemaMismatch, ['throw', 'reset'] as const, 'throw'),
+    dropColumns: [...new Set(dropColumns)],
+    renameColumns: { ...renameColumns },
     frozenMemtableGraceMs: nonNegativeInt('frozenMemtableGraceMs', o.frozenMemtableGraceMs, 0),
     backpressureLogIntervalMs: nonNegativeInt(
       'backpressureLogIntervalMs',
