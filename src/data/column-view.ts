@@ -36,7 +36,9 @@ export class ColumnView {
     const seen = new Set(this.stored);
     this.hidden = full.base.fields.map((f) => f.name).filter((n) => !seen.has(n));
     this.identity =
-      this.hidden.length === 0 && view.length === full.base.fields.length && view.every(([n, s], i) => n === s && full.base.fields[i]!.name === s);
+      this.hidden.length === 0 &&
+      view.length === full.base.fields.length &&
+      view.every(([n, s], i) => n === s && full.base.fields[i]!.name === s);
     if (this.identity) {
       this.putSchema = full;
       return;

@@ -70,7 +70,10 @@ describe('a stored column the opener lacks is kept, hidden from it', () => {
     expect((await rejection(back.put([{ id: 1, title: 'x', location: 'y' }]))).message).toMatch(/unknown column "location"/);
     expect((await rejection(back.scan({ columns: ['location'] as never }))).code).toBe('InvalidArgument');
     // Its writes: location null for the rows it writes; compaction keeps every other location.
-    await back.put([{ id: 102, title: 'edited by release 1' }, { id: 500, title: 'new in release 1' }]);
+    await back.put([
+      { id: 102, title: 'edited by release 1' },
+      { id: 500, title: 'new in release 1' },
+    ]);
     await back.compact();
     await back.close();
 
@@ -81,7 +84,10 @@ describe('a stored column the opener lacks is kept, hidden from it', () => {
     expect(await again.get({ id: 102 })).toEqual({ id: 102n, title: 'edited by release 1', location: null });
     expect(await again.get({ id: 500 })).toEqual({ id: 500n, title: 'new in release 1', location: null });
     expect(await again.get({ id: 3 })).toEqual({ id: 3n, title: 't3', location: null });
-    const locations = (await again.scan()).getChild('location')!.toArray().filter((v: unknown) => v !== null);
+    const locations = (await again.scan())
+      .getChild('location')!
+      .toArray()
+      .filter((v: unknown) => v !== null);
     expect(locations).toHaveLength(59); // 60 written, one overwritten by release 1
     await again.close();
   });
@@ -162,7 +168,11 @@ describe('a rename keeps the column and its values', () => {
     const storage = new MemoryStorage();
     const name = storeName();
     const r2 = await open(storage, name, release2);
-    await writeInEveryTier(r2, (i) => ({ id: i, title: `t${i}`, location: `loc${i}` }), Array.from({ length: 60 }, (_, i) => i));
+    await writeInEveryTier(
+      r2,
+      (i) => ({ id: i, title: `t${i}`, location: `loc${i}` }),
+      Array.from({ length: 60 }, (_, i) => i),
+    );
     await r2.abort();
 
     const changes: SchemaChange[] = [];

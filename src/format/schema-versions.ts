@@ -78,7 +78,8 @@ export function evolutionProblem(
     if (typeof from !== 'string' || !names.has(to) || names.has(from) || !current.fields.some((f) => f.name === from)) {
       return `rename of "${String(from)}" to "${to}" does not name a column of the version before under its old name and one of this version under its new name (rule: a rename keeps one column)`;
     }
-    if (primaryKey.includes(to) || primaryKey.includes(from)) return `key column "${from}" cannot be renamed (rule: the primary key never changes)`;
+    if (primaryKey.includes(to) || primaryKey.includes(from))
+      return `key column "${from}" cannot be renamed (rule: the primary key never changes)`;
   }
   const next = recorded[recorded.length - 1]!.version + 1;
   const ids = columnIds([...recorded, { version: next, schema: wanted, ...(renamed ? { renamed } : {}) }]);
