@@ -138,8 +138,9 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   /**
    * Open (or create) a store in this process: validate options, claim the writer lock and epoch,
    * recover the WAL (validated before anything changes), replay it into memtables, and resolve
-   * with the writer. Rejects `InvalidArgument` (bad options, or a reopen with another schema,
-   * key or mode, before anything is claimed), `NotSupported` (recorded layout unusable here),
+   * with the writer. Rejects `InvalidArgument` (bad options, or a reopen with a schema the store
+   * cannot take — SPEC §9/§9.1: a stored column the schema lacks is kept, hidden — or another key
+   * or mode, before anything is claimed), `NotSupported` (recorded layout unusable here),
    * `Locked`, `Corruption`, or the storage error.
    */
   static open<S extends Schema, K extends SchemaColumn<S> = never>(

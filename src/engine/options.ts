@@ -101,7 +101,7 @@ export interface MemWalOptions {
   maxPendingCompactionBytes?: number;
   /**
    * What open does when the store's recorded schema cannot evolve into `schema` (added nullable
-   * columns and dropped non-key columns can; docs/impl.md §12): `'throw'` (default) rejects
+   * columns, kept columns it lacks — hidden — and renames can; docs/impl.md §12): `'throw'` (default) rejects
    * `InvalidArgument` naming the column and the rule; `'reset'` destroys the store and creates it
    * anew with `schema`, warning through `logger` — every row of the old store is gone.
    */
