@@ -10,8 +10,7 @@ import { type Key, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
 import type { ColumnView } from '../data/column-view.js';
-import { decodeSchema } from '../data/schema.js';
-import { isSchemaMismatch, recordedVersions, type SchemaChange } from '../format/schema-versions.js';
+import { isSchemaMismatch } from '../format/schema-versions.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
 import { renderMetrics } from '../metrics/prometheus.js';
 import type {
@@ -30,11 +29,11 @@ import { MemWalError, toMemWalError } from '../util/errors.js';
 import { EventLoopTurns, nowMs } from '../util/schedule.js';
 import type { MemWalApi, PutResult, SchemaInfo, WalEntry } from './api.js';
 import { Backpressure } from './backpressure.js';
-import { type CompactionPolicy, DEFAULT_COMPACTION_POLICY } from './compaction.js';
+import { DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import type { ClaimedContext, EngineContext } from './context.js';
 import { Lifecycle } from './lifecycle.js';
-import { openStore, releaseHandle } from './open.js';
-import { type MemWalOptions, resolveOptions } from './options.js';
+import { openStore, releaseHandle, schemaInfoOf } from './open.js';
+import { type MemWalOptions, type OpenHooks, resolveOptions } from './options.js';
 import { resolveStorage } from './resolve-storage.js';
 import type { Retention } from './retention.js';
 import { AsyncRwLock } from './rwlock.js';
@@ -43,36 +42,18 @@ import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
 export type { SchemaChange } from '../format/schema-versions.js';
+export type { OpenHooks, SchemaReset } from './options.js';
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
 export { MAX_GET_MANY_KEYS } from './read-view.js';
 
-/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
-export interface SchemaReset {
-  /** The store's name. */
-  name: string;
-  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
-  reason: string;
-}
-
-/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
-export interface OpenHooks {
-  onStateChange?: (s: WriterState) => void;
-  /**
-   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
-   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
-   * that throws is logged and does not fail the open.
-   */
-  onSchemaReset?: (reset: SchemaReset) => void;
-  /**
-   * Called once the open resolved, when it changed the store's schema or hid stored columns from
-   * this opener (SPEC §9.1): the versions before and after, the columns added, hidden (kept with
-   * their values, not read nor written by this opener), dropped (`dropColumns`) and renamed. A
-   * hook that throws is logged and does not fail the open.
-   */
-  onSchemaChange?: (change: SchemaChange) => void;
-  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
-  compactionPolicy?: Partial<CompactionPolicy>;
+/** Call an app's hook; one that throws is logged (`memwal: <name> hook threw`) and changes nothing. */
+function callHook(logger: { warn(message: string, ...details: unknown[]): void }, name: string, call: () => void): void {
+  try {
+    call();
+  } catch (hookError) {
+    logger.warn(`memwal: ${name} hook threw`, hookError);
+  }
 }
 
 function zeroWriteStats(): WriteStats {
@@ -159,11 +140,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
         `memwal: ${e.message}; onSchemaMismatch 'reset': destroying store ${opts.name} and creating it anew (its rows are gone)`,
       );
       await adapter.destroyStore(opts.name);
-      try {
-        hooks.onSchemaReset?.({ name: opts.name, reason: e.message });
-      } catch (hookError) {
-        opts.logger.warn('memwal: onSchemaReset hook threw', hookError);
-      }
+      callHook(opts.logger, 'onSchemaReset', () => hooks.onSchemaReset?.({ name: opts.name, reason: e.message }));
       return MemWal.openOnce(opts, adapter, hooks);
     }
   }
@@ -195,13 +172,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       throw err;
     }
     opened.ctx.lanes.wakeAll();
-    if (opened.schemaChange) {
-      try {
-        hooks.onSchemaChange?.(opened.schemaChange);
-      } catch (hookError) {
-        options.logger.warn('memwal: onSchemaChange hook threw', hookError);
-      }
-    }
+    const change = opened.schemaChange;
+    if (change) callHook(options.logger, 'onSchemaChange', () => hooks.onSchemaChange?.(change));
     return w;
   }
 
@@ -265,19 +237,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * closed writer too (it reads nothing from storage).
    */
   async schemaInfo(): Promise<SchemaInfo> {
-    const m = this.ctx.log.manifest;
-    const versions = recordedVersions(m).map((v) => ({
-      version: v.version,
-      schema: decodeSchema(v.schema),
-      ...(v.renamed ? { renamed: Object.fromEntries(Object.entries(v.renamed).map(([to, from]) => [from, to])) } : {}),
-    }));
-    return {
-      version: m.schemaVersion ?? versions[versions.length - 1]!.version,
-      schema: decodeSchema(m.schema),
-      versions,
-      hidden: [...this.view.hidden],
-      aliases: this.view.aliases(),
-    };
+    return schemaInfoOf(this.ctx.log.manifest, this.view);
   }
 
   // ------------------------------------------------------------------ put path

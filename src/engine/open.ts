@@ -11,6 +11,7 @@ import { planSchema, recordedVersions, type SchemaChange, type SchemaPlan, Schem
 import { jobsPlaceOf } from '../lsm/jobs.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { SchemaInfo } from './api.js';
 import type { ClaimedContext, EngineContext } from './context.js';
 import { BackgroundLanes } from './lane.js';
 import { callLimitMs, settleWithin } from './limits.js';
@@ -202,6 +203,22 @@ function claimOf(layout: string, mode: StoreMode, primaryKey: string[], stored: 
     positionHint: 0,
     incarnation: newIncarnationId(),
     tables: [],
+  };
+}
+
+/** `schemaInfo()` of a store whose claimed manifest is `m`, as an opener seeing it through `view` sees it. Reads nothing. */
+export function schemaInfoOf(m: Manifest, view: ColumnView): SchemaInfo {
+  const versions = recordedVersions(m).map((v) => ({
+    version: v.version,
+    schema: decodeSchema(v.schema),
+    ...(v.renamed ? { renamed: Object.fromEntries(Object.entries(v.renamed).map(([to, from]) => [from, to])) } : {}),
+  }));
+  return {
+    version: m.schemaVersion ?? versions[versions.length - 1]!.version,
+    schema: decodeSchema(m.schema),
+    versions,
+    hidden: [...view.hidden],
+    aliases: view.aliases(),
   };
 }
 

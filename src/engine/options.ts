@@ -5,6 +5,9 @@ import { Schema } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import type { Logger } from '../util/logger.js';
+import type { SchemaChange } from '../format/schema-versions.js';
+import type { WriterState } from '../metrics/stats.js';
+import type { CompactionPolicy } from './compaction.js';
 
 const MiB = 1024 * 1024;
 
@@ -361,4 +364,32 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     persist: bool('persist', false),
     logger,
   };
+}
+
+/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
+export interface SchemaReset {
+  /** The store's name. */
+  name: string;
+  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
+  reason: string;
+}
+
+/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
+export interface OpenHooks {
+  onStateChange?: (s: WriterState) => void;
+  /**
+   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
+   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
+   * that throws is logged and does not fail the open.
+   */
+  onSchemaReset?: (reset: SchemaReset) => void;
+  /**
+   * Called once the open resolved, when it changed the store's schema or hid stored columns from
+   * this opener (SPEC §9.1): the versions before and after, the columns added, hidden (kept with
+   * their values, not read nor written by this opener), dropped (`dropColumns`) and renamed. A
+   * hook that throws is logged and does not fail the open.
+   */
+  onSchemaChange?: (change: SchemaChange) => void;
+  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
+  compactionPolicy?: Partial<CompactionPolicy>;
 }
