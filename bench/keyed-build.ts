@@ -1,4 +1,4 @@
-// CPU of a keyed flush's table build in Node (docs/benchmarks.md, "Keyed flush build: CPU per
+// CPU of a keyed flush's table build in Node (bench/results/HISTORY.md, "Keyed flush build: CPU per
 // MiB"): `npx tsx bench/keyed-build.ts [--root DIR] [--mib N] [--reps N] [--case NAME]`. Builds
 // the table of a memtable of ≈1 MiB batches shaped like the browser bench's keyed Arrow case
 // (id Int64, value Float64, name Utf8, the tombstone column) — ids ascending as the bench puts

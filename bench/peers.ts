@@ -26,7 +26,7 @@ export const SQLITE_CONFIGS = {
    * fewer, larger page writes per commit. The page size does not change when a COMMIT is
    * durable. The fastest of the configurations tried here (TRUNCATE and PERSIST journals, the
    * exclusive locking mode with DELETE, 8 KiB pages, a 16 MiB cache, checkpoints every 16 MiB),
-   * though within the noise of a loaded machine; docs/benchmarks.md.
+   * though within the noise of a loaded machine; bench/results/HISTORY.md.
    */
   sqlite_sahpool_wal_tuned: 'PRAGMA page_size=16384; PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;',
 } as const;

@@ -1,5 +1,5 @@
 // CPU of a flush's table build from WAL payloads in Node, as the OPFS table writer thread runs it
-// (docs/benchmarks.md, "Table file build: passes per byte"): `npx tsx bench/table-build.ts
+// (bench/results/HISTORY.md, "Table file build: passes per byte"): `npx tsx bench/table-build.ts
 // [--root DIR] [--reps N] [--case NAME]`. Cases: append-only and keyed, each with 200 batches of
 // 1000 rows, ids permuted within a batch (scripts/measure-ingest-passes.ts's shape), and with 32
 // ≈1 MiB batches of 32768 rows (the browser bench's Arrow case, bench/data.ts: ids ascending;

@@ -1,4 +1,4 @@
-// CRC-32C throughput by buffer size and alignment, in CPU time (docs/benchmarks.md, "CRC-32C"):
+// CRC-32C throughput by buffer size and alignment, in CPU time (bench/results/HISTORY.md, "CRC-32C"):
 // `npx tsx scripts/measure-crc32c.ts`. Prints MiB/s per size, aligned (byteOffset 0) and
 // unaligned (byteOffset 1): the median of 7 rounds, each about 8 MiB of input per case. `--js`
 // times the JavaScript path alone (what runs where WebAssembly cannot be compiled).

@@ -1,4 +1,4 @@
-// Times the CPU passes of a flush's table build and of CRC-32C in Node (docs/benchmarks.md,
+// Times the CPU passes of a flush's table build and of CRC-32C in Node (bench/results/HISTORY.md,
 // "Ingest"): `npx tsx scripts/measure-ingest-passes.ts`. Figures are medians of 5 runs.
 
 import { Field, Float64, Int64, Schema, Utf8 } from 'apache-arrow';

@@ -4,7 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../storage/memory.js';
-import { type FaultOp, FaultInjectingStorage } from '../testing/fault.js';
+import type { FaultOp } from '../testing/fault-controller.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
 import { int, rng } from '../testing/rng.js';
 import { MemWal } from './memwal.js';
 import { schema } from './testkit.test-util.js';

@@ -7,7 +7,8 @@
 
 import type { StorageAdapter } from '../storage/adapter.js';
 import { IndexedDbStorage } from '../storage/indexeddb.js';
-import { OpfsStorage, opfsSyncHandlesAvailable } from '../storage/opfs.js';
+import { OpfsStorage } from '../storage/opfs.js';
+import { opfsSyncHandlesAvailable } from '../storage/opfs-files.js';
 import { serveTableWriter, TableWriterClient } from './table-writer.js';
 import { type IoScope, serveStorage } from './io-host.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
@@ -60,7 +61,7 @@ export function isIoWorker(scope: { name?: string }): boolean {
  * worker from the same script, here rather than from the I/O worker: nested once, as the I/O
  * worker is) with the other end only when the engine is about to have a table built or written
  * (`IoEndpoint.tablesAhead`), not at open: a second script evaluated beside the I/O worker's
- * and the open's own work on a two-core machine made the open slower (docs/benchmarks.md,
+ * and the open's own work on a two-core machine made the open slower (bench/results/HISTORY.md,
  * "Opening after a reload: the regression"). Until the thread said it is ready the I/O worker
  * writes its tables itself. The endpoint returned stands for both: an error event of either is
  * the I/O worker's (the store poisons, as when the I/O worker dies), and terminating it ends both.

@@ -12,7 +12,7 @@ import { conformanceCases } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { type IoEndpoint, type LocalTableOpener, RemoteStorage } from './remote-storage.js';
-import type { SyncAccessHandle } from '../storage/opfs.js';
+import type { SyncAccessHandle } from '../storage/opfs-files.js';
 import { MemWalError } from '../util/errors.js';
 import { type IoScope, makeIoHost, serveStorage, type TableBuilder } from './io-host.js';
 import { serveTableWriter, TableWriterClient } from './table-writer.js';

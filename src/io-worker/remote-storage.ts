@@ -12,7 +12,7 @@ import { MemWalError, errorFromWire } from '../util/errors.js';
 import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { checkRange, tableChunks } from '../storage/adapter.js';
-import { opfsTableOpener, readOnlySyncHandlesAvailable, type SyncAccessHandle } from '../storage/opfs.js';
+import { opfsTableOpener, readOnlySyncHandlesAvailable, type SyncAccessHandle } from '../storage/opfs-files.js';
 import { readTableRange, readWholeTable, TableReaders } from '../storage/opfs-readers.js';
 import {
   type IoApi,

@@ -16,7 +16,8 @@ import { buildFlushFromWal } from '../lsm/jobs.js';
 import { type KeptTable, storeSchemaCache, type TableBuilder } from './io-host.js';
 import type { WireSchemaVersions, WireStoreSchema } from './io-protocol.js';
 import { MemWalError, type WireError, errorFromWire, errorToWire } from '../util/errors.js';
-import { checkWritten, type OpfsTableWriter, openSyncAccessHandle, type SyncAccessHandle } from '../storage/opfs.js';
+import type { OpfsTableWriter } from '../storage/opfs.js';
+import { checkWritten, openSyncAccessHandle, type SyncAccessHandle } from '../storage/opfs-files.js';
 
 /**
  * What the I/O worker asks of the writer thread, each answered by `id` (but `release`), in
@@ -58,7 +59,7 @@ async function writeTableFile(
   const sync = await open(file);
   try {
     // 1 MiB steps, each flushed: one write of a whole table measured about 1.8 times slower
-    // (docs/benchmarks.md, "Ingest: table files on a thread of their own").
+    // (bench/results/HISTORY.md, "Ingest: table files on a thread of their own").
     for (let at = 0; at < bytes.length; at += WRITE_STEP_BYTES) {
       const step = bytes.subarray(at, Math.min(bytes.length, at + WRITE_STEP_BYTES));
       checkWritten(sync.write(step, { at }), step.length, `table file ${file.name}`);

@@ -1,5 +1,5 @@
 // The table file a flush builds is byte for byte what main built before the table build was made
-// cheaper (docs/impl.md §11, docs/benchmarks.md "Table file build: passes per byte"): for many
+// cheaper (docs/impl.md §11, bench/results/HISTORY.md "Table file build: passes per byte"): for many
 // schemas (every column type a store takes, nulls, empty strings, all-null columns, keyed and
 // append-only, schema versions with added and dropped columns) and batch shapes (one row, many
 // tiny batches, ≈1 MiB batches, blocks spanning batches, sliced batches), the SHA-256 of each

@@ -1,7 +1,7 @@
 // memwal/playwright's wire, types only: what the test (Node) reads from the init script's
 // registry in each page, what it asks the kit's worker, and the names they share.
 
-import type { FaultOp } from '../testing/fault.js';
+import type { FaultOp } from '../testing/fault-controller.js';
 
 /** The ops a test may fail or hold: every `FaultInjectingStorage` op. */
 export type KitFaultOp = FaultOp;

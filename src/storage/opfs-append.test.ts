@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodeFrame, encodeFrameHeader, scanSegment } from '../format/wal/codec.js';
 import { appendFrame, type StoreHandle } from './adapter.js';
-import { appendToSegment, type SyncAccessHandle } from './opfs.js';
+import { appendToSegment, type SyncAccessHandle } from './opfs-files.js';
 
 /** A sync access handle over bytes in memory; `failWrite(n)` makes the n-th write (0-based) write half and report it. */
 function fakeHandle(initial: Uint8Array, failWrite = -1): SyncAccessHandle & { bytes(): Uint8Array; flushes: number } {

@@ -5,14 +5,14 @@
 
 import { MemWalError } from '../util/errors.js';
 import { checkInside } from './adapter.js';
-import type { SyncAccessHandle } from './opfs.js';
+import type { SyncAccessHandle } from './opfs-files.js';
 
 /**
  * Sync access handles kept open for reading table files (least recently used closed first). A
  * kept handle answers a 4–64 KiB ranged read in about 0.01–0.1 ms, against 1–3 ms for any async
  * path (docs/impl.md, "Ranged reads"); each costs one file descriptor. 128 covers about 1 GiB of
  * keyed tables (8 MiB compaction outputs): at 32, a 4M-row store's 39 files made random gets
- * reopen a handle for about one in five block reads, and its gets/s halved (docs/benchmarks.md,
+ * reopen a handle for about one in five block reads, and its gets/s halved (bench/results/HISTORY.md,
  * "Keyed blocks of 16 KiB, 128 kept handles").
  */
 export const MAX_TABLE_READERS = 128;

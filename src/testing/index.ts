@@ -2,7 +2,7 @@
 // for anyone writing a storage backend. Re-exports only.
 
 export { FaultInjectingStorage } from './fault.js';
-export type { FaultOp } from './fault.js';
+export type { FaultOp } from './fault-controller.js';
 export { conformanceCases, testManifest } from './conformance.js';
 export type { ConformanceCase } from './conformance.js';
 export { MemoryStorage } from '../storage/memory.js';

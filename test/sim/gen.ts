@@ -3,7 +3,7 @@
 // of steps (operations over the public API, each with the faults injected while it runs). Both are
 // drawn from the seed alone, before anything runs, so a step list can be shrunk and replayed.
 
-import type { FaultOp, TearableOp } from '../../src/testing/fault.js';
+import type { FaultOp, TearableOp } from '../../src/testing/fault-controller.js';
 import { int, rng } from '../../src/testing/rng.js';
 import { type ColType, type ColumnSpec, drawKeyPool, type KeyType, type KeyValue } from './values.js';
 

@@ -1,4 +1,4 @@
-// attack5: stands for a predecessor's table writer thread still writing a file of a store it
+// Stands for a predecessor's table writer thread still writing a file of a store it
 // lost: holds a `readwrite` sync access handle on OPFS file `memwal/{store}/tables/{file}` (made
 // if missing) for `ms`, then closes it. Answers 'held' once the handle is open, 'released' once closed.
 

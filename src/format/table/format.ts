@@ -26,7 +26,7 @@ export const BLOCK_TARGET_BYTES = 64 * 1024;
 /**
  * A block of a keyed store is cut at this many estimated bytes (about 16 KiB): a point read that
  * misses the block cache reads, checksums and searches one block, so a smaller block is a cheaper
- * miss; scans of keyed stores measured no slower (docs/benchmarks.md, "Keyed blocks of 16 KiB").
+ * miss; scans of keyed stores measured no slower (bench/results/HISTORY.md, "Keyed blocks of 16 KiB").
  */
 export const KEYED_BLOCK_TARGET_BYTES = 16 * 1024;
 

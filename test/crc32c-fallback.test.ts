@@ -1,4 +1,4 @@
-// attack8 (outside tester): CRC-32C in a small WebAssembly module with a JavaScript fallback
+// Outside tester: CRC-32C in a small WebAssembly module with a JavaScript fallback
 // (docs/impl.md, "CRC-32C"), attacked through the public API only (MemWal, NodeFileStorage). A
 // runtime that refuses to compile WebAssembly (a page whose CSP lacks 'wasm-unsafe-eval', an
 // edge runtime) is stood in for by a `WebAssembly` whose `Module` throws a CompileError, and a
@@ -16,7 +16,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { MemWal as Db } from '../src/index.js';
 import type { NodeFileStorage } from '../src/node.js';
 
-const root = mkdtempSync(join(tmpdir(), 'memwal-attack8-crc-'));
+const root = mkdtempSync(join(tmpdir(), 'memwal-crc32c-fallback-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -220,7 +220,7 @@ const opts = (name: string, storage: NodeFileStorage) => ({
   maxMemtableBytes: 512 * 1024,
 });
 
-describe('attack8: CRC-32C on the WebAssembly path and the JavaScript fallback', () => {
+describe('CRC-32C on the WebAssembly path and the JavaScript fallback', () => {
   it('a store written on one path reopens on the other, every acknowledged row byte for byte (WAL replay and table files, 64/128 KiB boundaries, shared and odd-offset input)', async () => {
     const model: Model = { rows: new Map() };
     const name = 'paths';

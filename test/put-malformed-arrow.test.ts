@@ -1,4 +1,4 @@
-// attack8 (outside tester): Arrow input whose buffers do not hold what its Data says (offsets past
+// Outside tester: Arrow input whose buffers do not hold what its Data says (offsets past
 // the values, decreasing offsets, values shorter than the rows, null counts the bitmap does not
 // hold), put through the public API (MemWal on NodeFileStorage) — what a buggy page's put of an
 // Arrow batch hands the worker too (the client sends an Arrow batch's buffers as they are). The
@@ -28,7 +28,7 @@ import { afterAll, expect, it } from 'vitest';
 import { MemWal } from '../src/index.js';
 import { NodeFileStorage } from '../src/node.js';
 
-const root = mkdtempSync(join(tmpdir(), 'memwal-attack8-arrow-'));
+const root = mkdtempSync(join(tmpdir(), 'memwal-malformed-arrow-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const quiet = { warn: () => {} };
 

@@ -1,9 +1,9 @@
-// attack8 (outside tester): puts built on the page (WireColumns, checked by the worker before
+// Outside tester: puts built on the page (WireColumns, checked by the worker before
 // anything is written), every type through the page's client, and CRC-32C with the worker's
 // WebAssembly refused by CSP, attacked through the public API only (openMemWal, destroyMemWal).
 // A buggy or hostile page hands `put` a hand-made columns message: every one must be refused
 // InvalidArgument, quickly, with nothing written and the store whole. Loaded by
-// e2e/attack8.spec.ts.
+// e2e/client-columns-types-crc.spec.ts.
 
 import {
   Binary,
@@ -547,4 +547,11 @@ async function crcFinish(name: string): Promise<void> {
   await destroyMemWal(name).catch(() => undefined);
 }
 
-(window as unknown as { attack8: Record<string, unknown> }).attack8 = { hostile, noColumns, evolved, everyType, crcRound, crcFinish };
+(window as unknown as { columnsTypesCrc: Record<string, unknown> }).columnsTypesCrc = {
+  hostile,
+  noColumns,
+  evolved,
+  everyType,
+  crcRound,
+  crcFinish,
+};

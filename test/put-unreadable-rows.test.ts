@@ -1,4 +1,4 @@
-// attack4 (issue 23, outside tester): rows the app cannot read are its own mistake. A row whose
+// Outside tester (issue 23): rows the app cannot read are its own mistake. A row whose
 // getter throws, or whose Uint8Array's buffer was transferred away, is refused with a
 // MemWalError 'InvalidArgument' — put from the page (built there) and put in-process alike —
 // never as a storage failure ('IOError') nor as a bare Error without a code; the store goes on.

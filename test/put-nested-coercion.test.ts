@@ -1,4 +1,4 @@
-// attack4 (issue 23, outside tester): a put must store what it was given or refuse it. Values of
+// Outside tester (issue 23): a put must store what it was given or refuse it. Values of
 // List and Struct columns of the wrong kind are coerced without a word — a string where a
 // list of Int32 is declared stores [0, 0, 0], 1.5 stores 1, 'x' in an Int32 struct field stores
 // 0 — and the put resolves: an acknowledged write that changed. Top-level columns refuse the same

@@ -1,9 +1,9 @@
-// attack6 (outside tester, issue 23): keyed flush tables built on the OPFS table writer thread
+// Outside tester (issue 23): keyed flush tables built on the OPFS table writer thread
 // (started lazily at the first table build) attacked through the public API only (openMemWal,
 // destroyMemWal, the default worker). Overwrites and deletes of the same keys, nulls, empty and
 // long strings, binary; a close, a steal, an abort then destroy, a reload and a quota cut around
 // the FIRST flush of a fresh store; many stores in one worker. Every scenario checks values, not
-// only keys: each key its newest value, deleted keys absent. Loaded by e2e/attack6.spec.ts.
+// only keys: each key its newest value, deleted keys absent. Loaded by e2e/table-writer-keyed-flush.spec.ts.
 
 import { Binary, Field, Int32, makeData, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
 import { type MemWalClient, type OpenMemWalOptions, openMemWal } from '../../../src/rpc/client.js';
@@ -392,7 +392,7 @@ async function quota(name: string, keys: number, holdMs: number): Promise<string
   return problems;
 }
 
-(window as unknown as Record<string, unknown>).attack6 = {
+(window as unknown as Record<string, unknown>).keyedFlush = {
   keyedModel,
   firstFlush,
   reloadStart,
@@ -485,7 +485,7 @@ async function evolve(name: string, keys: number, flushFirst: boolean): Promise<
   return problems;
 }
 
-Object.assign((window as unknown as { attack6: object }).attack6, { evolve });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { evolve });
 
 /** The app's own worker hosting store after store: each opened, written, flushed (its table writer started), closed. */
 let cycleWorker: Worker | undefined;
@@ -509,7 +509,7 @@ async function cycles(prefix: string, n: number, keys: number, own = true): Prom
   }
   return problems;
 }
-Object.assign((window as unknown as { attack6: object }).attack6, { cycles });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { cycles });
 
 /** A store opened in the cycles' worker, written and flushed, left open (so its threads run). */
 async function holdOpen(name: string): Promise<string[]> {
@@ -520,7 +520,7 @@ async function holdOpen(name: string): Promise<string[]> {
   await db.waitForFlushDrain();
   return [];
 }
-Object.assign((window as unknown as { attack6: object }).attack6, { holdOpen });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { holdOpen });
 
 /**
  * A scanBatches read slowly (a pause between batches) while flushes commit on
@@ -584,7 +584,7 @@ async function scanDuringCompaction(name: string, keys: number): Promise<string[
   void stats;
   return problems;
 }
-Object.assign((window as unknown as { attack6: object }).attack6, { scanDuringCompaction });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { scanDuringCompaction });
 
 /**
  * One put of `mib` MiB (past maxWalBufferBytes' default) where each of 500 keys repeats many
@@ -623,7 +623,7 @@ async function bigPut(name: string, mib: number): Promise<string[]> {
   await destroyOr(name, 'big put', problems);
   return problems;
 }
-Object.assign((window as unknown as { attack6: object }).attack6, { bigPut });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { bigPut });
 
 /**
  * In one app worker: store A's first flush started (the worker's table writer thread being
@@ -663,7 +663,7 @@ async function abortFirstThenOther(prefix: string, delayMs: number, keys: number
   }
   return problems;
 }
-Object.assign((window as unknown as { attack6: object }).attack6, { abortFirstThenOther });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { abortFirstThenOther });
 
 /** Destroy `name` within 20 s. */
 async function destroyName(name: string): Promise<string[]> {
@@ -671,7 +671,7 @@ async function destroyName(name: string): Promise<string[]> {
   await destroyOr(name, name, problems);
   return problems;
 }
-Object.assign((window as unknown as { attack6: object }).attack6, { destroyName });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { destroyName });
 
 /**
  * Reads racing the first flush's commit: a fresh store's rounds, its first flush started (a
@@ -715,4 +715,4 @@ async function readsDuringFirstFlush(name: string, keys: number): Promise<string
   await destroyOr(name, 'reads', problems);
   return problems;
 }
-Object.assign((window as unknown as { attack6: object }).attack6, { readsDuringFirstFlush });
+Object.assign((window as unknown as { keyedFlush: object }).keyedFlush, { readsDuringFirstFlush });

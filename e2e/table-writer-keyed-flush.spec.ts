@@ -1,6 +1,6 @@
-// attack6 (outside tester, issue 23): keyed flush tables built on the OPFS table writer thread,
+// Outside tester (issue 23): keyed flush tables built on the OPFS table writer thread,
 // which starts lazily at the store's first table build, attacked through the public API only
-// (site/client/attack6.ts): overwrites and deletes of the same keys with nulls, empty and long
+// (site/client/table-writer-keyed-flush.ts): overwrites and deletes of the same keys with nulls, empty and long
 // strings and binary, checked by value against a model; a close, a steal, an abort then destroy,
 // a page reload and a quota cut around a fresh store's FIRST flush; many stores in one worker,
 // one destroyed while its flushes run.
@@ -11,7 +11,7 @@ import { Profile, clientPage } from './client-fixtures.js';
 type Attack = Record<string, (...a: unknown[]) => Promise<unknown>>;
 
 async function attack<T = string[]>(page: Page, fn: string, ...args: unknown[]): Promise<T> {
-  return page.evaluate(([f, a]) => (window as unknown as { attack6: Attack }).attack6[f as string]!(...(a as unknown[])), [
+  return page.evaluate(([f, a]) => (window as unknown as { keyedFlush: Attack }).keyedFlush[f as string]!(...(a as unknown[])), [
     fn,
     args,
   ] as const) as Promise<T>;
@@ -20,7 +20,7 @@ async function attack<T = string[]>(page: Page, fn: string, ...args: unknown[]):
 test.beforeEach(async ({ page }) => {
   test.setTimeout(300_000);
   await clientPage(page);
-  await page.evaluate((url) => import(url), '/client/attack6.ts');
+  await page.evaluate((url) => import(url), '/client/table-writer-keyed-flush.ts');
 });
 
 const stamp = () => `${Date.now()}`;
@@ -49,7 +49,7 @@ test('a page reload during a fresh store first keyed flush: reopened, every key 
     await page.waitForTimeout(delay);
     await page.reload();
     await clientPage(page);
-    await page.evaluate((url) => import(url), '/client/attack6.ts');
+    await page.evaluate((url) => import(url), '/client/table-writer-keyed-flush.ts');
     problems.push(...(await attack(page, 'reloadCheck', name, model)));
   }
   expect(problems).toEqual([]);
@@ -73,7 +73,7 @@ test('the quota cut during a fresh store first keyed flush on the table writer, 
     await page.exposeFunction('a6SetQuota', async (bytes: number | null) => {
       await cdp.send('Storage.overrideQuotaForOrigin', bytes === null ? { origin } : { origin, quotaSize: bytes });
     });
-    await page.evaluate((url) => import(url), '/client/attack6.ts');
+    await page.evaluate((url) => import(url), '/client/table-writer-keyed-flush.ts');
     expect(await attack(page, 'quota', `a6-quota-${stamp()}`, 12000, 1500)).toEqual([]);
   } finally {
     await profile.dispose();
@@ -159,7 +159,7 @@ test('a second tab steals the store during the first tab first keyed flush: it h
   const problems: string[] = [];
   const other = await page.context().newPage();
   await clientPage(other);
-  await other.evaluate((url) => import(url), '/client/attack6.ts');
+  await other.evaluate((url) => import(url), '/client/table-writer-keyed-flush.ts');
   for (const delay of [0, 50, 200, 500]) {
     const name = `a6-tab-${delay}-${stamp()}`;
     const model = await attack<[number, number][]>(page, 'reloadStart', name, 12000);

@@ -1,4 +1,4 @@
-// attack8 (outside tester): table files built by the new var-width gather (Int32 offsets written in
+// Outside tester: table files built by the new var-width gather (Int32 offsets written in
 // place) and the table-driven base64 of their block index and Bloom filter, attacked through the
 // public API (MemWal on NodeFileStorage) against a plain JS model. Keyed stores whose Utf8,
 // Binary, LargeUtf8 and LargeBinary columns hold empty values, nulls, whole memtables of nulls or
@@ -15,7 +15,7 @@ import { afterAll, expect, it } from 'vitest';
 import { MemWal } from '../src/index.js';
 import { NodeFileStorage } from '../src/node.js';
 
-const root = mkdtempSync(join(tmpdir(), 'memwal-attack8-var-'));
+const root = mkdtempSync(join(tmpdir(), 'memwal-varwidth-model-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const quiet = { warn: () => {} };
 

@@ -1,7 +1,7 @@
-// attack5 (outside tester, issue 23): the OPFS table writer thread (docs/impl.md §11) attacked
+// Outside tester (issue 23): the OPFS table writer thread (docs/impl.md §11) attacked
 // through the public API only, while big table files are being built and written: a steal, the
 // hosting worker terminated or aborted, a close then at once a reopen or a destroy in the same
-// worker, many stores in one worker, compactions racing flushes (site/client/attack5.ts). Each
+// worker, many stores in one worker, compactions racing flushes (site/client/table-writer-big-tables.ts). Each
 // reports acknowledged rows missing or doubled, an open, close or destroy that failed or hung, a
 // file left after destroy, a table file the manifest names missing.
 
@@ -11,7 +11,7 @@ import { Profile, clientPage } from './client-fixtures.js';
 type Attack = Record<string, (...a: unknown[]) => Promise<string[]>>;
 
 async function attack(page: Page, fn: string, ...args: unknown[]): Promise<string[]> {
-  return page.evaluate(([f, a]) => (window as unknown as { attack5: Attack }).attack5[f as string]!(...(a as unknown[])), [
+  return page.evaluate(([f, a]) => (window as unknown as { bigTables: Attack }).bigTables[f as string]!(...(a as unknown[])), [
     fn,
     args,
   ] as const);
@@ -20,7 +20,7 @@ async function attack(page: Page, fn: string, ...args: unknown[]): Promise<strin
 test.beforeEach(async ({ page }) => {
   test.setTimeout(240_000);
   await clientPage(page);
-  await page.evaluate((url) => import(url), '/client/attack5.ts');
+  await page.evaluate((url) => import(url), '/client/table-writer-big-tables.ts');
 });
 
 const stamp = () => `${Date.now()}`;
@@ -96,7 +96,7 @@ test('the quota cut below a big table while the table writer thread writes it, l
     await page.exposeFunction('a5SetQuota', async (bytes: number | null) => {
       await cdp.send('Storage.overrideQuotaForOrigin', bytes === null ? { origin } : { origin, quotaSize: bytes });
     });
-    await page.evaluate((url) => import(url), '/client/attack5.ts');
+    await page.evaluate((url) => import(url), '/client/table-writer-big-tables.ts');
     expect(await attack(page, 'quota', `a5-quota-${stamp()}`, 32, 2000)).toEqual([]);
   } finally {
     await profile.dispose();
@@ -110,13 +110,14 @@ test('a page reload while a big table is built or written: the reloaded page ope
   for (const delay of [50, 200, 350, 500]) {
     const name = `a5-reload-${delay}-${stamp()}`;
     const n = (await page.evaluate(
-      ([nm]) => (window as unknown as { attack5: { reloadStart: (n: string, m: number) => Promise<number> } }).attack5.reloadStart(nm, 48),
+      ([nm]) =>
+        (window as unknown as { bigTables: { reloadStart: (n: string, m: number) => Promise<number> } }).bigTables.reloadStart(nm, 48),
       [name] as const,
     )) as number;
     await page.waitForTimeout(delay);
     await page.reload();
     await clientPage(page);
-    await page.evaluate((url) => import(url), '/client/attack5.ts');
+    await page.evaluate((url) => import(url), '/client/table-writer-big-tables.ts');
     problems.push(...(await attack(page, 'reloadCheck', name, n)));
   }
   expect(problems).toEqual([]);

@@ -1,7 +1,7 @@
-// attack4 (outside tester, issue 23): puts from the page through memwal's default worker and its
+// Outside tester (issue 23): puts from the page through memwal's default worker and its
 // I/O worker (OPFS), compared exactly after a flush and a reopen: sliced batches with offsets and
 // nulls that the app overwrites as soon as each put resolves, plain rows whose Uint8Arrays and
-// objects it overwrites, and a close right after a seal. Loaded by e2e/attack4.spec.ts.
+// objects it overwrites, and a close right after a seal. Loaded by e2e/client-overwritten-input.spec.ts.
 
 import { Binary, Bool, Field, Float64, Int32, RecordBatch, Schema, Table, Utf8, vectorFromArray } from 'apache-arrow';
 import { destroyMemWal } from '../../../src/rpc/destroy.js';
@@ -128,4 +128,4 @@ async function run(name: string, primaryKey: string[]): Promise<string[]> {
   return problems;
 }
 
-(window as unknown as { attack4: typeof run }).attack4 = run;
+(window as unknown as { overwrittenInput: typeof run }).overwrittenInput = run;

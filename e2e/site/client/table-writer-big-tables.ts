@@ -1,10 +1,10 @@
-// attack5 (outside tester, issue 23): the OPFS table writer thread attacked through the public
+// Outside tester (issue 23): the OPFS table writer thread attacked through the public
 // API only (openMemWal, destroyMemWal, the default worker): a steal, a terminated worker, an
 // abort, a close then a reopen or a destroy, many stores in one worker, compactions racing
 // flushes, each while big table files are being written. Every scenario reports what an app
 // could see go wrong: an acknowledged row missing or doubled, an open or destroy that fails or
 // hangs, a file left after destroy, a table file the manifest names missing. Loaded by
-// e2e/attack5.spec.ts.
+// e2e/table-writer-big-tables.spec.ts.
 
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
 import { type MemWalClient, type OpenMemWalOptions, openMemWal } from '../../../src/rpc/client.js';
@@ -340,7 +340,7 @@ async function compactRace(name: string): Promise<string[]> {
   return problems;
 }
 
-(window as unknown as Record<string, unknown>).attack5 = {
+(window as unknown as Record<string, unknown>).bigTables = {
   steal,
   killed,
   killedThenDestroy,
@@ -385,7 +385,7 @@ async function heldTable(name: string, then: 'open' | 'destroy', ms: number): Pr
   return problems;
 }
 
-Object.assign((window as unknown as { attack5: object }).attack5, { heldTable });
+Object.assign((window as unknown as { bigTables: object }).bigTables, { heldTable });
 
 /**
  * The origin's quota cut (`window.a5SetQuota`, the spec's CDP `Storage.overrideQuotaForOrigin`)
@@ -437,7 +437,7 @@ async function quota(name: string, mib: number, holdMs: number): Promise<string[
   return problems;
 }
 
-Object.assign((window as unknown as { attack5: object }).attack5, { quota });
+Object.assign((window as unknown as { bigTables: object }).bigTables, { quota });
 
 /** Before a page reload: a big memtable acknowledged (ids 0..n-1, returned n) and its flush started. */
 async function reloadStart(name: string, mib: number): Promise<number> {
@@ -469,4 +469,4 @@ async function reloadCheck(name: string, n: number): Promise<string[]> {
   return problems;
 }
 
-Object.assign((window as unknown as { attack5: object }).attack5, { reloadStart, reloadCheck });
+Object.assign((window as unknown as { bigTables: object }).bigTables, { reloadStart, reloadCheck });

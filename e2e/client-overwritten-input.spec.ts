@@ -1,6 +1,6 @@
-// attack4 (outside tester, issue 23): what a page puts through the default worker and the I/O
+// Outside tester (issue 23): what a page puts through the default worker and the I/O
 // worker reads back exactly, after a flush, a reopen and a close during a flush, though the app
-// overwrote its batches and rows as soon as each put resolved (site/client/attack4.ts).
+// overwrote its batches and rows as soon as each put resolved (site/client/overwritten-input.ts).
 
 import { expect, test } from '@playwright/test';
 import { clientPage } from './client-fixtures.js';
@@ -10,10 +10,11 @@ for (const primaryKey of [[], ['id']]) {
     page,
   }) => {
     await clientPage(page);
-    await page.evaluate((url) => import(url), '/client/attack4.ts');
+    await page.evaluate((url) => import(url), '/client/overwritten-input.ts');
     const problems = await page.evaluate(
-      ([name, pk]) => (window as unknown as { attack4: (n: string, pk: string[]) => Promise<string[]> }).attack4(name, pk),
-      [`attack4-${primaryKey.length}-${Date.now()}`, primaryKey] as [string, string[]],
+      ([name, pk]) =>
+        (window as unknown as { overwrittenInput: (n: string, pk: string[]) => Promise<string[]> }).overwrittenInput(name, pk),
+      [`overwrittenInput-${primaryKey.length}-${Date.now()}`, primaryKey] as [string, string[]],
     );
     expect(problems).toEqual([]);
   });

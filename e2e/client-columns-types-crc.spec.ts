@@ -1,6 +1,6 @@
-// attack8 (outside tester): puts built on the page (the worker checks a columns message before
+// Outside tester: puts built on the page (the worker checks a columns message before
 // writing it), every type through the page's client, and CRC-32C where the worker's CSP refuses
-// WebAssembly, attacked through the public API only (site/client/attack8.ts): hand-made columns
+// WebAssembly, attacked through the public API only (site/client/client-columns-types-crc.ts): hand-made columns
 // messages of every wrong shape are refused InvalidArgument with nothing written; a message whose
 // length no buffer backs does not make the worker build billions of rows; puts after a schema
 // change; every type round-trips exactly; a store written with the CRC module refused reopens
@@ -12,7 +12,7 @@ import { clientPage } from './client-fixtures.js';
 type Attack = Record<string, (...a: unknown[]) => Promise<unknown>>;
 
 async function attack<T = string[]>(page: Page, fn: string, ...args: unknown[]): Promise<T> {
-  return page.evaluate(([f, a]) => (window as unknown as { attack8: Attack }).attack8[f as string]!(...(a as unknown[])), [
+  return page.evaluate(([f, a]) => (window as unknown as { columnsTypesCrc: Attack }).columnsTypesCrc[f as string]!(...(a as unknown[])), [
     fn,
     args,
   ] as const) as Promise<T>;
@@ -20,7 +20,7 @@ async function attack<T = string[]>(page: Page, fn: string, ...args: unknown[]):
 
 async function load(page: Page): Promise<void> {
   await clientPage(page);
-  await page.evaluate((url) => import(url), '/client/attack8.ts');
+  await page.evaluate((url) => import(url), '/client/client-columns-types-crc.ts');
 }
 
 const stamp = () => `${Date.now()}`;

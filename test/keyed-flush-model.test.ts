@@ -1,4 +1,4 @@
-// attack6 (outside tester, issue 23): keyed flush builds gathered straight from the memtable's
+// Outside tester (issue 23): keyed flush builds gathered straight from the memtable's
 // batches in stretches, run copies, ranged Bloom inserts (docs/impl.md §3), attacked through the
 // public API only and checked against a plain JS model. Overwrites and deletes of the same keys
 // across puts of many sizes (Arrow batches, sliced batches, plain rows), keys repeated inside one
@@ -34,7 +34,7 @@ import { MemWal } from '../src/index.js';
 import { NodeFileStorage } from '../src/node.js';
 
 const quiet = { warn: () => {} };
-const root = mkdtempSync(join(tmpdir(), 'memwal-attack6-'));
+const root = mkdtempSync(join(tmpdir(), 'memwal-keyed-flush-model-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** A small seeded PRNG (mulberry32). */
@@ -319,7 +319,7 @@ async function run(c: Case, order: Order, seed: number): Promise<string[]> {
   return problems;
 }
 
-describe('attack6: keyed flush builds against a plain JS model', () => {
+describe('keyed flush builds against a plain JS model', () => {
   for (const c of cases)
     for (const order of ['random', 'ascending', 'mostly-ascending'] as const)
       it(`${c.name}, keys ${order}: every read gives exactly the newest rows`, { timeout: 120_000 }, async () => {
