@@ -1,7 +1,7 @@
 // memwal: the public entry point (re-exports only). Nothing reachable from here imports node:*.
 // The drain wire, which only an endpoint's author needs, is `memwal/drain` (src/drain.ts).
 
-export { MemWal, MAX_GET_MANY_KEYS, type OpenHooks, type SchemaReset } from './engine/memwal.js';
+export { MemWal, MAX_GET_MANY_KEYS, type OpenHooks, type SchemaChange, type SchemaReset } from './engine/memwal.js';
 export { openMemWal, MemWalClient, type OpenMemWalOptions, type TypedOpenMemWalOptions, type WorkerLike } from './rpc/client.js';
 export { destroyMemWal, type DestroyMemWalOptions } from './rpc/destroy.js';
 export {
@@ -49,7 +49,7 @@ export type {
 } from './storage/adapter.js';
 export type { Manifest, TableFileEntry, StoreMode } from './format/manifest/manifest.js';
 export type { MemTableStats, BackpressureStats, WalStats, WriteStats, StorageStats, WriterState } from './metrics/stats.js';
-export type { MemWalApi, PutResult, WalEntry, Role } from './engine/api.js';
+export type { MemWalApi, PutResult, WalEntry, Role, SchemaInfo, SchemaVersionInfo } from './engine/api.js';
 export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, StorageOption } from './engine/options.js';
 export type { Logger } from './util/logger.js';
 export {

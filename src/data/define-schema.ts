@@ -28,6 +28,7 @@ import {
   type DataType,
   type TypeMap,
 } from 'apache-arrow';
+import { RENAMED_FROM } from './schema.js';
 
 /**
  * One column of `defineSchema`: its Arrow type, whether it may hold null, and the JavaScript
@@ -36,13 +37,31 @@ import {
 export interface Column<T extends DataType = DataType, In = unknown, Out = unknown, Nullable extends boolean = boolean> {
   readonly type: T;
   readonly isNullable: Nullable;
+  /** The name the stored column had before this release renamed it (`renamedFrom`). */
+  readonly previousName?: string;
   /** The same column, nullable: a put may leave it out or give `null`; reads may give `null`. */
   nullable(): Column<T, In, Out, true>;
+  /**
+   * The same column, renamed from `name` (SPEC §9.1): on open, a stored column `name` becomes this
+   * one, keeping its values (the store records the rename; later opens need not repeat it, and a
+   * release from before the rename still reads it as `name`). Recorded in the Arrow field's
+   * metadata (`memwal.renamedFrom`); the same as `renameColumns: { [name]: thisColumn }`.
+   */
+  renamedFrom(name: string): Column<T, In, Out, Nullable>;
 }
 
 function column<T extends DataType, In, Out>(type: T): Column<T, In, Out, false> {
-  const nullable: Column<T, In, Out, true> = { type, isNullable: true, nullable: () => nullable };
-  return { type, isNullable: false, nullable: () => nullable };
+  const make = <N extends boolean>(isNullable: N, previousName: string | undefined): Column<T, In, Out, N> => ({
+    type,
+    isNullable,
+    ...(previousName === undefined ? {} : { previousName }),
+    nullable: () => make(true, previousName),
+    renamedFrom: (name: string) => {
+      if (typeof name !== 'string' || name === '') throw new TypeError('renamedFrom: the previous name must be a non-empty string');
+      return make(isNullable, name);
+    },
+  });
+  return make(false, undefined);
 }
 
 /** Int8 … Int32, Uint8 … Uint32: a `number` in, a `number` out. */
@@ -125,7 +144,8 @@ export function defineSchema<const C extends Columns>(columns: C): TypedSchema<C
     if (typeof c !== 'object' || c === null || typeof c.isNullable !== 'boolean' || !c.type) {
       throw new TypeError(`defineSchema: column "${name}" must be made by a column builder such as int64() or utf8()`);
     }
-    return new Field(name, c.type, c.isNullable);
+    const metadata = c.previousName === undefined ? undefined : new Map([[RENAMED_FROM, c.previousName]]);
+    return new Field(name, c.type, c.isNullable, metadata);
   });
   return new Schema(fields) as TypedSchema<C>;
 }

@@ -20,7 +20,7 @@ export { EMPTY };
 export function rowsToBatch(rows: Row[], storeSchema: StoreSchema, what: string): RecordBatch {
   const n = rows.length;
   const known: Record<string, true> = Object.create(null) as Record<string, true>;
-  for (const f of storeSchema.base.fields) known[f.name] = true;
+  for (const f of storeSchema.base.fields) if (!storeSchema.hidden?.has(f.name)) known[f.name] = true;
   for (let i = 0; i < n; i++) {
     const row = rows[i];
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
@@ -270,7 +270,10 @@ export function expectedFor(type: DataType): string {
 
 /** The error of a column the store does not have. */
 export function unknownColumn(name: string, storeSchema: StoreSchema, what: string): MemWalError {
-  const known = storeSchema.base.fields.map((f) => f.name).join(', ');
+  const known = storeSchema.base.fields
+    .filter((f) => !storeSchema.hidden?.has(f.name))
+    .map((f) => f.name)
+    .join(', ');
   return invalid(`${what}: unknown column "${name}" (${what === 'delete' ? 'primary key columns' : 'columns'}: ${known})`);
 }
 

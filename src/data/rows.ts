@@ -89,7 +89,9 @@ function checkColumns(input: Schema, storeSchema: StoreSchema, what: string): Ma
   const byName = new Map<string, number>();
   input.fields.forEach((f, j) => {
     if (byName.has(f.name)) throw invalid(`${what}: the input has two columns named "${f.name}"`);
-    if (!storeSchema.base.fields.some((b) => b.name === f.name)) throw unknownColumn(f.name, storeSchema, what);
+    if (storeSchema.hidden?.has(f.name) || !storeSchema.base.fields.some((b) => b.name === f.name)) {
+      throw unknownColumn(f.name, storeSchema, what);
+    }
     byName.set(f.name, j);
   });
   return byName;

@@ -10,6 +10,9 @@ import { fromBase64, toBase64 } from '../util/bytes.js';
 /** Name of the internal delete-marker column appended to keyed stores' batches. Never renamed. */
 export const TOMBSTONE_COLUMN = '_tombstone';
 
+/** Field metadata key of `Column.renamedFrom` (define-schema.ts): the name the column had before (SPEC §9.1). */
+export const RENAMED_FROM = 'memwal.renamedFrom';
+
 /** The store's schemas: what users put (`base`) and what memtables/WAL/table files hold (`internal`). */
 export interface StoreSchema {
   /** The user's schema (field and schema metadata dropped). */
@@ -20,6 +23,11 @@ export interface StoreSchema {
   /** Indices of the key columns in `base` (the same in `internal`), in `primaryKey` order. */
   keyIndices: number[];
   hasTombstone: boolean;
+  /**
+   * Columns of `base` an opener does not see (SPEC §9.1): a put may not name them and writes null
+   * to them. Absent: none. Only the put path's view of the schema has any (data/column-view.ts).
+   */
+  hidden?: ReadonlySet<string>;
 }
 
 /**

@@ -1,7 +1,7 @@
 // The public API interface that MemWal (in-process) and MemWalClient (main thread) both
 // implement, and the values its calls return. Types only.
 
-import type { RecordBatch, Table } from 'apache-arrow';
+import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from './query.js';
@@ -39,6 +39,28 @@ export interface WalEntry {
  * elected under `tabs: 'share'`) or `'follower'` (another tab's worker hosts it; calls are
  * forwarded there).
  */
+/** One recorded schema version of a store (`schemaInfo`). */
+export interface SchemaVersionInfo {
+  version: number;
+  schema: Schema;
+  /** Columns this version renamed, old name → new name (absent: none). */
+  renamed?: Record<string, string>;
+}
+
+/** What `schemaInfo()` answers. */
+export interface SchemaInfo {
+  /** The current schema version. */
+  version: number;
+  /** The current stored schema: every column the store keeps, hidden ones included. */
+  schema: Schema;
+  /** Every recorded version, oldest first. */
+  versions: SchemaVersionInfo[];
+  /** Stored columns this opener's schema lacks: kept with their values, not returned by its reads; its puts write null to them. */
+  hidden: string[];
+  /** This opener's columns that read and write a stored column of another name (a release from before a rename): its name → the stored name. */
+  aliases: Record<string, string>;
+}
+
 export type Role = 'leader' | 'follower' | 'in-process';
 
 /**
@@ -123,6 +145,12 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
   tail(fromPosition: number, opts?: { follow?: boolean; signal?: AbortSignal }): AsyncIterable<WalEntry>;
   /** A consumer is done with every entry up to `position`; the WAL keeps later ones for it. */
   markConsumed(position: number): Promise<void>;
+  /**
+   * The store's schema as stored (SPEC §9.1): its current version and schema (every kept column,
+   * hidden ones included), every recorded version, the stored columns this opener does not see,
+   * and this opener's columns that read a stored column under another name.
+   */
+  schemaInfo(): Promise<SchemaInfo>;
   /** Call `listener` on every later state change; returns the unsubscribe function. */
   onStateChange(listener: (s: WriterState) => void): () => void;
   /** Where this store's calls are served (see `Role`). */

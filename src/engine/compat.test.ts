@@ -51,7 +51,7 @@ describe('stores written by release 0.1', () => {
     await w.compact();
     await w.close();
     const m = await newestManifest(root, 'keyed');
-    expect(m.formatVersion).toBe(2);
+    expect(m.formatVersion).toBe(3); // manifest format 3 (SPEC §9.1); table files stay format 2
     expect(m.tables.every((x) => x.format === 2)).toBe(true); // the close flushed the tail into level 0
     expect(m.tables.some((x) => x.level === 1)).toBe(true);
     const again = await MemWal.open({ name: 'keyed', schema, primaryKey: ['id'], storage: new NodeFileStorage(root), logger: quiet });

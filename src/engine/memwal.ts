@@ -11,6 +11,7 @@ import type { IndexStats, QueryOptions } from './query.js';
 import { type Key, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
+import type { ColumnView } from '../data/column-view.js';
 import { isSchemaMismatch } from '../format/schema-versions.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
 import { renderMetrics } from '../metrics/prometheus.js';
@@ -28,13 +29,13 @@ import type {
 import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import { EventLoopTurns, nowMs } from '../util/schedule.js';
-import type { MemWalApi, PutResult, WalEntry } from './api.js';
+import type { MemWalApi, PutResult, SchemaInfo, WalEntry } from './api.js';
 import { Backpressure } from './backpressure.js';
-import { type CompactionPolicy, DEFAULT_COMPACTION_POLICY } from './compaction.js';
+import { DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import type { ClaimedContext, EngineContext } from './context.js';
 import { Lifecycle } from './lifecycle.js';
-import { openStore, releaseHandle } from './open.js';
-import { type MemWalOptions, resolveOptions } from './options.js';
+import { openStore, releaseHandle, schemaInfoOf } from './open.js';
+import { type MemWalOptions, type OpenHooks, resolveOptions } from './options.js';
 import { resolveStorage } from './resolve-storage.js';
 import type { Retention } from './retention.js';
 import { AsyncRwLock } from './rwlock.js';
@@ -42,29 +43,19 @@ import { CachedEstimate } from './storage-estimate.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
+export type { SchemaChange } from '../format/schema-versions.js';
+export type { OpenHooks, SchemaReset } from './options.js';
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
 export { MAX_GET_MANY_KEYS } from './read-view.js';
 
-/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
-export interface SchemaReset {
-  /** The store's name. */
-  name: string;
-  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
-  reason: string;
-}
-
-/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
-export interface OpenHooks {
-  onStateChange?: (s: WriterState) => void;
-  /**
-   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
-   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
-   * that throws is logged and does not fail the open.
-   */
-  onSchemaReset?: (reset: SchemaReset) => void;
-  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
-  compactionPolicy?: Partial<CompactionPolicy>;
+/** Call an app's hook; one that throws is logged (`memwal: <name> hook threw`) and changes nothing. */
+function callHook(logger: { warn(message: string, ...details: unknown[]): void }, name: string, call: () => void): void {
+  try {
+    call();
+  } catch (hookError) {
+    logger.warn(`memwal: ${name} hook threw`, hookError);
+  }
 }
 
 function zeroWriteStats(): WriteStats {
@@ -100,12 +91,13 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly tier: Tier;
   private readonly retention: Retention;
   private readonly estimates: CachedEstimate;
+  private readonly view: ColumnView;
   private closePromise: Promise<void> | undefined;
   /** Gives the event loop a turn during a long run of point reads that need no round trip. */
   private readonly readTurns = new EventLoopTurns();
 
   private constructor(
-    opened: { ctx: ClaimedContext; wal: WalWriter; tier: Tier; retention: Retention },
+    opened: { ctx: ClaimedContext; wal: WalWriter; tier: Tier; retention: Retention; view: ColumnView },
     private readonly statsLock: AsyncRwLock,
     adapter: StorageAdapter,
   ) {
@@ -116,6 +108,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.wal = opened.wal;
     this.tier = opened.tier;
     this.retention = opened.retention;
+    this.view = opened.view;
     this.estimates = new CachedEstimate(adapter, opened.ctx.options.name);
   }
 
@@ -128,8 +121,9 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   /**
    * Open (or create) a store in this process: validate options, claim the writer lock and epoch,
    * recover the WAL (validated before anything changes), replay it into memtables, and resolve
-   * with the writer. Rejects `InvalidArgument` (bad options, or a reopen with another schema,
-   * key or mode, before anything is claimed), `NotSupported` (recorded layout unusable here),
+   * with the writer. Rejects `InvalidArgument` (bad options, or a reopen with a schema the store
+   * cannot take — SPEC §9/§9.1: a stored column the schema lacks is kept, hidden — or another key
+   * or mode, before anything is claimed), `NotSupported` (recorded layout unusable here),
    * `Locked`, `Corruption`, or the storage error.
    */
   static open<S extends Schema, K extends SchemaColumn<S> = never>(
@@ -152,11 +146,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
         `memwal: ${e.message}; onSchemaMismatch 'reset': destroying store ${opts.name} and creating it anew (its rows are gone)`,
       );
       await adapter.destroyStore(opts.name);
-      try {
-        hooks.onSchemaReset?.({ name: opts.name, reason: e.message });
-      } catch (hookError) {
-        opts.logger.warn('memwal: onSchemaReset hook threw', hookError);
-      }
+      callHook(opts.logger, 'onSchemaReset', () => hooks.onSchemaReset?.({ name: opts.name, reason: e.message }));
       return MemWal.openOnce(opts, adapter, hooks);
     }
   }
@@ -188,6 +178,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       throw err;
     }
     opened.ctx.lanes.wakeAll();
+    const change = opened.schemaChange;
+    if (change) callHook(options.logger, 'onSchemaChange', () => hooks.onSchemaChange?.(change));
     return w;
   }
 
@@ -244,6 +236,16 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.life.state;
   }
 
+  /**
+   * The store's schema as stored (SPEC §9.1): the current version and schema (hidden columns
+   * included), every recorded version with its renames, the stored columns this opener does not
+   * see, and its columns that read a stored column under another name. Answers on a poisoned or
+   * closed writer too (it reads nothing from storage).
+   */
+  async schemaInfo(): Promise<SchemaInfo> {
+    return schemaInfoOf(this.ctx.log.manifest, this.view);
+  }
+
   // ------------------------------------------------------------------ put path
 
   /**
@@ -259,7 +261,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    */
   async put(data: RecordBatch | Table | RowTypesOf<R>['input'][], opts: { signal?: AbortSignal } = {}): Promise<PutResult> {
     this.life.throwIfUnusable();
-    return this.write(toBatches(data, this.ctx.schema), opts.signal);
+    return this.write(toBatches(data, this.view.putSchema), opts.signal);
   }
 
   /**
@@ -363,7 +365,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
-    return this.tier.get(key);
+    return this.view.row(await this.tier.get(key));
   }
 
   /**
@@ -377,7 +379,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
-    return this.tier.getMany(keys);
+    const rows = await this.tier.getMany(keys);
+    return this.view.identity ? rows : rows.map((r) => this.view.row(r));
   }
 
   /** Rows of an ordered index in index order (`MemWalApi.query`, SPEC §17.1; engine/query.ts). */
@@ -407,8 +410,12 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async scan<C extends ColumnName<R> = ColumnName<R>>(opts: { columns?: C[] } = {}): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>> {
     this.life.throwIfUnusable();
     const batches: RecordBatch[] = [];
-    for await (const b of this.tier.scan(opts.columns, Number.POSITIVE_INFINITY)) batches.push(b);
-    const schema = projectBatch(new ArrowRecordBatch(this.ctx.schema.internal, undefined as never), opts.columns, true).schema;
+    const stored = this.view.storedColumns(opts.columns);
+    for await (const b of this.tier.scan(stored, Number.POSITIVE_INFINITY)) batches.push(this.view.batch(b, opts.columns));
+    const schema = this.view.batch(
+      projectBatch(new ArrowRecordBatch(this.ctx.schema.internal, undefined as never), stored, true),
+      opts.columns,
+    ).schema;
     return batches.length > 0 ? new ArrowTable(batches) : new ArrowTable(schema);
   }
 
@@ -425,9 +432,13 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     const limit = opts.limit ?? Number.POSITIVE_INFINITY;
     if (!(limit >= 0)) throw new MemWalError('InvalidArgument', 'scanBatches: limit must be >= 0');
     const writer = this;
+    const view = this.view;
     return (async function* () {
       writer.life.throwIfUnusable();
-      yield* writer.tier.scan(opts.columns, limit, opts.after as Record<string, unknown> | undefined);
+      const stored = view.storedColumns(opts.columns);
+      const source = writer.tier.scan(stored, limit, opts.after as Record<string, unknown> | undefined);
+      if (view.identity) return yield* source;
+      for await (const b of source) yield view.batch(b, opts.columns);
     })();
   }
 
@@ -441,7 +452,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       throw new MemWalError('InvalidArgument', `tail: fromPosition must be an integer >= 1, got ${fromPosition}`);
     }
     this.life.throwIfUnusable();
-    yield* this.retention.tail(fromPosition, opts);
+    if (this.view.identity) return yield* this.retention.tail(fromPosition, opts);
+    for await (const e of this.retention.tail(fromPosition, opts)) yield { ...e, data: this.view.table(e.data) };
   }
 
   /**

@@ -3,19 +3,15 @@
 // MemWal.open then replays into memtables and wakes the background lanes. Nothing in storage
 // changes before recovery's claim; a failure releases the lock.
 
-import { encodeSchema } from '../data/schema.js';
+import { ColumnView } from '../data/column-view.js';
+import { makeKeyEncoder } from '../data/keys.js';
+import { decodeSchema, makeStoreSchema } from '../data/schema.js';
 import { cloneManifest, MANIFEST_FORMAT_VERSION, type Manifest, newIncarnationId, type StoreMode } from '../format/manifest/manifest.js';
-import {
-  decodeVersions,
-  evolutionProblem,
-  evolveManifest,
-  recordedVersions,
-  SchemaVersions,
-  schemaMismatchError,
-} from '../format/schema-versions.js';
+import { planSchema, recordedVersions, type SchemaChange, type SchemaPlan, SchemaVersions } from '../format/schema-versions.js';
 import { jobsPlaceOf } from '../lsm/jobs.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
+import type { SchemaInfo } from './api.js';
 import type { ClaimedContext, EngineContext } from './context.js';
 import { BackgroundLanes } from './lane.js';
 import { callLimitMs, settleWithin } from './limits.js';
@@ -36,6 +32,10 @@ export interface OpenedStore {
   readonly retention: Retention;
   /** The WAL entries recovery found; the tier replays those it needs. */
   readonly entries: WalRecord[];
+  /** How this opener sees the store's columns (SPEC §9.1). */
+  readonly view: ColumnView;
+  /** What the claim changed in, or hid from, the store's schema (undefined: nothing). */
+  readonly schemaChange: SchemaChange | undefined;
 }
 
 /**
@@ -79,18 +79,29 @@ export async function openStore(ctx: EngineContext, adapter: StorageAdapter, sta
 async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, handle: StoreHandle, mode: StoreMode): Promise<OpenedStore> {
   const { life, options, schema } = ctx;
   const log = new ManifestLog(handle, options.name, callLimitMs(options.walRetry.timeoutMs));
+  // The schema the claim leaves the store with (SPEC §9, §9.1), decided from the stored manifest.
+  const plan = (stored: Manifest | undefined): SchemaPlan =>
+    planSchema(stored, options.schema, schema.primaryKey, options, options.name, (stored?.writerEpoch ?? 0) + 1);
+  let claimPlan: SchemaPlan | undefined;
   const r = await recover({
     handle,
     log,
     limitMs: options.flushRetry.stallMs,
-    check: (stored) => checkStored(ctx, adapter.layout, mode, stored),
-    claimOf: (stored) => claimOf(ctx, adapter.layout, mode, stored),
+    check: (stored) => checkStored(ctx, adapter.layout, mode, stored, plan),
+    claimOf: (stored) => {
+      claimPlan = plan(stored);
+      return claimOf(adapter.layout, mode, schema.primaryKey, stored, claimPlan);
+    },
     expectations: (m) => ({ mustKeepAfter: retainedFrom(mode, m), durableUpTo: m.positionHint }),
     schemasOf: (stored) => {
       if (!stored) return schema.internal;
       // The versions the claim records (or has recorded): the entries are read in them after it.
-      const evolved = evolveManifest(stored, schema.base, schema.primaryKey, options.name, stored.writerEpoch + 1);
-      const known = new SchemaVersions(schema, evolved.schemaVersion ?? 1, recordedVersions(evolved));
+      const p = plan(stored);
+      const known = new SchemaVersions(
+        makeStoreSchema(p.stored, schema.primaryKey),
+        p.manifest.schemaVersion ?? 1,
+        recordedVersions(p.manifest),
+      );
       return (s, epoch) => known.versionOfEntry(s, epoch) !== undefined;
     },
     // In memtable mode validation reads what replay reads: the entries after the replay cursor.
@@ -98,8 +109,19 @@ async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, hand
     logger: options.logger,
   });
   const m = log.manifest;
-  const versions = new SchemaVersions(schema, m.schemaVersion ?? 1, recordedVersions(m));
-  const claimed: ClaimedContext = { ...ctx, handle, log, lanes: new BackgroundLanes(life) };
+  // The store's full schema (hidden columns included) is what memtables, WAL entries and table
+  // files hold; the opener sees it through the view.
+  const full = makeStoreSchema(decodeSchema(m.schema), schema.primaryKey);
+  const view = new ColumnView(full, (claimPlan ?? plan(m)).view);
+  const versions = new SchemaVersions(full, m.schemaVersion ?? 1, recordedVersions(m));
+  const claimed: ClaimedContext = {
+    ...ctx,
+    schema: full,
+    keyEncoder: full.primaryKey.length > 0 ? makeKeyEncoder(full) : undefined,
+    handle,
+    log,
+    lanes: new BackgroundLanes(life),
+  };
   const wal = new WalWriter(
     claimed,
     { epoch: log.epoch, segments: r.analysis.segments, lastPosition: r.nextPosition - 1, tornTailBytes: r.tornTailBytes },
@@ -120,11 +142,17 @@ async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, hand
     tier,
     project: (t, epoch, position) => versions.projectEntry(t, epoch, position),
   });
-  return { ctx: claimed, versions, wal, tier, retention, entries: r.analysis.entries };
+  return { ctx: claimed, versions, wal, tier, retention, entries: r.analysis.entries, view, schemaChange: claimPlan?.change };
 }
 
-/** Refuse a stored manifest whose layout, mode, schema or key differs from the options. */
-function checkStored({ options, schema }: EngineContext, layout: string, mode: StoreMode, stored: Manifest | undefined): void {
+/** Refuse a stored manifest whose layout, mode, key or schema (`plan` throws) the options cannot take. */
+function checkStored(
+  { options, schema }: EngineContext,
+  layout: string,
+  mode: StoreMode,
+  stored: Manifest | undefined,
+  plan: (stored: Manifest) => SchemaPlan,
+): void {
   if (!stored) return;
   const name = options.name;
   if (stored.layout !== layout) {
@@ -136,25 +164,25 @@ function checkStored({ options, schema }: EngineContext, layout: string, mode: S
   if (stored.mode !== mode) {
     throw new MemWalError('InvalidArgument', `option enableMemtable: store ${name} was created in ${stored.mode} mode`);
   }
-  const problem = evolutionProblem(decodeVersions(recordedVersions(stored), stored.primaryKey), schema.base, schema.primaryKey);
-  if (problem) throw schemaMismatchError(name, problem);
   if (stored.primaryKey.join('\u0000') !== schema.primaryKey.join('\u0000')) {
     throw new MemWalError(
       'InvalidArgument',
       `option primaryKey: store ${name} has primary key [${stored.primaryKey.join(', ')}], not [${schema.primaryKey.join(', ')}]`,
     );
   }
+  plan(stored);
 }
 
 /**
- * The manifest that claims the store: epoch + 1 over `stored` (with an incarnation id if it had
- * none, as manifests written before they were kept), or a new store's first, a new incarnation.
+ * The manifest that claims the store: epoch + 1 over `stored` with the schema `plan` decided
+ * (with an incarnation id if it had none, as manifests written before they were kept), or a new
+ * store's first, a new incarnation.
  */
-function claimOf({ options, schema }: EngineContext, layout: string, mode: StoreMode, stored: Manifest | undefined): Manifest {
+function claimOf(layout: string, mode: StoreMode, primaryKey: string[], stored: Manifest | undefined, plan: SchemaPlan): Manifest {
   if (stored) {
     return {
       ...cloneManifest(stored),
-      ...evolveManifest(stored, schema.base, schema.primaryKey, options.name, stored.writerEpoch + 1),
+      ...plan.manifest,
       writerEpoch: stored.writerEpoch + 1,
       version: stored.version + 1,
       incarnation: stored.incarnation ?? newIncarnationId(),
@@ -164,10 +192,9 @@ function claimOf({ options, schema }: EngineContext, layout: string, mode: Store
     formatVersion: MANIFEST_FORMAT_VERSION,
     layout,
     mode,
-    schema: encodeSchema(schema.base),
-    schemaVersion: 1,
-    schemas: [{ version: 1, schema: encodeSchema(schema.base), writerEpoch: 1 }],
-    primaryKey: [...schema.primaryKey],
+    ...plan.manifest,
+    schema: plan.manifest.schema,
+    primaryKey: [...primaryKey],
     writerEpoch: 1,
     version: 1,
     nextGeneration: 1,
@@ -176,6 +203,22 @@ function claimOf({ options, schema }: EngineContext, layout: string, mode: Store
     positionHint: 0,
     incarnation: newIncarnationId(),
     tables: [],
+  };
+}
+
+/** `schemaInfo()` of a store whose claimed manifest is `m`, as an opener seeing it through `view` sees it. Reads nothing. */
+export function schemaInfoOf(m: Manifest, view: ColumnView): SchemaInfo {
+  const versions = recordedVersions(m).map((v) => ({
+    version: v.version,
+    schema: decodeSchema(v.schema),
+    ...(v.renamed ? { renamed: Object.fromEntries(Object.entries(v.renamed).map(([to, from]) => [from, to])) } : {}),
+  }));
+  return {
+    version: m.schemaVersion ?? versions[versions.length - 1]!.version,
+    schema: decodeSchema(m.schema),
+    versions,
+    hidden: [...view.hidden],
+    aliases: view.aliases(),
   };
 }
 

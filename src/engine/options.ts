@@ -6,6 +6,9 @@ import { MemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import type { Logger } from '../util/logger.js';
 import { type IndexSpec, type ResolvedIndex, resolveIndexes } from '../data/index-keys.js';
+import type { SchemaChange } from '../format/schema-versions.js';
+import type { WriterState } from '../metrics/stats.js';
+import type { CompactionPolicy } from './compaction.js';
 
 const MiB = 1024 * 1024;
 
@@ -39,7 +42,10 @@ export type StorageOption = 'opfs' | 'indexeddb' | 'memory' | StorageAdapter;
 export interface MemWalOptions {
   /** Which store (Lance: shard id). Non-empty; at most 200 characters of `[A-Za-z0-9._-]`. */
   name: string;
-  /** The Arrow schema; on reopen it must equal the stored one (names, types, nullability). */
+  /**
+   * The Arrow schema. On reopen it may differ from the stored one as SPEC §9/§9.1 allow (added
+   * nullable columns; stored columns it lacks are kept hidden; renames): docs/impl.md §12.
+   */
   schema: Schema;
   /** Primary-key columns: non-nullable integer, string, binary, bool or temporal. */
   primaryKey?: string[];
@@ -99,11 +105,26 @@ export interface MemWalOptions {
   maxPendingCompactionBytes?: number;
   /**
    * What open does when the store's recorded schema cannot evolve into `schema` (added nullable
-   * columns and dropped non-key columns can; docs/impl.md §12): `'throw'` (default) rejects
+   * columns, kept columns it lacks — hidden — and renames can; docs/impl.md §12): `'throw'` (default) rejects
    * `InvalidArgument` naming the column and the rule; `'reset'` destroys the store and creates it
    * anew with `schema`, warning through `logger` — every row of the old store is gone.
    */
   onSchemaMismatch?: 'throw' | 'reset';
+  /**
+   * Stored columns to drop, with their values, at this open (SPEC §9.1). A stored column the
+   * schema lacks is otherwise kept, hidden from this opener (reads leave it out, puts write null
+   * to it). A name must not be a key column nor a column of `schema`, and on an existing store it
+   * must be a column of some recorded schema version (`InvalidArgument` otherwise); naming a
+   * column already dropped is a no-op, so a release may keep the option.
+   */
+  dropColumns?: string[];
+  /**
+   * Renames of stored columns, old name → new name (`{ title: 'name' }`): the column keeps its
+   * identity and values under the new name, which must be a column of `schema` (the old one must
+   * not be). For a `defineSchema` schema, `utf8().renamedFrom('title')` says the same. Once done,
+   * a rename is recorded in the manifest (docs/format.md §9) and naming it again is a no-op.
+   */
+  renameColumns?: Record<string, string>;
   /** How long a flushed memtable stays readable in memory. Default 0 (evicted on commit). */
   frozenMemtableGraceMs?: number;
   /** How often a blocked writer warns through `logger`. Default 10 s. */
@@ -150,6 +171,9 @@ export interface ResolvedOptions {
   blockCacheBytes: number | undefined;
   maxPendingCompactionBytes: number;
   onSchemaMismatch: 'throw' | 'reset';
+  dropColumns: string[];
+  /** Old name → new name. */
+  renameColumns: Record<string, string>;
   frozenMemtableGraceMs: number;
   backpressureLogIntervalMs: number;
   backpressureTimeoutMs: number | undefined;
@@ -218,6 +242,8 @@ const KNOWN = new Set<string>([
   'blockCacheBytes',
   'maxPendingCompactionBytes',
   'onSchemaMismatch',
+  'dropColumns',
+  'renameColumns',
   'maxMemtableRows',
   'maxMemtableBatches',
   'maxUnflushedMemtableBytes',
@@ -285,6 +311,21 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
   const indexes = resolveIndexes(o.indexes, o.schema, primaryKey);
   if (indexes.length > 0 && !enableMemtable) invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
+  const dropColumns = o.dropColumns ?? [];
+  if (!Array.isArray(dropColumns) || dropColumns.some((c) => typeof c !== 'string' || c === '')) {
+    invalid('dropColumns', 'must be an array of column names');
+  }
+  const renameColumns = o.renameColumns ?? {};
+  if (typeof renameColumns !== 'object' || renameColumns === null || Array.isArray(renameColumns)) {
+    invalid('renameColumns', 'must be an object of old name → new name');
+  }
+  const renamedTo = new Set<string>();
+  for (const [from, to] of Object.entries(renameColumns)) {
+    if (typeof to !== 'string' || to === '' || from === '') invalid('renameColumns', `"${from}" must map to a column name`);
+    if (from === to) invalid('renameColumns', `renames "${from}" to itself`);
+    if (renamedTo.has(to)) invalid('renameColumns', `renames two columns to "${to}"`);
+    renamedTo.add(to);
+  }
   const logger = o.logger ?? console;
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     invalid('logger', 'must have a warn(message) function');
@@ -316,6 +357,8 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
       1,
     ),
     onSchemaMismatch: oneOf('onSchemaMismatch', o.onSchemaMismatch, ['throw', 'reset'] as const, 'throw'),
+    dropColumns: [...new Set(dropColumns)],
+    renameColumns: { ...renameColumns },
     frozenMemtableGraceMs: nonNegativeInt('frozenMemtableGraceMs', o.frozenMemtableGraceMs, 0),
     backpressureLogIntervalMs: nonNegativeInt(
       'backpressureLogIntervalMs',
@@ -335,4 +378,32 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     logger,
     indexes,
   };
+}
+
+/** What `onSchemaMismatch: 'reset'` destroyed: the store, and why its recorded schema could not evolve. */
+export interface SchemaReset {
+  /** The store's name. */
+  name: string;
+  /** The mismatch: the `InvalidArgument` message the open would have rejected with. */
+  reason: string;
+}
+
+/** Hooks for hosts (the worker) that must see state changes before `open` resolves, and for measurements. */
+export interface OpenHooks {
+  onStateChange?: (s: WriterState) => void;
+  /**
+   * Called when `onSchemaMismatch: 'reset'` destroyed the store (every row of it is gone), before
+   * it is created anew with the given schema; the reset is also logged (`logger.warn`). A hook
+   * that throws is logged and does not fail the open.
+   */
+  onSchemaReset?: (reset: SchemaReset) => void;
+  /**
+   * Called once the open resolved, when it changed the store's schema or hid stored columns from
+   * this opener (SPEC §9.1): the versions before and after, the columns added, hidden (kept with
+   * their values, not read nor written by this opener), dropped (`dropColumns`) and renamed. A
+   * hook that throws is logged and does not fail the open.
+   */
+  onSchemaChange?: (change: SchemaChange) => void;
+  /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
+  compactionPolicy?: Partial<CompactionPolicy>;
 }

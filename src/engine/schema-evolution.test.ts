@@ -53,7 +53,7 @@ describe('schema evolution', () => {
     await b.close();
   });
 
-  it('a dropped non-key column disappears from every read of old data', async () => {
+  it('a column the schema lacks is hidden, not dropped: a schema that has it again reads its values', async () => {
     const storage = new MemoryStorage();
     const name = storeName();
     const a = await open(storage, name, v2);
@@ -62,10 +62,28 @@ describe('schema evolution', () => {
     const b = await open(storage, name, v3);
     expect(await b.get({ id: 3 })).toEqual({ id: 3n, note: 'n3', name: 'a3' });
     expect((await b.scan()).schema.fields.map((f) => f.name)).toEqual(['id', 'note', 'name']);
+    await b.put([{ id: 3, note: 'n3b', name: 'b3' }]);
+    await b.compact();
+    await b.close();
+    const c = await open(storage, name, v2);
+    expect(await c.get({ id: 4 })).toEqual({ id: 4n, note: 'n4', value: 4, name: 'a4' });
+    expect(await c.get({ id: 3 })).toEqual({ id: 3n, note: 'n3b', value: null, name: 'b3' }); // b's put wrote null to it
+    await c.close();
+  });
+
+  it('a column named in dropColumns disappears from every read of old data; a schema that has it again reads null', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName();
+    const a = await open(storage, name, v2);
+    await a.put(Array.from({ length: 80 }, (_, i) => ({ id: i, note: `n${i}`, value: i, name: `a${i}` })));
+    await a.close();
+    const b = await open(storage, name, v3, { dropColumns: ['value'] });
+    expect(await b.get({ id: 3 })).toEqual({ id: 3n, note: 'n3', name: 'a3' });
+    expect((await b.schemaInfo()).schema.fields.map((f) => f.name)).toEqual(['id', 'note', 'name']);
     await b.close();
     // Going back to a schema that has 'value' again is an added nullable column: old values are not resurrected.
     const c = await open(storage, name, v2);
-    expect(await c.get({ id: 3 })).toMatchObject({ note: 'n3' });
+    expect(await c.get({ id: 3 })).toEqual({ id: 3n, note: 'n3', value: null, name: 'a3' });
     await c.close();
   });
 
@@ -172,7 +190,7 @@ describe('a column dropped and added again is a new column', () => {
 
   /**
    * Release 1 writes x = 11 for every row, into table files (ids 0..99) and the WAL (100..119 and
-   * 500); release 2 drops x, replays those entries and adds one of its own (600), all left in the
+   * 500); release 2 drops x (`dropColumns`), replays those entries and adds one of its own (600), all left in the
    * WAL; `last` then opens the store with x added again.
    */
   async function droppedThenAdded(last: Schema, previousRelease: boolean): Promise<{ storage: MemoryStorage; name: string; w: MemWal }> {
@@ -183,7 +201,7 @@ describe('a column dropped and added again is a new column', () => {
     await a.waitForFlushDrain();
     await a.put([{ id: 500, x: 11 }]);
     await a.abort();
-    const b = await open(storage, name, s2);
+    const b = await open(storage, name, s2, { dropColumns: ['x'] });
     await b.put([{ id: 600 }]);
     await b.abort();
     if (previousRelease) {

@@ -4,7 +4,7 @@
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Field, Int32, Int64, Schema } from 'apache-arrow';
+import { Field, Int32, Int64, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it, vi } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
 import { open, rows, schema, storeName } from '../engine/testkit.test-util.js';
@@ -270,11 +270,12 @@ describe('a store on RemoteStorage', () => {
     const { storage, jobs } = remote();
     const name = storeName();
     const withX = (x?: Field) => new Schema([new Field('id', new Int64(), false), ...(x ? [x] : [])]);
-    const openAs = (s: Schema) => MemWal.open({ name, schema: s, primaryKey: ['id'], storage, logger: { warn: () => undefined } });
+    const openAs = (s: Schema, extra = {}) =>
+      MemWal.open({ name, schema: s, primaryKey: ['id'], storage, logger: { warn: () => undefined }, ...extra });
     const a = await openAs(withX(new Field('x', new Int32(), true)));
     await a.put([{ id: 1, x: 11 }]);
     await a.abort(); // in the WAL only, written in version 1
-    await (await openAs(withX())).abort(); // version 2 drops x
+    await (await openAs(withX(), { dropColumns: ['x'] })).abort(); // version 2 drops x
     const c = await openAs(withX(new Field('x', new Int32(), true))); // version 3 adds x again
     await c.put([{ id: 2, x: 22 }]);
     await c.forceSealActive();
@@ -282,6 +283,40 @@ describe('a store on RemoteStorage', () => {
     expect(jobs).toContain('buildFlush');
     expect(await c.get({ id: 1 })).toEqual({ id: 1n, x: null });
     expect(await c.get({ id: 2 })).toEqual({ id: 2n, x: 22 });
+    await c.close();
+  });
+});
+
+describe('a flush built on the far side keeps what an opener does not see (SPEC §9.1)', () => {
+  it('a hidden column and a renamed one keep their values through flush and compaction in the I/O worker', async () => {
+    const { storage, jobs } = remote();
+    const name = storeName();
+    const quiet = { warn: () => undefined };
+    const full = new Schema([new Field('id', new Int64(), false), new Field('title', new Utf8(), true), new Field('x', new Int32(), true)]);
+    const a = await MemWal.open({ name, schema: full, primaryKey: ['id'], storage, logger: quiet });
+    await a.put([{ id: 1, title: 'one', x: 11 }]);
+    await a.abort(); // in the WAL only
+    // An opener that renames title and lacks x: x hidden, title renamed; its flush runs in the I/O worker.
+    const renamed = new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]);
+    const b = await MemWal.open({ name, schema: renamed, primaryKey: ['id'], storage, logger: quiet, renameColumns: { title: 'name' } });
+    await b.put([{ id: 2, name: 'two' }]);
+    await b.forceSealActive();
+    await b.waitForFlushDrain();
+    await b.compact();
+    expect(jobs).toContain('buildFlush');
+    expect(await b.get({ id: 1 })).toEqual({ id: 1n, name: 'one' });
+    await b.close();
+    const c = await MemWal.open({
+      name,
+      schema: new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true), new Field('x', new Int32(), true)]),
+      primaryKey: ['id'],
+      storage,
+      logger: quiet,
+    });
+    expect(await c.getMany([{ id: 1 }, { id: 2 }])).toEqual([
+      { id: 1n, name: 'one', x: 11 },
+      { id: 2n, name: 'two', x: null },
+    ]);
     await c.close();
   });
 });

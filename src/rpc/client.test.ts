@@ -481,6 +481,35 @@ describe('MemWalClient over a MessageChannel', () => {
     expect((await c.scan()).numRows).toBe(0);
   });
 
+  it('a stored column the page schema lacks is kept and hidden (SPEC §9.1): onSchemaChange and schemaInfo() reach the page', async () => {
+    const storage = new MemoryStorage();
+    const name = storeName('migrate');
+    const withNote = new Schema([...schema.fields, new Field('note', new Utf8(), true)]);
+    const newer = await open(channelWorker({ resolveStorage: () => storage }), { name, schema: withNote });
+    await newer.put([{ id: 1, name: 'a', note: 'kept' }]);
+    await newer.close();
+    const changes: unknown[] = [];
+    const older = await open(
+      channelWorker({ resolveStorage: () => storage }),
+      { name },
+      { onSchemaChange: (c: unknown) => changes.push(c) },
+    );
+    expect(changes).toEqual([{ name, from: 1, to: 1, added: [], hidden: ['note'], dropped: [], renamed: {} }]);
+    const info = await older.schemaInfo();
+    expect(info.hidden).toEqual(['note']);
+    expect(info.schema).toBeInstanceOf(Schema);
+    expect(info.schema.fields.map((f) => f.name)).toEqual(['id', 'name', 'note']);
+    expect(info.versions.map((v) => [v.version, v.schema.fields.length])).toEqual([[1, 3]]);
+    expect(await older.get({ id: 1 })).toEqual({ id: 1, name: 'a' });
+    await older.put([{ id: 2, name: 'b' }]);
+    await older.close();
+    const again = await open(channelWorker({ resolveStorage: () => storage }), { name, schema: withNote });
+    expect(await again.getMany([{ id: 1 }, { id: 2 }])).toEqual([
+      { id: 1, name: 'a', note: 'kept' },
+      { id: 2, name: 'b', note: null },
+    ]);
+  });
+
   it('after close every call rejects Closed, and close is idempotent', async () => {
     const c = await open(channelWorker());
     await c.put(rows(1, 2));

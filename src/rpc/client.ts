@@ -16,7 +16,7 @@ import type {
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
-import type { MemWalApi, PutResult, Role, WalEntry } from '../engine/api.js';
+import type { MemWalApi, PutResult, Role, SchemaInfo, WalEntry } from '../engine/api.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
 import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from '../engine/query.js';
@@ -257,6 +257,12 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
         this.hooks.onSchemaReset?.({ name: e.name, reason: e.reason });
       } catch (err) {
         this.logger.warn('memwal: onSchemaReset hook threw', err);
+      }
+    } else if (e?.memwalEvent === 'schema-change') {
+      try {
+        this.hooks.onSchemaChange?.(e.change);
+      } catch (err) {
+        this.logger.warn('memwal: onSchemaChange hook threw', err);
       }
     }
   }
@@ -508,6 +514,16 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   walStats(): Promise<WalStats> {
     return this.call('walStats', (r) => r.walStats());
+  }
+
+  /** As `MemWal.schemaInfo` (under `tabs: 'share'`, the leader's store as this tab's schema sees it: the tabs' schemas are equal). */
+  async schemaInfo(): Promise<SchemaInfo> {
+    const [codec, w] = await Promise.all([arrowCodec(), this.call('schemaInfo', (r) => r.schemaInfo())]);
+    return {
+      ...w,
+      schema: codec.schemaFromWire(w.schema),
+      versions: w.versions.map((v) => ({ ...v, schema: codec.schemaFromWire(v.schema) })),
+    };
   }
 
   /** As `MemWal.compactionStats`. */

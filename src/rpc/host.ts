@@ -16,7 +16,7 @@ import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/brows
 import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
 import { decodeColumns } from './columns-wire.js';
-import { isWireColumns, wireBuffers } from './client-wire.js';
+import { isWireColumns, schemaToWire, wireBuffers } from './client-wire.js';
 import { TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
@@ -28,6 +28,7 @@ import type {
   WireData,
   HostError,
   WireOpenOptions,
+  WireSchemaInfo,
   WireSignal,
   WireStorage,
   WireWalEntry,
@@ -333,7 +334,11 @@ export function makeHostApi(
       };
       store = await MemWal.open(
         { ...rest, schema: schemaFromWire(schema), storage: adapter ?? storage, logger: { warn } },
-        { onStateChange: emitState, onSchemaReset: (reset) => emit({ memwalEvent: 'schema-reset', ...reset }) },
+        {
+          onStateChange: emitState,
+          onSchemaReset: (reset) => emit({ memwalEvent: 'schema-reset', ...reset }),
+          onSchemaChange: (change) => emit({ memwalEvent: 'schema-change', change }),
+        },
       );
       opened = wireOptions;
       emitState(store.writerState);
@@ -414,6 +419,14 @@ export function makeHostApi(
     storageStats: wire(() => need().storageStats()),
     metrics: wire(() => need().metrics()),
     markConsumed: wire((position: number) => need().markConsumed(position)),
+    schemaInfo: wire(async (): Promise<WireSchemaInfo> => {
+      const info = await need().schemaInfo();
+      return {
+        ...info,
+        schema: schemaToWire(info.schema),
+        versions: info.versions.map((v) => ({ ...v, schema: schemaToWire(v.schema) })),
+      };
+    }),
 
     close: wire(async () => {
       tabs?.stopAccepting();

@@ -4,7 +4,8 @@
 import type { WireError } from '../util/errors.js';
 import type { MemWalOptions } from '../engine/options.js';
 import type { WriterState } from '../metrics/stats.js';
-import type { SchemaReset } from '../engine/memwal.js';
+import type { SchemaChange, SchemaReset } from '../engine/memwal.js';
+import type { SchemaInfo, SchemaVersionInfo } from '../engine/api.js';
 import type { makeHostApi } from './host.js';
 import type { TabMethod } from './tabs/routes.js';
 
@@ -137,7 +138,14 @@ export interface Hello {
 export type HostEvent =
   | { memwalEvent: 'state'; state: WriterState }
   | { memwalEvent: 'warn'; message: string; details: unknown[] }
-  | ({ memwalEvent: 'schema-reset' } & SchemaReset);
+  | ({ memwalEvent: 'schema-reset' } & SchemaReset)
+  | { memwalEvent: 'schema-change'; change: SchemaChange };
+
+/** `schemaInfo()` as posted: its schemas as plain data. */
+export type WireSchemaInfo = Omit<SchemaInfo, 'schema' | 'versions'> & {
+  schema: WireSchema;
+  versions: (Omit<SchemaVersionInfo, 'schema'> & { schema: WireSchema })[];
+};
 
 /** Client -> worker scope: start a connection on `port`; the host holds `lockName` while it lives. */
 export interface ConnectMessage {

@@ -6,12 +6,14 @@ import { wallClockMs } from '../../util/schedule.js';
 
 /**
  * Written to disk: never renumber. Version 2 adds `commitId`, schema versions and the table
- * fields of format v2; this build writes 2 and reads 1 and 2 (docs/format.md §11). Readers reject
- * versions they do not know.
+ * fields of format v2; version 3 adds renames (`schemas[].renamed`) and means "a stored column
+ * the opener lacks is kept" (SPEC §9.1), which a build reading only 1 and 2 would drop. This
+ * build writes 3 and reads 1, 2 and 3 (docs/format.md §11). Readers reject versions they do not
+ * know.
  */
-export const MANIFEST_FORMAT_VERSION = 2;
+export const MANIFEST_FORMAT_VERSION = 3;
 /** Manifest format versions this build reads. */
-export const READABLE_MANIFEST_VERSIONS: readonly number[] = [1, 2];
+export const READABLE_MANIFEST_VERSIONS: readonly number[] = [1, 2, 3];
 
 /** A flushed memtable: one Arrow IPC file. */
 export interface TableFileEntry {
@@ -52,6 +54,11 @@ export interface SchemaVersion {
    * (up to the next version's) are in it. Absent in versions recorded before it was kept.
    */
   writerEpoch?: number;
+  /**
+   * Columns this version renamed (format 3): new name → the name the same column had in the
+   * version before. Absent: none.
+   */
+  renamed?: Record<string, string>;
 }
 
 export interface Manifest {
@@ -140,6 +147,6 @@ export function cloneManifest(m: Manifest): Manifest {
     ...m,
     primaryKey: [...m.primaryKey],
     tables: m.tables.map((t) => ({ ...t })),
-    ...(m.schemas ? { schemas: m.schemas.map((v) => ({ ...v })) } : {}),
+    ...(m.schemas ? { schemas: m.schemas.map((v) => ({ ...v, ...(v.renamed ? { renamed: { ...v.renamed } } : {}) })) } : {}),
   };
 }

@@ -47,6 +47,7 @@ export const TAB_ROUTES = {
   storageStats: 'call',
   metrics: 'call',
   markConsumed: 'call',
+  schemaInfo: 'call',
   close: 'leave',
   abort: 'leave',
   detach: 'host',
