@@ -3,7 +3,7 @@
 
 import type { WireError } from '../util/errors.js';
 import type { MemWalOptions } from '../engine/options.js';
-import type { WriterState } from '../metrics/stats.js';
+import type { StatsSnapshot, WriterState } from '../metrics/stats.js';
 import type { SchemaReset } from '../engine/memwal.js';
 import type { makeHostApi } from './host.js';
 import type { TabMethod } from './tabs/routes.js';
@@ -137,6 +137,8 @@ export interface Hello {
 export type HostEvent =
   | { memwalEvent: 'state'; state: WriterState }
   | { memwalEvent: 'warn'; message: string; details: unknown[] }
+  /** A stats snapshot the host published (host.ts, SPEC §15.3): the client's `stats()` answers from the newest. */
+  | { memwalEvent: 'stats'; stats: StatsSnapshot }
   | ({ memwalEvent: 'schema-reset' } & SchemaReset);
 
 /** Client -> worker scope: start a connection on `port`; the host holds `lockName` while it lives. */

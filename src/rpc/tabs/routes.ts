@@ -34,6 +34,7 @@ export const TAB_ROUTES = {
   sync: 'call',
   forceSealActive: 'call',
   waitForFlushDrain: 'call',
+  stats: 'call',
   memtableStats: 'call',
   backpressureStats: 'call',
   compactionStats: 'call',
