@@ -29,6 +29,7 @@ export class CachedEstimate {
 
   /** Ask the adapter in the background when the figures are older than a second (as `get` does), without waiting. */
   refresh(): void {
+    if (this.inFlight || (this.last !== undefined && nowMs() - this.last.atMs <= ESTIMATE_MAX_AGE_MS)) return; // cheap: no promise
     this.get().catch(() => undefined); // get never rejects; a failing adapter gives {}
   }
 
