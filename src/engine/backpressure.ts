@@ -30,7 +30,7 @@ interface Waiter {
 /**
  * One reader's interval for `maxWaitMsSinceLast` (a `stats()` caller, an `onStats` listener, a
  * page's connection): the longest wait that ended since the reader's previous snapshot. Opened
- * with `Backpressure.openWindow`, read and restarted by `stats(_, window)`, closed when the reader
+ * with `Backpressure.openWindow`, read and restarted by `stats(_, interval)`, closed when the reader
  * goes (`closeWindow`).
  */
 export interface WaitWindow {
@@ -95,11 +95,11 @@ export class Backpressure {
   /**
    * A snapshot (synchronous); `activeWaitMs` sums the elapsed time of the waits in progress.
    * `compactionBehind`: flushes are held back by compaction debt right now (then waiters wait for
-   * compaction). `maxWaitMsSinceLast` is the longest wait in progress at any moment of `window`'s
-   * interval (waits that ended in it, and the waits in progress now), and the interval restarts
-   * now; without a window it is the longest wait in progress now.
+   * compaction). `maxWaitMsSinceLast` is the longest wait in progress at any moment of the reader's
+   * `interval` (waits that ended in it, and the waits in progress now), and the interval restarts
+   * now; without an interval it is the longest wait in progress now.
    */
-  stats(compactionBehind = false, window?: WaitWindow): SnapshotBackpressure {
+  stats(compactionBehind = false, interval?: WaitWindow): SnapshotBackpressure {
     const now = nowMs();
     let activeWaitMs = 0;
     let longestActive = 0;
@@ -109,9 +109,9 @@ export class Backpressure {
       if (elapsed > longestActive) longestActive = elapsed;
     }
     let maxWaitMsSinceLast = longestActive;
-    if (window) {
-      maxWaitMsSinceLast = Math.max(window.maxEndedMs, longestActive);
-      window.maxEndedMs = 0;
+    if (interval) {
+      maxWaitMsSinceLast = Math.max(interval.maxEndedMs, longestActive);
+      interval.maxEndedMs = 0;
     }
     return {
       totalCount: this.totalCount,

@@ -460,12 +460,12 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    */
   onStats(listener: (s: StatsSnapshot) => void, opts: OnStatsOptions = {}): () => void {
     const intervalMs = checkStatsInterval(opts.intervalMs);
-    const window = this.backpressure.openWindow();
+    const interval = this.backpressure.openWindow();
     let stopped = false;
     const push = async (): Promise<void> => {
       const est = await this.estimates.get();
       if (stopped) return;
-      const snapshot = this.snapshotNow(est, window);
+      const snapshot = this.snapshotNow(est, interval);
       try {
         listener(snapshot);
       } catch (e) {
@@ -477,7 +477,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       if (stopped) return;
       stopped = true;
       stopTimer();
-      this.backpressure.closeWindow(window);
+      this.backpressure.closeWindow(interval);
       this.statsSubscriptions.delete(stop);
     };
     this.statsSubscriptions.add(stop);
@@ -487,11 +487,11 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   /**
    * @internal The snapshot, synchronously, with the usage figures the cache holds (no wait):
-   * for hosts that publish it (rpc/host.ts). `window`: whose `maxWaitMsSinceLast` interval.
+   * for hosts that publish it (rpc/host.ts). `interval`: whose `maxWaitMsSinceLast` interval.
    */
-  statsNow(window: WaitWindow): StatsSnapshot {
+  statsNow(interval: WaitWindow): StatsSnapshot {
     this.estimates.refresh();
-    return this.snapshotNow(this.estimates.peek(), window);
+    return this.snapshotNow(this.estimates.peek(), interval);
   }
 
   /** @internal A new interval for `maxWaitMsSinceLast` (a host's connection); `closeStatsWindow` ends it. */
@@ -500,8 +500,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   /** @internal */
-  closeStatsWindow(window: WaitWindow): void {
-    this.backpressure.closeWindow(window);
+  closeStatsWindow(interval: WaitWindow): void {
+    this.backpressure.closeWindow(interval);
   }
 
   /**
@@ -526,7 +526,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   /** The snapshot: every figure read in this one synchronous step. */
-  private snapshotNow(est: StorageEstimate, window: WaitWindow | undefined): StatsSnapshot {
+  private snapshotNow(est: StorageEstimate, interval: WaitWindow | undefined): StatsSnapshot {
     const { memtable, compaction, read } = this.tier.statsParts();
     const wal: WalStats = { ...this.wal.snapshot(), incarnation: this.ctx.log.manifest.incarnation };
     const tables = this.ctx.log.manifest.tables;
@@ -539,7 +539,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       state: this.life.state,
       unflushedBytes: memtable ? memtable.estimatedBytes + memtable.frozenBytes : this.wal.pendingBytes,
       budgetBytes: this.options.maxUnflushedMemtableBytes,
-      backpressure: this.backpressure.stats(this.tier.compactionStalled(), window),
+      backpressure: this.backpressure.stats(this.tier.compactionStalled(), interval),
       wal,
       write: { ...this.ctx.writeStats },
       storage: { ...est, tableFileCount: tables.length, tableFileBytes, storeBytes: tableFileBytes + wal.retainedBytes },

@@ -560,15 +560,15 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
    */
   onStats(listener: (s: StatsSnapshot) => void, opts: OnStatsOptions = {}): () => void {
     const intervalMs = checkStatsInterval(opts.intervalMs);
-    const window: PageWaitWindow = { max: 0 };
-    this.statsWindows.add(window);
+    const interval: PageWaitWindow = { max: 0 };
+    this.statsWindows.add(interval);
     let stopped = false;
     const push = (): void => {
       this.latest().then(
         (s) => {
           if (stopped) return;
           try {
-            listener(this.forWindow(s, window));
+            listener(this.forWindow(s, interval));
           } catch (e) {
             this.logger.warn('memwal: onStats listener threw', e);
           }
@@ -581,7 +581,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
       if (stopped) return;
       stopped = true;
       stopTimer();
-      this.statsWindows.delete(window);
+      this.statsWindows.delete(interval);
       this.statsSubscriptions.delete(stop);
     };
     this.statsSubscriptions.add(stop);

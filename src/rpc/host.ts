@@ -229,7 +229,7 @@ export function makeHostApi(
   // at least as new as the reply's effect precedes it on the port: read-your-writes), every
   // STATS_CHECK_MS for changes made in the background, and at least every STATS_HEARTBEAT_MS —
   // and the client answers stats from the newest one without a round trip.
-  let statsWindow: { store: MemWal; window: WaitWindow } | undefined;
+  let statsWindow: { store: MemWal; interval: WaitWindow } | undefined;
   let lastMark: number[] | undefined;
   let lastPublishMs = 0;
   let stopStatsTimer: (() => void) | undefined;
@@ -237,12 +237,12 @@ export function makeHostApi(
     b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
   const snapshotFor = (s: MemWal): StatsSnapshot => {
     if (statsWindow?.store !== s) {
-      if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.window);
-      statsWindow = { store: s, window: s.openStatsWindow() };
+      if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.interval);
+      statsWindow = { store: s, interval: s.openStatsWindow() };
     }
     lastMark = s.statsMark();
     lastPublishMs = nowMs();
-    return s.statsNow(statsWindow.window);
+    return s.statsNow(statsWindow.interval);
   };
   const publishStats = (force: boolean): void => {
     if (!stopStatsTimer || !store) return;
@@ -252,7 +252,7 @@ export function makeHostApi(
   const stopStats = (): void => {
     stopStatsTimer?.();
     stopStatsTimer = undefined;
-    if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.window);
+    if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.interval);
     statsWindow = undefined;
   };
   const startStats = (): void => {
