@@ -82,7 +82,7 @@ async function clientRows(rows: number): Promise<{ rows: number; ackMs: number; 
 
 /** What one repetition of case 5 measured: each accessor's latencies (ms) and the load. */
 export interface StatsUnderLoad {
-  latencies: Record<'memtableStats' | 'backpressureStats' | 'metrics', number[]>;
+  latencies: Record<'stats' | 'memtableStats' | 'backpressureStats' | 'metrics', number[]>;
   /**
    * How old each memtableStats answer was (ms): when the page had already seen more puts resolve
    * than the answer counts as durable (`durableBatchCount`, one batch per put here), the answer
@@ -148,17 +148,17 @@ async function statsUnderWorkerLoad(count: number, writers: number): Promise<Sta
 }
 
 /**
- * Poll memtableStats, backpressureStats and metrics of `db`, each in its own loop (call, time it,
+ * Poll stats, memtableStats, backpressureStats and metrics of `db`, each in its own loop (call, time it,
  * pause 2 ms), while `load()` runs; resolves their latencies and the load's bytes and duration.
  * `resolved` (the times the page saw each put resolve) gives memtableStats' staleness.
  */
 async function pollStatsDuring(db: MemWalClient, resolved: number[] | undefined, load: () => Promise<number>): Promise<StatsUnderLoad> {
-  const latencies: StatsUnderLoad['latencies'] = { memtableStats: [], backpressureStats: [], metrics: [] };
+  const latencies: StatsUnderLoad['latencies'] = { stats: [], memtableStats: [], backpressureStats: [], metrics: [] };
   const staleness: number[] = [];
   let loading = true;
   // A user-timing mark brackets the load, so a trace (run.mjs) can cut its window out.
   performance.mark('bench-load-start');
-  const samplers = (['memtableStats', 'backpressureStats', 'metrics'] as const).map(async (k) => {
+  const samplers = (['stats', 'memtableStats', 'backpressureStats', 'metrics'] as const).map(async (k) => {
     while (loading) {
       const t = now();
       const seen = resolved?.length ?? 0;

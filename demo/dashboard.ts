@@ -26,6 +26,8 @@ export interface RawStats {
   ws: WriteStats;
   wal: WalStats;
   cs: CompactionStats;
+  /** The snapshot's `unflushedBytes` (active + frozen bytes not yet flushed). */
+  unflushedBytes: number;
 }
 
 /** The bounds the store was opened with (`maxUnflushedMemtableBytes`, `maxPendingCompactionBytes`). */
@@ -221,7 +223,6 @@ export class Dashboard {
     const s: Sample = {
       ...raw,
       ...bounds,
-      unflushedBytes: raw.mt.estimatedBytes + raw.mt.frozenBytes,
       rowsPerSec: d((r) => r.ws.putRows) / dt,
       walMiBPerSec: d((r) => r.wal.bytesWritten) / MiB / dt,
       waitsPerSec: dWaits / dt,

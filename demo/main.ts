@@ -282,15 +282,25 @@ async function pollOnce(): Promise<void> {
     return;
   }
   try {
-    const [mt, bp, ws, wal, cs] = await Promise.all([
-      c.memtableStats(),
-      c.backpressureStats(),
-      c.writeStats(),
-      c.walStats(),
-      c.compactionStats(),
-    ]);
-    if (mine !== sessionId) return;
-    noteScenarioProgress(dashboard.record({ session: mine, time, mt, bp, ws, wal, cs }, boundsOf(openedWith)));
+    // One call, one snapshot: every figure of the poll from the same moment, answered on the page
+    // from the snapshot the worker published last (no wait for the engine thread's turn).
+    const s = await c.stats();
+    if (mine !== sessionId || !s.memtable || !s.compaction) return;
+    noteScenarioProgress(
+      dashboard.record(
+        {
+          session: mine,
+          time,
+          mt: s.memtable,
+          bp: s.backpressure,
+          ws: s.write,
+          wal: s.wal,
+          cs: s.compaction,
+          unflushedBytes: s.unflushedBytes,
+        },
+        boundsOf(openedWith),
+      ),
+    );
     if (time - lastMetricsAt >= METRICS_EVERY_MS || metricsSession !== mine) {
       lastMetricsAt = time;
       const text = await c.metrics();

@@ -4,11 +4,26 @@
 // or takes MEMWAL_TARBALL.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { packMemwal } from './examples/pack.js';
+
+const repo = fileURLToPath(new URL('../', import.meta.url));
+
+/** The files a tarball holds, without npm's `package/` prefix. */
+const listTarball = (path: string): string[] =>
+  execFileSync('tar', ['-tzf', path], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
+    .map((f) => f.replace(/^package\//, ''));
+
+/** The type and module files every subpath of `exports` names, without their `./`. */
+function exportFiles(pkg: { exports: Record<string, { types: string; import: string }> }): string[] {
+  return Object.values(pkg.exports).flatMap(({ types, import: module }) => [types, module].map((f) => f.replace(/^\.\//, '')));
+}
 
 let tarball: string;
 let files: string[];
@@ -28,10 +43,7 @@ function relativeLinks(text: string): string[] {
 
 beforeAll(async () => {
   tarball = process.env.MEMWAL_TARBALL || (await packMemwal(mkdtempSync(join(tmpdir(), 'memwal-pack-test-'))));
-  files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
-    .split('\n')
-    .filter(Boolean)
-    .map((f) => f.replace(/^package\//, ''));
+  files = listTarball(tarball);
 }, 180_000);
 
 describe('npm pack', () => {
@@ -78,4 +90,24 @@ describe('npm pack', () => {
     expect(dead).toEqual([]);
     expect(relativeLinks(read('README.md')).length).toBeGreaterThan(0);
   });
+
+  it('a plain `npm pack` of a fresh checkout (no dist/) builds first (prepack) and ships every export', () => {
+    const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+      exports: Record<string, { types: string; import: string }>;
+    };
+    expect(pkg.scripts.prepack).toBe('npm run build');
+    // A checkout as `git clone && ./scripts/setup.sh` leaves it: sources, no dist/.
+    const checkout = mkdtempSync(join(tmpdir(), 'memwal-prepack-'));
+    for (const f of ['src', 'docs', 'scripts', 'README.md', 'LICENSE', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      cpSync(join(repo, f), join(checkout, f), { recursive: true });
+    }
+    symlinkSync(join(repo, 'node_modules'), join(checkout, 'node_modules'));
+    expect(existsSync(join(checkout, 'dist'))).toBe(false);
+    const out = execFileSync('npm', ['pack', '--pack-destination', checkout, '--loglevel=error'], { cwd: checkout, encoding: 'utf8' });
+    const packed = listTarball(join(checkout, out.trim().split('\n').at(-1)!));
+    const missing = exportFiles(pkg).filter((f) => !packed.includes(f));
+    expect(missing).toEqual([]);
+    expect(packed).toContain('dist/rpc/default-worker.js');
+  }, 600_000);
 });

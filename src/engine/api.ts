@@ -11,11 +11,18 @@ import type {
   CompactionStats,
   MemTableStats,
   ReadStats,
+  StatsSnapshot,
   StorageStats,
   WalStats,
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
+
+/** Options of `onStats`. */
+export interface OnStatsOptions {
+  /** How often a snapshot is pushed, ms (default 1000; a finite number ≥ 1). */
+  intervalMs?: number;
+}
 
 /** `{ rows, position, durable }`: position is the WAL entry that holds the put. */
 export interface PutResult {
@@ -121,6 +128,23 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
   forceSealActive(): Promise<{ sealedGeneration: number | null }>;
   /** Resolves once every memtable frozen so far has committed its flush (waiting through retries). */
   waitForFlushDrain(opts?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Every stat in one consistent snapshot taken at one moment (SPEC §15.3): `memtable`,
+   * `backpressure` (waits in progress included, and `maxWaitMsSinceLast`: the longest wait since
+   * this caller's previous snapshot), `wal`, `write`, `compaction`, `read`, `storage`, `indexes`,
+   * plus `unflushedBytes`. The accessors below and `metrics()` are views of it. Answers on a
+   * poisoned writer. From the page it answers from the snapshot the engine published last, which
+   * is never older than the state any reply already received showed (no round trip once
+   * published).
+   */
+  stats(): Promise<StatsSnapshot>;
+  /**
+   * Push a snapshot to `listener` at once and then every `intervalMs` (default 1000) until the
+   * returned unsubscribe is called or the store closes; a backpressure wait that began and ended
+   * between two pushes shows in `backpressure.maxWaitMsSinceLast`. `InvalidArgument` (thrown) for
+   * a bad `intervalMs`.
+   */
+  onStats(listener: (s: StatsSnapshot) => void, opts?: OnStatsOptions): () => void;
   /** Memtable tier stats (`NotSupported` in WAL-only mode). Answers on a poisoned writer. */
   memtableStats(): Promise<MemTableStats>;
   /** Backpressure waits. Always answers. */

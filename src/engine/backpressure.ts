@@ -3,7 +3,7 @@
 
 import { MemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import type { BackpressureStats } from '../metrics/stats.js';
+import type { SnapshotBackpressure } from '../metrics/stats.js';
 import { clearTimer, nowMs, setTimer, type Timer } from '../util/schedule.js';
 
 /** What the ladder needs from the writer, read afresh on every step. */
@@ -28,6 +28,16 @@ interface Waiter {
 }
 
 /**
+ * One reader's interval for `maxWaitMsSinceLast` (a `stats()` caller, an `onStats` listener, a
+ * page's connection): the longest wait that ended since the reader's previous snapshot. Opened
+ * with `Backpressure.openWindow`, read and restarted by `stats(_, interval)`, closed when the reader
+ * goes (`closeWindow`).
+ */
+export interface WaitWindow {
+  maxEndedMs: number;
+}
+
+/**
  * Admission control and its stats. `admit(tryAdmit)` calls `tryAdmit` — which checks the budget
  * and, when there is room, inserts in the same synchronous step — until it returns true.
  */
@@ -36,8 +46,27 @@ export class Backpressure {
   private totalWaitMs = 0;
   private abortedCount = 0;
   private abortedWaitMs = 0;
+  private startedCount = 0;
   private readonly active = new Set<Waiter>();
   private wakers = new Set<() => void>();
+  private readonly windows = new Set<WaitWindow>();
+
+  /** Changes with every wait that starts or ends (compared by hosts that republish stats; never shown). */
+  get changeCount(): number {
+    return this.startedCount + this.totalCount + this.abortedCount;
+  }
+
+  /** A new reader's interval, starting now (its first `maxWaitMsSinceLast` counts from here). */
+  openWindow(): WaitWindow {
+    const w: WaitWindow = { maxEndedMs: 0 };
+    this.windows.add(w);
+    return w;
+  }
+
+  /** The reader is gone: its interval no longer follows the waits. */
+  closeWindow(w: WaitWindow): void {
+    this.windows.delete(w);
+  }
 
   /** Wake every waiter to re-check: a flush committed, the writer poisoned, closed or aborted. */
   wake(): void {
@@ -64,13 +93,26 @@ export class Backpressure {
   }
 
   /**
-   * A snapshot; `activeWaitMs` sums the elapsed time of the waits in progress. `compactionBehind`:
-   * flushes are held back by compaction debt right now (then waiters wait for compaction).
+   * A snapshot (synchronous); `activeWaitMs` sums the elapsed time of the waits in progress.
+   * `compactionBehind`: flushes are held back by compaction debt right now (then waiters wait for
+   * compaction). `maxWaitMsSinceLast` is the longest wait in progress at any moment of the reader's
+   * `interval` (waits that ended in it, and the waits in progress now), and the interval restarts
+   * now; without an interval it is the longest wait in progress now.
    */
-  stats(compactionBehind = false): BackpressureStats {
+  stats(compactionBehind = false, interval?: WaitWindow): SnapshotBackpressure {
     const now = nowMs();
     let activeWaitMs = 0;
-    for (const w of this.active) activeWaitMs += now - w.startMs;
+    let longestActive = 0;
+    for (const w of this.active) {
+      const elapsed = now - w.startMs;
+      activeWaitMs += elapsed;
+      if (elapsed > longestActive) longestActive = elapsed;
+    }
+    let maxWaitMsSinceLast = longestActive;
+    if (interval) {
+      maxWaitMsSinceLast = Math.max(interval.maxEndedMs, longestActive);
+      interval.maxEndedMs = 0;
+    }
     return {
       totalCount: this.totalCount,
       totalWaitMs: this.totalWaitMs,
@@ -79,6 +121,9 @@ export class Backpressure {
       abortedCount: this.abortedCount,
       abortedWaitMs: this.abortedWaitMs,
       cause: this.active.size === 0 ? null : compactionBehind ? 'compaction' : 'memtable',
+      maxWaitMsSinceLast,
+      longestActiveWaitMs: longestActive,
+      startedCount: this.startedCount,
     };
   }
 
@@ -96,6 +141,7 @@ export class Backpressure {
 
     const waiter: Waiter = { startMs: nowMs() };
     this.active.add(waiter);
+    this.startedCount += 1;
     let admitted = false;
     try {
       const deadline = ctx.timeoutMs === undefined ? undefined : waiter.startMs + ctx.timeoutMs;
@@ -132,10 +178,13 @@ export class Backpressure {
       }
     } finally {
       this.active.delete(waiter);
+      const waitedMs = nowMs() - waiter.startMs;
       if (!admitted) {
         this.abortedCount += 1;
-        this.abortedWaitMs += nowMs() - waiter.startMs;
+        this.abortedWaitMs += waitedMs;
       }
+      // Every reader's interval sees this wait, however short, whatever ended it.
+      for (const w of this.windows) if (waitedMs > w.maxEndedMs) w.maxEndedMs = waitedMs;
     }
   }
 

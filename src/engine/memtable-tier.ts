@@ -11,8 +11,7 @@ import { decodePayload } from '../format/wal/payload.js';
 import { InlineJobs, type JobsPlace } from '../lsm/jobs.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
 import { TableCache } from '../lsm/table-cache.js';
-import type { MetricsSnapshot } from '../metrics/prometheus.js';
-import type { CompactionResult, CompactionStats, MemTableStats, ReadStats } from '../metrics/stats.js';
+import type { CompactionResult, CompactionStats, MemTableStats, ReadStats, StatsSnapshot } from '../metrics/stats.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import { Background } from './background.js';
@@ -257,8 +256,14 @@ export class MemtableTier implements Tier {
     return this.background.compact(signal);
   }
 
-  metricsParts(): Pick<MetricsSnapshot, 'memtable' | 'compaction' | 'reads'> {
-    return { memtable: this.memtableStats(), compaction: this.compactionStats(), reads: this.readStats() };
+  statsMark(): number[] {
+    const reads = this.tableCache.stats;
+    const m = this.memtables;
+    return [reads.gets, reads.blockReads, m.frozen.length, m.active.generation, m.active.batches.length, this.compactor.running ? 1 : 0];
+  }
+
+  statsParts(): Pick<StatsSnapshot, 'memtable' | 'compaction' | 'read'> {
+    return { memtable: this.memtableStats(), compaction: this.compactionStats(), read: this.readStats() };
   }
 
   checkInvariants(): void {

@@ -21,6 +21,7 @@ import type {
   CompactionStats,
   MemTableStats,
   ReadStats,
+  StatsSnapshot,
   StorageStats,
   WalStats,
   WriteStats,
@@ -28,9 +29,10 @@ import type {
 } from '../metrics/stats.js';
 import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
-import { EventLoopTurns, nowMs } from '../util/schedule.js';
-import type { MemWalApi, PutResult, SchemaInfo, WalEntry } from './api.js';
-import { Backpressure } from './backpressure.js';
+import { EventLoopTurns, nowMs, setRepeating, wallClockMs } from '../util/schedule.js';
+import { checkStatsInterval, statsView } from '../metrics/views.js';
+import type { MemWalApi, OnStatsOptions, PutResult, SchemaInfo, WalEntry } from './api.js';
+import { Backpressure, type WaitWindow } from './backpressure.js';
 import { DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import type { ClaimedContext, EngineContext } from './context.js';
 import { Lifecycle } from './lifecycle.js';
@@ -57,6 +59,8 @@ function callHook(logger: { warn(message: string, ...details: unknown[]): void }
     logger.warn(`memwal: ${name} hook threw`, hookError);
   }
 }
+
+const WRITER_STATES: readonly WriterState[] = ['waiting-for-lock', 'open', 'fenced', 'poisoned', 'closed'];
 
 function zeroWriteStats(): WriteStats {
   return {
@@ -93,6 +97,10 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly estimates: CachedEstimate;
   private readonly view: ColumnView;
   private closePromise: Promise<void> | undefined;
+  /** The interval of `stats()` callers' `maxWaitMsSinceLast` (each call restarts it). */
+  private readonly pullWindow: WaitWindow;
+  /** Stop functions of the `onStats` subscriptions (close ends them). */
+  private readonly statsSubscriptions = new Set<() => void>();
   /** Gives the event loop a turn during a long run of point reads that need no round trip. */
   private readonly readTurns = new EventLoopTurns();
 
@@ -110,6 +118,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.retention = opened.retention;
     this.view = opened.view;
     this.estimates = new CachedEstimate(adapter, opened.ctx.options.name);
+    this.pullWindow = this.backpressure.openWindow();
   }
 
   private get options(): ClaimedContext['options'] {
@@ -467,24 +476,141 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   // ------------------------------------------------------------------ stats
 
-  /** Memtable tier stats (never checks poison). `NotSupported` in WAL-only mode. */
+  /**
+   * Every stat in one snapshot, taken in one synchronous step (SPEC §15.3; `StatsSnapshot`):
+   * memtable, backpressure (waits in progress included), WAL, writes, compaction, reads, storage,
+   * indexes, and `unflushedBytes`. Never checks poison. Usage figures as in `storageStats` (the
+   * only wait, before the step). `backpressure.maxWaitMsSinceLast` covers the time since the
+   * previous `stats()` call on this writer.
+   */
+  async stats(): Promise<StatsSnapshot> {
+    const est = await this.estimates.get();
+    return this.statsLock.read(() => this.snapshotNow(est, this.pullWindow));
+  }
+
+  /**
+   * Call `listener` with a stats snapshot now and then every `intervalMs` (default 1000) until the
+   * returned function is called or the store closes. Each snapshot's
+   * `backpressure.maxWaitMsSinceLast` covers the interval since this listener's previous one, so
+   * a wait that began and ended between two pushes still shows. A listener that throws is logged
+   * (`logger.warn`). `InvalidArgument` for an `intervalMs` that is not a finite number ≥ 1.
+   */
+  onStats(listener: (s: StatsSnapshot) => void, opts: OnStatsOptions = {}): () => void {
+    const intervalMs = checkStatsInterval(opts.intervalMs);
+    const interval = this.backpressure.openWindow();
+    let stopped = false;
+    const push = async (): Promise<void> => {
+      const est = await this.estimates.get();
+      if (stopped) return;
+      const snapshot = this.snapshotNow(est, interval);
+      try {
+        listener(snapshot);
+      } catch (e) {
+        this.options.logger.warn('memwal: onStats listener threw', e);
+      }
+    };
+    const stopTimer = setRepeating(() => void push(), intervalMs);
+    const stop = (): void => {
+      if (stopped) return;
+      stopped = true;
+      stopTimer();
+      this.backpressure.closeWindow(interval);
+      this.statsSubscriptions.delete(stop);
+    };
+    this.statsSubscriptions.add(stop);
+    void push();
+    return stop;
+  }
+
+  /**
+   * @internal The snapshot, synchronously, with the usage figures the cache holds (no wait):
+   * for hosts that publish it (rpc/host.ts). `interval`: whose `maxWaitMsSinceLast` interval.
+   */
+  statsNow(interval: WaitWindow): StatsSnapshot {
+    this.estimates.refresh();
+    return this.snapshotNow(this.estimates.peek(), interval);
+  }
+
+  /** @internal A new interval for `maxWaitMsSinceLast` (a host's connection); `closeStatsWindow` ends it. */
+  openStatsWindow(): WaitWindow {
+    return this.backpressure.openWindow();
+  }
+
+  /** @internal */
+  closeStatsWindow(interval: WaitWindow): void {
+    this.backpressure.closeWindow(interval);
+  }
+
+  /**
+   * @internal Cheap figures that change when the stats do (compared, never shown): a host
+   * republishes its snapshot when they differ (rpc/host.ts). Figures that drift on their own
+   * (elapsed wait time, the storage estimate, retention) are left to the host's heartbeat.
+   */
+  statsMark(): number[] {
+    const w = this.ctx.writeStats;
+    return [
+      w.putCount,
+      w.walAppendCount,
+      w.walAppendRetries,
+      w.flushCount,
+      w.flushFailureCount,
+      this.backpressure.changeCount,
+      this.ctx.log.manifest.version,
+      this.wal.pendingBytes,
+      WRITER_STATES.indexOf(this.life.state),
+      ...this.tier.statsMark(),
+    ];
+  }
+
+  /** The snapshot: every figure read in this one synchronous step. */
+  private snapshotNow(est: StorageEstimate, interval: WaitWindow | undefined): StatsSnapshot {
+    const { memtable, compaction, read } = this.tier.statsParts();
+    const wal: WalStats = { ...this.wal.snapshot(), incarnation: this.ctx.log.manifest.incarnation };
+    const tables = this.ctx.log.manifest.tables;
+    let tableFileBytes = 0;
+    for (const t of tables) tableFileBytes += t.bytes;
+    const snapshot: StatsSnapshot = {
+      takenAt: wallClockMs(),
+      store: this.options.name,
+      mode: this.tier.mode,
+      state: this.life.state,
+      unflushedBytes: memtable ? memtable.estimatedBytes + memtable.frozenBytes : this.wal.pendingBytes,
+      budgetBytes: this.options.maxUnflushedMemtableBytes,
+      backpressure: this.backpressure.stats(this.tier.compactionStalled(), interval),
+      wal,
+      write: { ...this.ctx.writeStats },
+      storage: { ...est, tableFileCount: tables.length, tableFileBytes, storeBytes: tableFileBytes + wal.retainedBytes },
+      indexes: [],
+    };
+    if (memtable) snapshot.memtable = memtable;
+    if (compaction) snapshot.compaction = compaction;
+    if (read) snapshot.read = read;
+    return snapshot;
+  }
+
+  /** A view of one snapshot (the accessors below): the same figures `stats()` returns. */
+  private async statsOf<T>(pick: (s: StatsSnapshot) => T): Promise<T> {
+    return this.statsLock.read(() => pick(this.snapshotNow(this.estimates.peek(), undefined)));
+  }
+
+  /** Memtable tier stats (never checks poison): `stats().memtable`. `NotSupported` in WAL-only mode. */
   async memtableStats(): Promise<MemTableStats> {
-    return this.statsLock.read(() => this.tier.memtableStats());
+    return this.statsOf(statsView.memtable);
   }
 
-  /** Backpressure waits (both modes; never checks poison). */
+  /** Backpressure waits (both modes; never checks poison): `stats().backpressure` in the seed's shape. */
   async backpressureStats(): Promise<BackpressureStats> {
-    return this.statsLock.read(() => this.backpressure.stats(this.tier.compactionStalled()));
+    return this.statsOf(statsView.backpressure);
   }
 
-  /** Table files per level, compaction debt and work since this open. `NotSupported` in WAL-only mode. */
+  /** Table files per level, compaction debt and work since this open: `stats().compaction`. `NotSupported` in WAL-only mode. */
   async compactionStats(): Promise<CompactionStats> {
-    return this.statsLock.read(() => this.tier.compactionStats());
+    return this.statsOf(statsView.compaction);
   }
 
-  /** Point reads, Bloom filters and the block cache since this open. `NotSupported` in WAL-only mode. */
+  /** Point reads, Bloom filters and the block cache since this open: `stats().read`. `NotSupported` in WAL-only mode. */
   async readStats(): Promise<ReadStats> {
-    return this.statsLock.read(() => this.tier.readStats());
+    return this.statsOf(statsView.read);
   }
 
   /**
@@ -497,53 +623,42 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.tier.compact(opts.signal);
   }
 
-  /** WAL positions and bytes (never checks poison). */
+  /** WAL positions and bytes (never checks poison): `stats().wal`. */
   async walStats(): Promise<WalStats> {
-    return this.statsLock.read(() => ({ ...this.wal.snapshot(), incarnation: this.ctx.log.manifest.incarnation }));
+    return this.statsOf(statsView.wal);
   }
 
-  /** Counters and times of puts, appends, flushes and replay since this open. */
+  /** Counters and times of puts, appends, flushes and replay since this open: `stats().write`. */
   async writeStats(): Promise<WriteStats> {
-    return this.statsLock.read(() => ({ ...this.ctx.writeStats }));
+    return this.statsOf(statsView.write);
   }
 
   /**
-   * Usage, quota and persistence where the runtime knows them, plus table-file totals. Usage
-   * figures come from a cache (engine/storage-estimate.ts): the first call waits at most 200 ms for
-   * the adapter, then answers without them.
+   * Usage, quota and persistence where the runtime knows them, plus table-file totals and this
+   * store's own bytes: `stats().storage`. Usage figures come from a cache
+   * (engine/storage-estimate.ts): the first call waits at most 200 ms for the adapter, then
+   * answers without them.
    */
   async storageStats(): Promise<StorageStats> {
-    const est = await this.estimates.get();
-    return this.statsLock.read(() => this.storageSnapshot(est));
+    return (await this.stats0()).storage;
   }
 
-  private storageSnapshot(est: StorageEstimate): StorageStats {
-    const tables = this.ctx.log.manifest.tables;
-    let tableFileBytes = 0;
-    for (const t of tables) tableFileBytes += t.bytes;
-    return { ...est, tableFileCount: tables.length, tableFileBytes };
-  }
-
-  /** One consistent snapshot of every stat as Prometheus text exposition (format 0.0.4); usage figures as in `storageStats`. */
+  /** One consistent snapshot of every stat (`stats()`) as Prometheus text exposition (format 0.0.4); usage figures as in `storageStats`. */
   async metrics(): Promise<string> {
+    return renderMetrics(await this.stats0());
+  }
+
+  /** The snapshot after the usage figures' first wait, without restarting `stats()` callers' interval. */
+  private async stats0(): Promise<StatsSnapshot> {
     const est = await this.estimates.get();
-    return this.statsLock.read(() =>
-      renderMetrics({
-        store: this.options.name,
-        mode: this.tier.mode,
-        ...this.tier.metricsParts(),
-        walUnappendedBytes: this.wal.pendingBytes,
-        backpressure: this.backpressure.stats(this.tier.compactionStalled()),
-        wal: this.wal.snapshot(),
-        write: { ...this.ctx.writeStats },
-        storage: this.storageSnapshot(est),
-        budgetBytes: this.options.maxUnflushedMemtableBytes,
-        state: this.life.state,
-      }),
-    );
+    return this.statsLock.read(() => this.snapshotNow(est, undefined));
   }
 
   // ------------------------------------------------------------------ close / abort
+
+  private endStatsSubscriptions(): void {
+    for (const stop of [...this.statsSubscriptions]) stop();
+  }
 
   /**
    * Stop admitting (waiting and later puts reject `Closed`), make every accepted put durable,
@@ -558,6 +673,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   private async closeSteps(): Promise<void> {
+    this.endStatsSubscriptions();
     if (this.life.closed) return;
     const life = this.life;
     life.stopping = true;
@@ -605,6 +721,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * (outcome unknown). Idempotent.
    */
   async abort(): Promise<void> {
+    this.endStatsSubscriptions();
     if (this.life.closed) return;
     this.life.shutdown(new MemWalError('Closed', `store ${this.options.name} was aborted; the outcome of in-flight puts is unknown`));
     await releaseHandle(this.ctx, this.handle);

@@ -22,6 +22,17 @@ export class CachedEstimate {
     private readonly name: string,
   ) {}
 
+  /** The figures held now, without waiting and without asking the adapter (`{}` before the first answer). */
+  peek(): StorageEstimate {
+    return this.last?.value ?? {};
+  }
+
+  /** Ask the adapter in the background when the figures are older than a second (as `get` does), without waiting. */
+  refresh(): void {
+    if (this.inFlight || (this.last !== undefined && nowMs() - this.last.atMs <= ESTIMATE_MAX_AGE_MS)) return; // cheap: no promise
+    this.get().catch(() => undefined); // get never rejects; a failing adapter gives {}
+  }
+
   /**
    * The newest figures: a fresh-enough answer, or (one being asked) the previous one. Only while
    * there is no answer yet does a call wait, at most {@link ESTIMATE_WAIT_MS} (200 ms), then it

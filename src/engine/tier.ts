@@ -6,8 +6,7 @@
 import type { RecordBatch, Table } from 'apache-arrow';
 import type { Key } from '../data/keys.js';
 import type { Manifest, StoreMode } from '../format/manifest/manifest.js';
-import type { MetricsSnapshot } from '../metrics/prometheus.js';
-import type { CompactionResult, CompactionStats, MemTableStats, ReadStats } from '../metrics/stats.js';
+import type { CompactionResult, CompactionStats, MemTableStats, ReadStats, StatsSnapshot } from '../metrics/stats.js';
 import { MemWalError } from '../util/errors.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { Backpressure } from './backpressure.js';
@@ -63,8 +62,13 @@ export interface Tier {
   compactionStats(): CompactionStats;
   readStats(): ReadStats;
   compact(signal: AbortSignal | undefined): Promise<CompactionResult>;
-  /** The mode's part of a metrics snapshot (WAL-only mode: none). */
-  metricsParts(): Pick<MetricsSnapshot, 'memtable' | 'compaction' | 'reads'>;
+  /**
+   * Cheap figures that change when the mode's stats change (sync; compared, never shown): a
+   * host republishes its stats snapshot when they, or the writer's own, differ (rpc/host.ts).
+   */
+  statsMark(): number[];
+  /** The mode's part of a stats snapshot, read in one synchronous step (WAL-only mode: none). */
+  statsParts(): Pick<StatsSnapshot, 'memtable' | 'compaction' | 'read'>;
 
   /** The invariants of the mode's parts, checked (cheap; for tests). Throws an Error naming a broken one. */
   checkInvariants(): void;
@@ -182,7 +186,11 @@ export class WalOnlyTier implements Tier {
     return Promise.reject(walOnly('compact'));
   }
 
-  metricsParts(): Pick<MetricsSnapshot, 'memtable' | 'compaction' | 'reads'> {
+  statsMark(): number[] {
+    return [];
+  }
+
+  statsParts(): Pick<StatsSnapshot, 'memtable' | 'compaction' | 'read'> {
     return {};
   }
 

@@ -3,11 +3,15 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { escapeLabelValue, renderMetrics, type MetricsSnapshot } from './prometheus.js';
+import type { WriterState } from './stats.js';
 
 function snapshot(overrides: Partial<MetricsSnapshot> = {}): MetricsSnapshot {
   return {
+    takenAt: 1_700_000_000_000,
     store: 'orders',
     mode: 'memtable',
+    unflushedBytes: 5120,
+    indexes: [],
     memtable: {
       rowCount: 120,
       batchCount: 3,
@@ -20,7 +24,6 @@ function snapshot(overrides: Partial<MetricsSnapshot> = {}): MetricsSnapshot {
       pendingWalBatchCount: 1,
       pendingWalBytes: 256,
     },
-    walUnappendedBytes: 0,
     backpressure: {
       totalCount: 5,
       totalWaitMs: 1250,
@@ -29,6 +32,9 @@ function snapshot(overrides: Partial<MetricsSnapshot> = {}): MetricsSnapshot {
       abortedCount: 2,
       abortedWaitMs: 500,
       cause: 'memtable',
+      maxWaitMsSinceLast: 30,
+      longestActiveWaitMs: 30,
+      startedCount: 8,
     },
     wal: { nextPosition: 41, oldestPosition: 12, retainedBytes: 65536, bytesWritten: 90000, entriesWritten: 40, tornTailBytes: 0 },
     write: {
@@ -48,7 +54,14 @@ function snapshot(overrides: Partial<MetricsSnapshot> = {}): MetricsSnapshot {
       replayedRows: 100,
       replayTimeMs: 15,
     },
-    storage: { usageBytes: 1_000_000, quotaBytes: 2_000_000_000, persisted: true, tableFileCount: 3, tableFileBytes: 300000 },
+    storage: {
+      usageBytes: 1_000_000,
+      quotaBytes: 2_000_000_000,
+      persisted: true,
+      tableFileCount: 3,
+      tableFileBytes: 300000,
+      storeBytes: 365536,
+    },
     budgetBytes: 64 * 1024 * 1024,
     state: 'open',
     ...overrides,
@@ -111,6 +124,7 @@ describe('renderMetrics', () => {
       'wal_storage_usage_bytes{store="orders"} 1000000',
       'wal_storage_quota_bytes{store="orders"} 2000000000',
       'wal_storage_persisted{store="orders"} 1',
+      'wal_store_bytes{store="orders"} 365536',
       'wal_table_files{store="orders"} 3',
       'wal_table_bytes{store="orders"} 300000',
       'wal_table_file_bytes{store="orders"} 300000',
@@ -145,11 +159,11 @@ describe('renderMetrics', () => {
     expect(escapeLabelValue('a\\b"c\nd')).toBe('a\\\\b\\"c\\nd');
     const text = renderMetrics(snapshot({ store: 'we"ird\\na\nme' }));
     expect(samples(text)[0]).toBe('wal_unflushed_bytes{store="we\\"ird\\\\na\\nme"} 5120');
-    expect(samples(text)).toHaveLength(52); // the raw newline did not split a sample
+    expect(samples(text)).toHaveLength(53); // the raw newline did not split a sample
   });
 
   it('renders a WAL-only snapshot with unappended bytes as unflushed and no memtable families', () => {
-    const text = renderMetrics(snapshot({ mode: 'wal-only', memtable: undefined, walUnappendedBytes: 777 }));
+    const text = renderMetrics(snapshot({ mode: 'wal-only', memtable: undefined, unflushedBytes: 777 }));
     expect(samples(text)).toContain('wal_unflushed_bytes{store="orders"} 777');
     expect(samples(text)).toContain('wal_sealed_memtables{store="orders"} 0');
     const names = families(text);
@@ -168,13 +182,13 @@ describe('renderMetrics', () => {
   });
 
   it('omits storage families the runtime does not report', () => {
-    const text = renderMetrics(snapshot({ storage: { tableFileCount: 0, tableFileBytes: 0 } }));
+    const text = renderMetrics(snapshot({ storage: { tableFileCount: 0, tableFileBytes: 0, storeBytes: 0 } }));
     const names = families(text);
     expect(names).not.toContain('wal_storage_usage_bytes');
     expect(names).not.toContain('wal_storage_quota_bytes');
     expect(names).not.toContain('wal_storage_persisted');
     expect(names).toContain('wal_table_files');
-    expect(renderMetrics(snapshot({ storage: { persisted: false, tableFileCount: 0, tableFileBytes: 0 } }))).toContain(
+    expect(renderMetrics(snapshot({ storage: { persisted: false, tableFileCount: 0, tableFileBytes: 0, storeBytes: 0 } }))).toContain(
       'wal_storage_persisted{store="orders"} 0\n',
     );
   });
@@ -190,7 +204,7 @@ describe('renderMetrics', () => {
   });
 
   it('adds a sample for a writer state outside the known five', () => {
-    const text = renderMetrics(snapshot({ state: 'closing' }));
+    const text = renderMetrics(snapshot({ state: 'closing' as WriterState }));
     const stateLines = samples(text).filter((l) => l.startsWith('wal_writer_state'));
     expect(stateLines.filter((l) => l.endsWith(' 1'))).toEqual(['wal_writer_state{store="orders",state="closing"} 1']);
     expect(stateLines).toHaveLength(6);
@@ -217,8 +231,8 @@ describe('promtool check metrics', () => {
       snapshot({
         mode: 'wal-only',
         memtable: undefined,
-        walUnappendedBytes: 12,
-        storage: { tableFileCount: 0, tableFileBytes: 0 },
+        unflushedBytes: 12,
+        storage: { tableFileCount: 0, tableFileBytes: 0, storeBytes: 0 },
       }),
     ],
     [
@@ -240,7 +254,7 @@ describe('promtool check metrics', () => {
           spaceAmplification: 1.42,
           l0StallCount: 2,
         },
-        reads: {
+        read: {
           gets: 1000,
           tableFilesConsulted: 1200,
           bloomNegatives: 3400,
@@ -258,7 +272,7 @@ describe('promtool check metrics', () => {
       'awkward values: escaped store name, tiny and huge numbers, unknown state',
       snapshot({
         store: 'a"b\\c\nd',
-        state: 'closing',
+        state: 'closing' as WriterState,
         backpressure: {
           totalCount: 0,
           totalWaitMs: 1e-7,
@@ -267,8 +281,11 @@ describe('promtool check metrics', () => {
           abortedCount: 0,
           abortedWaitMs: -0,
           cause: null,
+          maxWaitMsSinceLast: 0,
+          longestActiveWaitMs: 0,
+          startedCount: 0,
         },
-        storage: { usageBytes: Number.MAX_SAFE_INTEGER, quotaBytes: 1e21, tableFileCount: 0, tableFileBytes: 0 },
+        storage: { usageBytes: Number.MAX_SAFE_INTEGER, quotaBytes: 1e21, tableFileCount: 0, tableFileBytes: 0, storeBytes: 0 },
       }),
     ],
   ];

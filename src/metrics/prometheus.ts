@@ -1,39 +1,13 @@
 // Renders one stats snapshot as Prometheus text exposition format 0.0.4 (docs/impl.md §6).
 // Pure string building; runs in every runtime.
 
-import type {
-  BackpressureStats,
-  CompactionStats,
-  MemTableStats,
-  ReadStats,
-  StorageStats,
-  WalStats,
-  WriteStats,
-  WriterState,
-} from './stats.js';
+import type { StatsSnapshot, WriterState } from './stats.js';
 
-/** One consistent snapshot of a writer's stats, taken under the read lock, ready to render. */
-export interface MetricsSnapshot {
-  /** Store name, the value of the `store` label on every sample. */
-  store: string;
-  mode: 'memtable' | 'wal-only';
-  /** Absent in WAL-only mode: the memtable families are then omitted. */
-  memtable?: MemTableStats;
-  /** Absent in WAL-only mode (no table files). */
-  compaction?: CompactionStats;
-  /** Absent in WAL-only mode (no table files). */
-  reads?: ReadStats;
-  /** WAL-only mode: bytes accepted but not yet appended (the unflushed figure there). */
-  walUnappendedBytes: number;
-  backpressure: BackpressureStats;
-  wal: WalStats;
-  write: WriteStats;
-  storage: StorageStats;
-  /** `maxUnflushedMemtableBytes`. */
-  budgetBytes: number;
-  /** Writer state: 'waiting-for-lock', 'open', 'fenced', 'poisoned' or 'closed'. */
-  state: string;
-}
+/**
+ * What `renderMetrics` renders: a store's stats snapshot (`stats()`, metrics/stats.ts), so that
+ * `metrics()` is a view of the same snapshot as every stats accessor.
+ */
+export type MetricsSnapshot = StatsSnapshot;
 
 type MetricType = 'gauge' | 'counter';
 
@@ -55,7 +29,7 @@ const FAMILIES: readonly Family[] = [
   // Memory and backpressure: the budget and what is held against it.
   gauge(
     'wal_unflushed_bytes',
-    (s) => (s.memtable ? s.memtable.estimatedBytes + s.memtable.frozenBytes : s.walUnappendedBytes),
+    (s) => s.unflushedBytes,
     'Estimated bytes not yet flushed: active memtable plus frozen memtables whose flush has not ' +
       'committed (WAL-only: bytes not yet appended).',
   ),
@@ -143,6 +117,11 @@ const FAMILIES: readonly Family[] = [
     (s) => (s.storage.persisted === undefined ? undefined : Number(s.storage.persisted)),
     '1 when storage is persistent (not evictable), 0 when best-effort.',
   ),
+  gauge(
+    'wal_store_bytes',
+    (s) => s.storage.storeBytes,
+    "Bytes of this store's table files and retained WAL segments, as the engine accounts for them (never the origin's).",
+  ),
   gauge('wal_table_files', (s) => s.storage.tableFileCount, 'Table files in the manifest.'),
   gauge('wal_table_bytes', (s) => s.storage.tableFileBytes, 'Total bytes of the table files in the manifest.'),
   gauge(
@@ -172,22 +151,22 @@ const FAMILIES: readonly Family[] = [
     'Live table bytes over the bytes of the newest versions of every row (an estimate).',
   ),
   // Reads.
-  counter('wal_gets_total', (s) => s.reads?.gets, 'get calls.'),
+  counter('wal_gets_total', (s) => s.read?.gets, 'get calls.'),
   counter(
     'wal_get_table_files_consulted_total',
-    (s) => s.reads?.tableFilesConsulted,
+    (s) => s.read?.tableFilesConsulted,
     'Table files a get read a block of (its key range and Bloom filter admitted the key).',
   ),
-  counter('wal_bloom_negatives_total', (s) => s.reads?.bloomNegatives, 'Table files a get skipped on their Bloom filter.'),
-  counter('wal_bloom_positives_total', (s) => s.reads?.bloomPositives, 'Bloom filters that admitted a key.'),
+  counter('wal_bloom_negatives_total', (s) => s.read?.bloomNegatives, 'Table files a get skipped on their Bloom filter.'),
+  counter('wal_bloom_positives_total', (s) => s.read?.bloomPositives, 'Bloom filters that admitted a key.'),
   counter(
     'wal_bloom_false_positives_total',
-    (s) => s.reads?.bloomFalsePositives,
+    (s) => s.read?.bloomFalsePositives,
     'Bloom filters that admitted a key the file did not hold.',
   ),
-  counter('wal_block_reads_total', (s) => s.reads?.blockReads, 'Table-file blocks read from storage.'),
-  counter('wal_block_cache_hits_total', (s) => s.reads?.blockCacheHits, 'Table-file blocks served from the block cache.'),
-  gauge('wal_block_cache_bytes', (s) => s.reads?.blockCacheBytes, 'Bytes held by the block cache.'),
+  counter('wal_block_reads_total', (s) => s.read?.blockReads, 'Table-file blocks read from storage.'),
+  counter('wal_block_cache_hits_total', (s) => s.read?.blockCacheHits, 'Table-file blocks served from the block cache.'),
+  gauge('wal_block_cache_bytes', (s) => s.read?.blockCacheBytes, 'Bytes held by the block cache.'),
 ];
 
 const CAUSES = ['memtable', 'compaction'] as const;

@@ -173,7 +173,11 @@ export interface WriteStats {
 /** The adapter's `StorageEstimate` of this store (each figure defined there), plus table-file totals. */
 export interface StorageStats {
   /**
-   * Bytes of this store in storage (the browser adapters: the whole origin's); see StorageEstimate.
+   * Bytes of this store in storage as the adapter reports them; see StorageEstimate. The browser
+   * adapters report **the whole origin's** usage (`navigator.storage.estimate()`): every store of
+   * the origin, its caches and other databases, and whatever the browser adds to its estimate
+   * (Chromium pads opaque cached responses), so it may be gigabytes while this store holds
+   * kilobytes: this store's own bytes are `storeBytes`.
    * Undefined until the adapter's first estimate lands (a call waits at most 200 ms for it) and
    * when the adapter cannot tell.
    */
@@ -184,6 +188,80 @@ export interface StorageStats {
   /** Table files in the manifest and their total bytes. */
   tableFileCount: number;
   tableFileBytes: number;
+  /**
+   * Bytes of this store the engine itself accounts for: its table files plus its retained WAL
+   * segments (`tableFileBytes + WalStats.retainedBytes`; the manifest's few KiB aside). Exact,
+   * never the origin's: compare it with `usageBytes`, which in a browser is everything the origin
+   * keeps.
+   */
+  storeBytes: number;
 }
 
 export type WriterState = 'waiting-for-lock' | 'open' | 'fenced' | 'poisoned' | 'closed';
+
+/**
+ * Backpressure in a stats snapshot: `BackpressureStats` (the seed's contract) plus what a reader
+ * that samples now and then needs to see a wait that began and ended between two samples.
+ */
+export interface SnapshotBackpressure extends BackpressureStats {
+  /**
+   * The longest backpressure wait (ms) that was in progress at any moment since the previous
+   * snapshot this reader got (its previous `stats()` call, or for an `onStats` listener its
+   * previous push): waits that completed, were aborted, or still wait (their elapsed time so far).
+   * 0 when no put waited in that interval. Its first snapshot covers the time since the store opened.
+   */
+  maxWaitMsSinceLast: number;
+  /** The elapsed time of the longest wait in progress, ms (0 when none). */
+  longestActiveWaitMs: number;
+  /** Waits that started since this open (each completes, aborts, or is in `activeCount`). */
+  startedCount: number;
+}
+
+/**
+ * One index's figures (SPEC §17). No index layer reports yet: `StatsSnapshot.indexes` is empty
+ * until one does; this is the place its figures go.
+ */
+export interface IndexStats {
+  /** The index's name. */
+  name: string;
+  /** Its kind (`'btree'`, `'fts'`, `'vector'`, ...). */
+  kind: string;
+  /** Entries indexed, where the index tells. */
+  entries?: number;
+  /** Bytes the index holds in memory and in storage, where it tells. */
+  bytes?: number;
+}
+
+/**
+ * Every stat of a store taken in one synchronous step (`stats()`, SPEC §15.3): the figures agree
+ * with each other as of `takenAt`. The individual accessors (`memtableStats()`, ...) and
+ * `metrics()` are views of it. Plain data (structured-clonable).
+ */
+export interface StatsSnapshot {
+  /** Wall-clock time (ms since the epoch) the snapshot was taken, on the engine's thread. */
+  takenAt: number;
+  /** The store's name. */
+  store: string;
+  mode: 'memtable' | 'wal-only';
+  state: WriterState;
+  /**
+   * Bytes accepted and not yet flushed: the active memtable plus frozen memtables whose flush has
+   * not committed (`estimatedBytes + frozenBytes`, failed flushes included); in WAL-only mode the
+   * bytes accepted and not yet appended to the WAL. What backpressure meters against `budgetBytes`.
+   */
+  unflushedBytes: number;
+  /** `maxUnflushedMemtableBytes`: the budget `unflushedBytes` is held under. */
+  budgetBytes: number;
+  /** Absent in WAL-only mode. */
+  memtable?: MemTableStats;
+  backpressure: SnapshotBackpressure;
+  wal: WalStats;
+  write: WriteStats;
+  /** Absent in WAL-only mode (no table files). */
+  compaction?: CompactionStats;
+  /** Absent in WAL-only mode (no table files). */
+  read?: ReadStats;
+  storage: StorageStats;
+  /** One entry per index (SPEC §17); empty until an index layer reports. */
+  indexes: IndexStats[];
+}

@@ -64,7 +64,7 @@ const noBackpressure: Check = {
   expected: 'no put waiting for the unflushed-bytes budget (backpressure.activeCount 0)',
   holds: (s) => s.backpressure.activeCount === 0,
   received: (s) =>
-    `activeCount ${s.backpressure.activeCount} (waiting ${s.backpressure.activeWaitMs} ms in all), cause ${String(s.backpressure.cause)}, unflushed ${(s.memtable?.estimatedBytes ?? 0) + (s.memtable?.frozenBytes ?? 0)} bytes`,
+    `activeCount ${s.backpressure.activeCount} (waiting ${s.backpressure.activeWaitMs} ms in all), cause ${String(s.backpressure.cause)}, unflushed ${s.unflushedBytes ?? (s.memtable?.estimatedBytes ?? 0) + (s.memtable?.frozenBytes ?? 0)} bytes`,
 };
 
 /** The matchers `expect` of memwal/playwright adds; usable with `expect.extend` on your own `expect`. */

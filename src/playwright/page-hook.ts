@@ -64,6 +64,8 @@ export function installPageHook(config: PageHookConfig): void {
   const rowsOf = (table: { toArray(): { toJSON(): Record<string, unknown> }[] }): Record<string, unknown>[] =>
     table.toArray().map((row) => row.toJSON());
   const stats = async (c: Client): Promise<Record<string, unknown>> => {
+    if (typeof c.stats === 'function') return (await c.stats()) as Record<string, unknown>; // one snapshot (SPEC §15.3)
+    // An app on a memwal before stats(): each accessor, read separately.
     const get = async (method: string): Promise<unknown> => {
       if (typeof c[method] !== 'function') return undefined;
       try {

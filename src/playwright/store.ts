@@ -3,7 +3,7 @@
 // that hosts it). Node (Playwright test process).
 
 import type { Page, Worker } from '@playwright/test';
-import type { BackpressureStats, CompactionStats, MemTableStats, ReadStats, StorageStats, WalStats, WriteStats } from '../metrics/stats.js';
+import type { StatsSnapshot } from '../metrics/stats.js';
 import { MemWalError } from '../util/errors.js';
 import type { MemWalKit, PageOpenRecord } from './kit.js';
 import type { KitFaultError, KitFaultOp, KitWorkerControls } from './protocol.js';
@@ -13,19 +13,11 @@ const WORKER_KEY = 'memwal.playwright.worker';
 const POLL_MS = 50;
 
 /**
- * Every stats accessor of a store at one moment (each read separately, so not one atomic
- * snapshot): `memtable` is undefined in WAL-only mode, `compaction` and `read` where the
- * client has no such call.
+ * A store's stats: the app's client's `stats()` snapshot (one moment; `memtable`, `compaction`
+ * and `read` undefined in WAL-only mode). From an app on a memwal without `stats()`, each
+ * accessor read separately (then not one moment, and only the accessors' fields).
  */
-export interface StoreStats {
-  memtable: MemTableStats | undefined;
-  backpressure: BackpressureStats;
-  compaction: CompactionStats | undefined;
-  wal: WalStats;
-  write: WriteStats;
-  read: ReadStats | undefined;
-  storage: StorageStats;
-}
+export type StoreStats = StatsSnapshot;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

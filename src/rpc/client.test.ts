@@ -394,9 +394,9 @@ describe('MemWalClient over a MessageChannel', () => {
         expect(e.position).toBe(1);
         break;
       }
-      await c.walStats(); // the release message goes out before this call
+      await c.walStats(); // the release message goes out before this call (its first call asks the worker for the stats snapshot)
     });
-    expect(calls).toEqual(['tail', 'nextEntries', 'release', 'walStats']);
+    expect(calls).toEqual(['tail', 'nextEntries', 'release', 'stats']);
     expect((await c.walStats()).nextPosition).toBe(2);
     await c.close();
   });

@@ -11,12 +11,15 @@ import type {
   CompactionStats,
   ReadStats,
   MemTableStats,
+  StatsSnapshot,
   StorageStats,
   WalStats,
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
-import type { MemWalApi, PutResult, Role, SchemaInfo, WalEntry } from '../engine/api.js';
+import type { MemWalApi, OnStatsOptions, PutResult, Role, SchemaInfo, WalEntry } from '../engine/api.js';
+import { checkStatsInterval, statsView } from '../metrics/views.js';
+import { nowMs, setRepeating } from '../util/schedule.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
 import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from '../engine/query.js';
@@ -42,6 +45,18 @@ import {
 export type { WorkerLike } from './worker-link.js';
 
 type ArrowCodec = Awaited<ReturnType<typeof arrowCodec>>;
+
+/**
+ * A published stats snapshot older than this (received this long ago; the host posts one at least
+ * every STATS_HEARTBEAT_MS, 250 ms, while it publishes) is not answered from: `stats()` asks the
+ * worker instead, which also restarts publishing where it stopped (a new leader tab). ms.
+ */
+export const STATS_FRESH_MS = 1000;
+
+/** A reader's interval of `maxWaitMsSinceLast` on the page: the longest wait the snapshots received in it showed. */
+interface PageWaitWindow {
+  max: number;
+}
 
 /** A tail that meets this many leader changes in a row without an entry gives up (rejects `LeaderChanged`). */
 const MAX_TAIL_RESUMES = 3;
@@ -190,6 +205,13 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   private persistResult: boolean | undefined;
   /** How a put's plain rows are built here (client-rows.ts); undefined: they cross as they are. */
   private rowPlan: RowPlan | undefined;
+  /** The newest stats snapshot the host published or answered, and when it arrived (nowMs). */
+  private latestStats: { snapshot: StatsSnapshot; atMs: number } | undefined;
+  /** The intervals of `maxWaitMsSinceLast`: `stats()` callers' and each `onStats` listener's. */
+  private readonly statsWindows = new Set<PageWaitWindow>();
+  private readonly pullWindow: PageWaitWindow = { max: 0 };
+  /** Stop functions of the `onStats` subscriptions (ended when the client is). */
+  private readonly statsSubscriptions = new Set<() => void>();
 
   /** @internal Use `openMemWal`. */
   constructor(
@@ -199,6 +221,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     private readonly hooks: OpenHooks,
   ) {
     this.remote = link.remote;
+    this.statsWindows.add(this.pullWindow);
     link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason), role: (role) => this.onRole(role) });
     const doc = (globalThis as { document?: Document }).document;
     if (doc && typeof globalThis.addEventListener === 'function') {
@@ -250,7 +273,8 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   private onEvent(e: HostEvent | undefined): void {
-    if (e?.memwalEvent === 'state') this.setState(e.state);
+    if (e?.memwalEvent === 'stats') this.acceptStats(e.stats);
+    else if (e?.memwalEvent === 'state') this.setState(e.state);
     else if (e?.memwalEvent === 'warn') this.logger.warn(e.message, ...e.details);
     else if (e?.memwalEvent === 'schema-reset') {
       try {
@@ -337,6 +361,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   private teardown(): void {
+    for (const stop of [...this.statsSubscriptions]) stop();
     const gone = this.gone!;
     for (const reject of [...this.pending]) reject(gone);
     this.pending.clear();
@@ -504,16 +529,38 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     return this.withSignal(opts.signal, (w) => this.call('waitForFlushDrain', (r) => r.waitForFlushDrain(w)));
   }
 
-  memtableStats(): Promise<MemTableStats> {
-    return this.call('memtableStats', (r) => r.memtableStats());
+  // ------------------------------------------------------------------ stats (SPEC §15.3)
+
+  /** A snapshot the host published or answered: the newest, and every interval sees its longest wait. */
+  private acceptStats(snapshot: StatsSnapshot): StatsSnapshot {
+    if (!this.latestStats || snapshot.takenAt >= this.latestStats.snapshot.takenAt) this.latestStats = { snapshot, atMs: nowMs() };
+    const m = snapshot.backpressure.maxWaitMsSinceLast;
+    for (const w of this.statsWindows) if (m > w.max) w.max = m;
+    return snapshot;
   }
 
-  backpressureStats(): Promise<BackpressureStats> {
-    return this.call('backpressureStats', (r) => r.backpressureStats());
+  /**
+   * The newest snapshot: the one the host published last when it is recent (no round trip; it is
+   * never older than any reply received, as the host posts it ahead of them), else asked of the
+   * worker, which from then on publishes.
+   */
+  private latest(): Promise<StatsSnapshot> {
+    if (this.gone) return Promise.reject(this.gone);
+    const l = this.latestStats;
+    if (l && nowMs() - l.atMs <= STATS_FRESH_MS) return Promise.resolve(l.snapshot);
+    return this.call('stats', (r) => r.stats()).then((s) => this.acceptStats(s));
   }
 
-  walStats(): Promise<WalStats> {
-    return this.call('walStats', (r) => r.walStats());
+  /** `snapshot` as reader `w` sees it: `maxWaitMsSinceLast` over w's interval, which restarts now. */
+  private forWindow(snapshot: StatsSnapshot, w: PageWaitWindow): StatsSnapshot {
+    const maxWaitMsSinceLast = Math.max(w.max, snapshot.backpressure.longestActiveWaitMs);
+    w.max = 0;
+    const persisted = snapshot.storage.persisted ?? this.persistResult;
+    return {
+      ...snapshot,
+      backpressure: { ...snapshot.backpressure, maxWaitMsSinceLast },
+      storage: persisted === undefined ? snapshot.storage : { ...snapshot.storage, persisted },
+    };
   }
 
   /** As `MemWal.schemaInfo` (under `tabs: 'share'`, the leader's store as this tab's schema sees it: the tabs' schemas are equal). */
@@ -526,14 +573,80 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     };
   }
 
-  /** As `MemWal.compactionStats`. */
-  compactionStats(): Promise<CompactionStats> {
-    return this.call('compactionStats', (r) => r.compactionStats());
+  /**
+   * As `MemWal.stats`: one consistent snapshot of every stat. Answered from the snapshot the
+   * worker published last, without waiting for the engine thread's turn: the worker posts one
+   * whenever the stats changed (checked every 25 ms, and ahead of every reply, so a `stats()`
+   * after any reply reflects at least what that reply showed) and at least every 250 ms. The
+   * first call (and one after a second with no publication: a leader change under
+   * `tabs: 'share'`) asks the worker. `maxWaitMsSinceLast` covers the time since this client's
+   * previous `stats()`. `persisted` falls back to this client's `persist()` answer.
+   */
+  async stats(): Promise<StatsSnapshot> {
+    return this.forWindow(await this.latest(), this.pullWindow);
   }
 
-  /** As `MemWal.readStats`. */
-  readStats(): Promise<ReadStats> {
-    return this.call('readStats', (r) => r.readStats());
+  /**
+   * As `MemWal.onStats`, on the page: `listener` gets a snapshot at once and then every
+   * `intervalMs` (default 1000), each the newest published, its `maxWaitMsSinceLast` covering
+   * every snapshot published since the previous push (a wait between two pushes shows). Ends at
+   * the returned unsubscribe or when the client closes or its worker dies. A listener that throws
+   * is logged. Throws `InvalidArgument` for a bad `intervalMs`.
+   */
+  onStats(listener: (s: StatsSnapshot) => void, opts: OnStatsOptions = {}): () => void {
+    const intervalMs = checkStatsInterval(opts.intervalMs);
+    const interval: PageWaitWindow = { max: 0 };
+    this.statsWindows.add(interval);
+    let stopped = false;
+    const push = (): void => {
+      this.latest().then(
+        (s) => {
+          if (stopped) return;
+          try {
+            listener(this.forWindow(s, interval));
+          } catch (e) {
+            this.logger.warn('memwal: onStats listener threw', e);
+          }
+        },
+        () => undefined, // the client is gone (teardown stops this subscription) or the call failed: the next push tries again
+      );
+    };
+    const stopTimer = setRepeating(push, intervalMs);
+    const stop = (): void => {
+      if (stopped) return;
+      stopped = true;
+      stopTimer();
+      this.statsWindows.delete(interval);
+      this.statsSubscriptions.delete(stop);
+    };
+    this.statsSubscriptions.add(stop);
+    push();
+    return stop;
+  }
+
+  /** As `MemWal.memtableStats`: `stats().memtable`, answered as `stats()` is. */
+  async memtableStats(): Promise<MemTableStats> {
+    return statsView.memtable(await this.latest());
+  }
+
+  /** As `MemWal.backpressureStats`: `stats().backpressure`, answered as `stats()` is. */
+  async backpressureStats(): Promise<BackpressureStats> {
+    return statsView.backpressure(await this.latest());
+  }
+
+  /** As `MemWal.walStats`: `stats().wal`, answered as `stats()` is. */
+  async walStats(): Promise<WalStats> {
+    return statsView.wal(await this.latest());
+  }
+
+  /** As `MemWal.compactionStats`: `stats().compaction`, answered as `stats()` is. */
+  async compactionStats(): Promise<CompactionStats> {
+    return statsView.compaction(await this.latest());
+  }
+
+  /** As `MemWal.readStats`: `stats().read`, answered as `stats()` is. */
+  async readStats(): Promise<ReadStats> {
+    return statsView.read(await this.latest());
   }
 
   /** As `MemWal.compact`; `signal` aborts it in the worker. */
@@ -541,16 +654,18 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     return this.withSignal(opts.signal, (w) => this.call('compact', (r) => r.compact(w)));
   }
 
-  writeStats(): Promise<WriteStats> {
-    return this.call('writeStats', (r) => r.writeStats());
+  /** As `MemWal.writeStats`: `stats().write`, answered as `stats()` is. */
+  async writeStats(): Promise<WriteStats> {
+    return statsView.write(await this.latest());
   }
 
-  /** As `MemWal.storageStats`; `persisted` falls back to this client's `persist()` answer. */
+  /** As `MemWal.storageStats`: `stats().storage`, answered as `stats()` is; `persisted` falls back to this client's `persist()` answer. */
   async storageStats(): Promise<StorageStats> {
-    const s = await this.call('storageStats', (r) => r.storageStats());
+    const s = statsView.storage(await this.latest());
     return s.persisted === undefined && this.persistResult !== undefined ? { ...s, persisted: this.persistResult } : s;
   }
 
+  /** As `MemWal.metrics`: rendered in the worker from its stats snapshot (the renderer stays out of the page's bundle). */
   metrics(): Promise<string> {
     return this.call('metrics', (r) => r.metrics());
   }

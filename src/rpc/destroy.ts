@@ -29,7 +29,7 @@ export async function destroyMemWal(name: string, options: DestroyMemWalOptions 
   if (options.worker !== undefined && options.workerUrl !== undefined) {
     throw new MemWalError('InvalidArgument', 'option worker: give worker or workerUrl, not both');
   }
-  const link = await openWorkerLink(options, console);
+  const link = await openWorkerLink(options, console, undefined, 'destroyMemWal');
   try {
     await link.remote.destroy(name, options.storage);
   } catch (e) {

@@ -6,7 +6,9 @@ import * as Comlink from 'comlink';
 import type { Schema } from 'apache-arrow';
 import { MemWal } from '../engine/memwal.js';
 import { describeSchemaDifference } from '../data/schema.js';
-import type { WriterState } from '../metrics/stats.js';
+import type { StatsSnapshot, WriterState } from '../metrics/stats.js';
+import type { WaitWindow } from '../engine/backpressure.js';
+import { nowMs, setRepeating } from '../util/schedule.js';
 import type { WalEntry } from '../engine/api.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { QueryOptions } from '../engine/query.js';
@@ -33,6 +35,14 @@ import type {
   WireStorage,
   WireWalEntry,
 } from './protocol.js';
+
+/**
+ * How often a connection that publishes stats checks for a change it has not published yet (one
+ * that no reply carried: a flush or compaction in the background), ms.
+ */
+export const STATS_CHECK_MS = 25;
+/** A publishing connection posts a snapshot at least this often, changed or not (wait times, usage figures), ms. */
+export const STATS_HEARTBEAT_MS = 250;
 
 /** Most items in one page of `scanBatches` / `tail`. */
 export const PAGE_MAX_ITEMS = 256;
@@ -114,15 +124,22 @@ function holdLifetimeLock(name: string | undefined): Lifetime {
   return { held, release };
 }
 
-/** `fn` with every rejection thrown as a HostError (the client rebuilds the MemWalError). */
-function wire<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
-  return async (...args: A): Promise<R> => {
-    try {
-      return await fn(...args);
-    } catch (e) {
-      throw { memwalError: errorToWire(e, 'memwal worker') } satisfies HostError;
-    }
-  };
+/**
+ * `fn` with every rejection thrown as a HostError (the client rebuilds the MemWalError), and
+ * `beforeReply` run just before the reply (or the error) is posted: a connection's stats
+ * publisher, so that a snapshot reflecting the call is on the port ahead of its reply.
+ */
+function wireWith(beforeReply: () => void): <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A) => Promise<R> {
+  return <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (e) {
+        throw { memwalError: errorToWire(e, 'memwal worker') } satisfies HostError;
+      } finally {
+        beforeReply();
+      }
+    };
 }
 
 /** Log details as they can cross (an unclonable value becomes its string). */
@@ -209,6 +226,46 @@ export function makeHostApi(
   let nextIteratorId = 1;
 
   const emit = (e: HostEvent): void => port.postMessage(e);
+
+  // Stats publishing (SPEC §15.3): once the client asked for stats, this connection posts a
+  // snapshot whenever the store's stats changed — checked just before every reply (so a snapshot
+  // at least as new as the reply's effect precedes it on the port: read-your-writes), every
+  // STATS_CHECK_MS for changes made in the background, and at least every STATS_HEARTBEAT_MS —
+  // and the client answers stats from the newest one without a round trip.
+  let statsWindow: { store: MemWal; interval: WaitWindow } | undefined;
+  let lastMark: number[] | undefined;
+  let lastPublishMs = 0;
+  let stopStatsTimer: (() => void) | undefined;
+  const sameMark = (a: number[], b: number[] | undefined): boolean =>
+    b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
+  const snapshotFor = (s: MemWal): StatsSnapshot => {
+    if (statsWindow?.store !== s) {
+      if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.interval);
+      statsWindow = { store: s, interval: s.openStatsWindow() };
+    }
+    lastMark = s.statsMark();
+    lastPublishMs = nowMs();
+    return s.statsNow(statsWindow.interval);
+  };
+  const publishStats = (force: boolean): void => {
+    if (!stopStatsTimer || !store) return;
+    if (!force && sameMark(store.statsMark(), lastMark)) return;
+    emit({ memwalEvent: 'stats', stats: snapshotFor(store) });
+  };
+  const stopStats = (): void => {
+    stopStatsTimer?.();
+    stopStatsTimer = undefined;
+    if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.interval);
+    statsWindow = undefined;
+  };
+  const startStats = (): void => {
+    if (stopStatsTimer) return;
+    stopStatsTimer = setRepeating(() => {
+      if (store?.writerState === 'closed') return stopStats();
+      publishStats(nowMs() - lastPublishMs >= STATS_HEARTBEAT_MS);
+    }, STATS_CHECK_MS);
+  };
+  const wire = wireWith(() => publishStats(false));
   const emitState = (state: WriterState): void => {
     if (state === lastState) return;
     lastState = state;
@@ -409,6 +466,15 @@ export function makeHostApi(
     sync: wire(() => need().sync()),
     forceSealActive: wire(() => need().forceSealActive()),
     waitForFlushDrain: wire((signal?: WireSignal) => withSignal(signal, (s) => need().waitForFlushDrain({ signal: s }))),
+    /**
+     * The stats snapshot now (for the client's first `stats()`, or when it has no recent
+     * publication); from then on this connection publishes snapshots as they change.
+     */
+    stats: wire(async (): Promise<StatsSnapshot> => {
+      const s = need();
+      startStats();
+      return snapshotFor(s);
+    }),
     memtableStats: wire(() => need().memtableStats()),
     backpressureStats: wire(() => need().backpressureStats()),
     compactionStats: wire(() => need().compactionStats()),
@@ -430,6 +496,7 @@ export function makeHostApi(
 
     close: wire(async () => {
       tabs?.stopAccepting();
+      stopStats();
       try {
         await own()?.close();
       } finally {
@@ -439,6 +506,7 @@ export function makeHostApi(
     }),
     abort: wire(async () => {
       tabs?.stopAccepting();
+      stopStats();
       releaseAll();
       await own()?.abort();
       tabs?.stop();
@@ -446,6 +514,7 @@ export function makeHostApi(
     /** The client is gone for good: abort whatever is still open and drop the lifetime lock. */
     detach: wire(async () => {
       tabs?.stopAccepting();
+      stopStats();
       releaseAll();
       await own()?.abort();
       tabs?.stop();

@@ -3,7 +3,7 @@
 
 import type { WireError } from '../util/errors.js';
 import type { MemWalOptions } from '../engine/options.js';
-import type { WriterState } from '../metrics/stats.js';
+import type { StatsSnapshot, WriterState } from '../metrics/stats.js';
 import type { SchemaChange, SchemaReset } from '../engine/memwal.js';
 import type { SchemaInfo, SchemaVersionInfo } from '../engine/api.js';
 import type { makeHostApi } from './host.js';
@@ -138,6 +138,8 @@ export interface Hello {
 export type HostEvent =
   | { memwalEvent: 'state'; state: WriterState }
   | { memwalEvent: 'warn'; message: string; details: unknown[] }
+  /** A stats snapshot the host published (host.ts, SPEC §15.3): the client's `stats()` answers from the newest. */
+  | { memwalEvent: 'stats'; stats: StatsSnapshot }
   | ({ memwalEvent: 'schema-reset' } & SchemaReset)
   | { memwalEvent: 'schema-change'; change: SchemaChange };
 

@@ -110,11 +110,24 @@ export interface StartedWorker {
   hostCheckUrl?: string;
 }
 
-/** The worker of `options`: yours, one started from `workerUrl`, or memwal's default worker. */
-export function startWorker(options: { worker?: WorkerLike; workerUrl?: string | URL }): StartedWorker {
+/** The main-thread functions that start a worker, and their in-process counterparts (for `NotSupported`). */
+const IN_PROCESS = { openMemWal: 'MemWal.open', destroyMemWal: 'MemWal.destroy' } as const;
+export type WorkerCaller = keyof typeof IN_PROCESS;
+
+/**
+ * The worker of `options`: yours, one started from `workerUrl`, or memwal's default worker.
+ * `caller` names the function in the `NotSupported` of a context without module workers.
+ */
+export function startWorker(
+  options: { worker?: WorkerLike; workerUrl?: string | URL },
+  caller: WorkerCaller = 'openMemWal',
+): StartedWorker {
   if (options.worker) return { worker: options.worker, owned: false, script: '(the worker passed as options.worker)' };
   if (typeof Worker !== 'function') {
-    throw new MemWalError('NotSupported', 'openMemWal needs a context with module workers (a browser page); in-process, use MemWal.open');
+    throw new MemWalError(
+      'NotSupported',
+      `${caller} needs a context with module workers (a browser page); in-process, use ${IN_PROCESS[caller]}`,
+    );
   }
   const { workerUrl } = options;
   const script = workerUrl === undefined ? "memwal's default worker" : String(workerUrl);
@@ -313,8 +326,9 @@ export async function openWorkerLink(
   options: { worker?: WorkerLike; workerUrl?: string | URL },
   logger: Logger,
   prepare?: ConnectMessage['prepare'],
+  caller: WorkerCaller = 'openMemWal',
 ): Promise<WorkerLink> {
-  const started = startWorker(options);
+  const started = startWorker(options, caller);
   try {
     return new WorkerLink(await connect(started, prepare), started, logger);
   } catch (e) {

@@ -66,7 +66,9 @@ export async function packMemwal(work: string): Promise<string> {
   await run(process.execPath, [TSC, '-p', join(repo, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')], { cwd: repo });
   await run(process.execPath, [join(repo, 'scripts/build-kit-worker.mjs'), join(stage, 'dist')], { cwd: repo });
   for (const file of ['package.json', 'README.md', 'LICENSE', 'docs']) await cp(join(repo, file), join(stage, file), { recursive: true });
-  const { stdout } = await run('npm', ['pack', '--silent', '--pack-destination', work], { cwd: stage });
+  // Built above: the package's own `prepack` (a build, which needs this repository's dev
+  // dependencies) is not run in the staging copy.
+  const { stdout } = await run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', work], { cwd: stage });
   await mkdir(CACHE, { recursive: true });
   // Renamed into place complete, so a concurrent run never takes a half-written tarball.
   const temp = `${cached}.${process.pid}.tmp`;

@@ -50,7 +50,7 @@ export const statsCases = {
     for (const { prefix, writers } of VARIANTS) {
       const rs = reps[prefix];
       if (!rs.length) continue;
-      for (const k of ['memtableStats', 'backpressureStats', 'metrics']) {
+      for (const k of ['stats', 'memtableStats', 'backpressureStats', 'metrics']) {
         const e = `${prefix}${k}`;
         record(
           'stats_p50_ms',
@@ -93,7 +93,7 @@ export const statsCases = {
         'MiB/s',
       );
       details[`${prefix}stats_pooled`] = Object.fromEntries(
-        ['memtableStats', 'backpressureStats', 'metrics'].map((k) => {
+        ['stats', 'memtableStats', 'backpressureStats', 'metrics'].map((k) => {
           const all = rs.flatMap((r) => r.latencies[k]);
           return [k, { samples: all.length, p50: percentile(all, 50), p99: percentile(all, 99), max: Math.max(...all) }];
         }),

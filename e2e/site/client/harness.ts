@@ -187,6 +187,48 @@ const mw: ClientHarness = {
     return { ok: true, value: report };
   },
 
+  async statsUnderPuts(id, writers, puts, rowsPerPut) {
+    const c = entry(id).client;
+    return outcome(async () => {
+      await c.stats(); // the first call asks the worker; it publishes from then on
+      let next = 0;
+      const writer = async (): Promise<void> => {
+        while (next < puts) await c.put(rows(100_000 + next++ * rowsPerPut, rowsPerPut, 64));
+      };
+      let pushes = 0;
+      let inconsistentPushes = 0;
+      const stop = c.onStats(
+        (s) => {
+          pushes++;
+          if (s.memtable && s.unflushedBytes !== s.memtable.estimatedBytes + s.memtable.frozenBytes) inconsistentPushes++;
+        },
+        { intervalMs: 100 },
+      );
+      const latenciesMs: number[] = [];
+      let loading = true;
+      const sampler = (async () => {
+        while (loading) {
+          const t = performance.now();
+          await c.stats();
+          latenciesMs.push(performance.now() - t);
+          await new Promise((r) => setTimeout(r, 2));
+        }
+      })();
+      await Promise.all(Array.from({ length: writers }, writer));
+      loading = false;
+      await sampler;
+      stop();
+      let staleAfterReply = 0;
+      const base = (await c.stats()).write.putCount;
+      for (let i = 1; i <= 20; i++) {
+        await c.put(rows(900_000 + i, 1, 16));
+        if ((await c.stats()).write.putCount < base + i) staleAfterReply++;
+      }
+      const before = portTraffic.sent;
+      for (let i = 0; i < 200; i++) await c.stats();
+      return { latenciesMs, pushes, inconsistentPushes, staleAfterReply, postedDuringStats: portTraffic.sent - before };
+    });
+  },
   call(id, method) {
     const client = entry(id).client as unknown as Record<string, () => Promise<unknown>>;
     return outcome(() => client[method]!());

@@ -92,6 +92,13 @@ export interface ClientHarness {
   /** Start a put and return at once; `settled(op)` answers later. */
   startPut(client: number, firstId: number, rows: number, payloadBytes?: number): number;
   settled(op: number, waitMs?: number): Promise<Outcome<unknown> | 'pending'>;
+  /**
+   * Stats from the page under load (SPEC §15.3): `puts` puts of `rowsPerPut` rows by `writers`
+   * concurrent writers while a sampler times `stats()` (pausing 2 ms between calls) and an
+   * `onStats` listener (every 100 ms) collects pushes; then 20 puts one by one, each followed by
+   * `stats()`, counting those whose `write.putCount` misses a put already resolved.
+   */
+  statsUnderPuts(client: number, writers: number, puts: number, rowsPerPut: number): Promise<Outcome<StatsUnderPuts>>;
   /** Stats, metrics and other argument-less calls: `memtableStats`, `metrics`, `sync`, `close`, ... */
   call(client: number, method: string): Promise<Outcome<unknown>>;
   scan(client: number): Promise<Outcome<ScanReport>>;
@@ -124,4 +131,18 @@ export interface ClientHarness {
   warnings(client: number): string[];
   /** Fire the page-lifecycle event the client listens to (`visibilitychange` with the page shown as hidden). */
   hide(event: 'pagehide' | 'visibilitychange'): void;
+}
+
+/** What `statsUnderPuts` measured. */
+export interface StatsUnderPuts {
+  /** Each timed `stats()` call, ms (performance.now on the page). */
+  latenciesMs: number[];
+  /** `onStats` pushes received. */
+  pushes: number;
+  /** Pushes whose parts disagreed (`unflushedBytes` not `estimatedBytes + frozenBytes`). */
+  inconsistentPushes: number;
+  /** Of the 20 put-then-stats steps, those whose stats missed a resolved put. */
+  staleAfterReply: number;
+  /** Messages the page posted to the worker during 200 `stats()` calls after the load. */
+  postedDuringStats: number;
 }

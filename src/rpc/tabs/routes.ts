@@ -37,6 +37,7 @@ export const TAB_ROUTES = {
   sync: 'call',
   forceSealActive: 'call',
   waitForFlushDrain: 'call',
+  stats: 'call',
   memtableStats: 'call',
   backpressureStats: 'call',
   compactionStats: 'call',
