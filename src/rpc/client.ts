@@ -25,6 +25,7 @@ import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, schemaToWire, tran
 import { type RowPlan, rowPlan, rowsToWire } from './client-rows.js';
 import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
 import { TabsLink } from './tabs/tabs.js';
+import { openHandle } from './realm.js';
 import { openThroughTestHook } from './test-hook.js';
 import {
   type ClientLink,
@@ -113,6 +114,17 @@ function toWire(options: OpenMemWalOptions): { wire: WireOpenOptions; logger: Lo
  * `navigator.storage.persist()` here, on the main thread (`client.persisted`). With
  * `tabs: 'share'` the store is shared by every tab that opens it so (see `OpenMemWalOptions.tabs`).
  *
+ * A store this page already has open (or is opening) is joined, in every `tabs` mode: the new
+ * client shares that open's worker at once instead of waiting on its own lock (React
+ * StrictMode's open → close → open, a module re-run by HMR). The store stays open until the last
+ * client of the page lets go: `close()` of one client closes only it, and so does `abort()` (it
+ * never waits on I/O, but the other clients keep the store: an HMR `dispose` or an effect's
+ * cleanup that aborts must not pull the store from under the components still using it); the
+ * last `close()` (`abort()`) closes (aborts) the store. A join must give the open's options
+ * (`lockTimeoutMs`, `steal`, `persist`, `onSchemaMismatch` and `logger` aside): another `schema`,
+ * `primaryKey`, `storage`, `tabs`, `workerUrl`... rejects `InvalidArgument` naming the option. A
+ * store opened on a `worker` you pass is joined only by opens that pass the same worker.
+ *
  * Rejects as `MemWal.open` does (`InvalidArgument` before anything starts, `Locked`,
  * `NotSupported`, `Corruption`, ...), with `InvalidArgument` for an adapter object in `storage`,
  * `NotSupported` when no module worker can be started, its script fails to load (the message
@@ -127,10 +139,16 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
   if (underTest) return underTest;
   const { wire, logger, tabs } = toWire(options);
-  const link: ClientLink =
-    tabs === 'share'
-      ? new TabsLink(wire, options, logger)
-      : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage });
+  // A store this page already opens joins that open (realm.ts): no second worker, no wait on our own lock.
+  const workerUrl = options.workerUrl === undefined ? undefined : String(options.workerUrl);
+  const link = await openHandle(
+    { wire, tabs, workerUrl },
+    options.worker,
+    async (): Promise<ClientLink> =>
+      tabs === 'share'
+        ? new TabsLink(wire, options, logger)
+        : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage }),
+  );
   const client = new MemWalClient(link, wire.name, logger, hooks);
   if (options.persist) client.requestPersist();
   try {
