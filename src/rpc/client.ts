@@ -16,14 +16,14 @@ import type {
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
-import type { MemWalApi, PutResult, Role, WalEntry } from '../engine/api.js';
+import type { MemWalApi, PutResult, Role, WalEntry, WatchInfo, WatchOptions, WatchResult, WatchSpec } from '../engine/api.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
-import { MemWalError, type MemWalErrorCode, isMemWalError } from '../util/errors.js';
+import { MemWalError, type MemWalErrorCode, errorFromWire, isMemWalError } from '../util/errors.js';
 import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
 import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
 import { type RowPlan, rowPlan, rowsToWire } from './client-rows.js';
-import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
+import type { HostEvent, Page, WireArrow, WireData, WireOpenOptions, WireSignal, WireStorage, WireWatchSpec } from './protocol.js';
 import { TabsLink } from './tabs/tabs.js';
 import { openHandle } from './realm.js';
 import { openThroughTestHook } from './test-hook.js';
@@ -41,6 +41,23 @@ import {
 export type { WorkerLike } from './worker-link.js';
 
 type ArrowCodec = Awaited<ReturnType<typeof arrowCodec>>;
+
+/** The reads `watch` takes (engine/memwal.ts WATCH_READS), checked here before anything is posted. */
+const WATCH_KINDS = ['get', 'getMany', 'scan'] as const;
+
+/** Watch ids, unique in the page: the clients of one page may share a connection (realm.ts). */
+let nextWatchId = 1;
+
+/** A watch of this client: what it asks and the last position it delivered (nothing older is delivered). */
+interface ClientWatch {
+  spec: WireWatchSpec;
+  scan: boolean;
+  position: number;
+  /** Results in arrival order (a scan's waits for the Arrow codec). */
+  chain: Promise<void>;
+  listener: (value: unknown, info: WatchInfo) => void;
+  onError: WatchOptions['onError'];
+}
 
 /** A tail that meets this many leader changes in a row without an entry gives up (rejects `LeaderChanged`). */
 const MAX_TAIL_RESUMES = 3;
@@ -204,6 +221,8 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   private persistResult: boolean | undefined;
   /** How a put's plain rows are built here (client-rows.ts); undefined: they cross as they are. */
   private rowPlan: RowPlan | undefined;
+  /** Live watches by id. */
+  private readonly watches = new Map<number, ClientWatch>();
 
   /** @internal Use `openMemWal`. */
   constructor(
@@ -213,7 +232,12 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     private readonly hooks: OpenHooks,
   ) {
     this.remote = link.remote;
-    link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason), role: (role) => this.onRole(role) });
+    link.start({
+      event: (e) => this.onEvent(e),
+      dead: (reason) => this.die(reason),
+      role: (role) => this.onRole(role),
+      served: () => this.resubscribe(),
+    });
     const doc = (globalThis as { document?: Document }).document;
     if (doc && typeof globalThis.addEventListener === 'function') {
       this.listen(globalThis as unknown as EventTarget, 'pagehide', () => this.lifecycleSync('pagehide'));
@@ -264,7 +288,9 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   private onEvent(e: HostEvent | undefined): void {
-    if (e?.memwalEvent === 'state') this.setState(e.state);
+    if (e?.memwalEvent === 'watch') this.onWatchResult(e.id, e.position, e.value);
+    else if (e?.memwalEvent === 'watch-error') this.onWatchError(e.id, errorFromWire(e.error), e.final);
+    else if (e?.memwalEvent === 'state') this.setState(e.state);
     else if (e?.memwalEvent === 'warn') this.logger.warn(e.message, ...e.details);
     else if (e?.memwalEvent === 'schema-reset') {
       try {
@@ -345,6 +371,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   private teardown(): void {
+    this.watches.clear();
     const gone = this.gone!;
     for (const reject of [...this.pending]) reject(gone);
     this.pending.clear();
@@ -563,6 +590,101 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   /**
+   * As `MemWal.watch`: the read runs in the worker, which matches each commit group against what
+   * it touched and posts one message per affected watch per commit group (a write elsewhere posts
+   * nothing to this page); a `scan` table crosses as its buffers. Under `tabs: 'share'` it works
+   * from every tab, and goes on at the next leader (a re-subscription there delivers its current
+   * result; nothing older than a result already delivered is). The unsubscribe (or `signal`)
+   * releases it in the worker; so do `close()` and `abort()`. Throws `InvalidArgument` for a spec
+   * that names no read and `Closed` when the client is closed.
+   */
+  watch<S extends WatchSpec<R>>(
+    spec: S,
+    listener: (result: WatchResult<R, S>, info: WatchInfo) => void,
+    opts: WatchOptions = {},
+  ): () => void {
+    const named = typeof spec === 'object' && spec !== null ? Object.keys(spec) : [];
+    if (named.length !== 1 || !(WATCH_KINDS as readonly string[]).includes(named[0]!)) {
+      throw new MemWalError('InvalidArgument', `watch: spec must name one read (${WATCH_KINDS.join(', ')}), as { get: key }`);
+    }
+    if (this.gone) throw this.gone;
+    if (opts.signal?.aborted) return () => undefined;
+    const id = nextWatchId++;
+    const w: ClientWatch = {
+      spec: spec as unknown as WireWatchSpec,
+      scan: named[0] === 'scan',
+      position: -1,
+      chain: Promise.resolve(),
+      listener: listener as (value: unknown, info: WatchInfo) => void,
+      onError: opts.onError,
+    };
+    this.watches.set(id, w);
+    this.subscribe(id, w);
+    const signal = opts.signal;
+    const unsubscribe = (): void => {
+      signal?.removeEventListener('abort', unsubscribe);
+      if (!this.watches.delete(id) || this.gone) return;
+      this.call('unwatch', (r) => r.unwatch(id)).catch(() => undefined); // fails only once the worker is gone, which drops it
+    };
+    signal?.addEventListener('abort', unsubscribe, { once: true });
+    return unsubscribe;
+  }
+
+  /** Watches registered and not unsubscribed (for tests: none is left after unsubscribe or close). */
+  get watchCount(): number {
+    return this.watches.size;
+  }
+
+  private subscribe(id: number, w: ClientWatch): void {
+    this.call('watch', (r) => r.watch(id, w.spec)).catch((e: MemWalError) => {
+      if (this.watches.get(id) !== w || this.gone) return;
+      if (e.code === 'LeaderChanged') return; // the next leader gets it again (resubscribe)
+      this.onWatchError(id, e, true);
+    });
+  }
+
+  /** Calls are served elsewhere now (another leader): every watch subscribes there again. */
+  private resubscribe(): void {
+    if (this.gone) return;
+    for (const [id, w] of this.watches) this.subscribe(id, w);
+  }
+
+  private onWatchResult(id: number, position: number, value: unknown): void {
+    const w = this.watches.get(id);
+    if (!w || position < w.position) return; // never a result older than one delivered
+    w.position = position;
+    const deliver = (v: unknown): void => {
+      if (this.watches.get(id) !== w) return; // unsubscribed meanwhile
+      try {
+        w.listener(v, { position });
+      } catch (e) {
+        this.logger.warn('memwal: a watch listener threw', e);
+      }
+    };
+    if (!w.scan) {
+      deliver(value);
+      return;
+    }
+    w.chain = w.chain.then(async () => deliver((await arrowCodec()).decodeTable(value as WireArrow)));
+  }
+
+  private onWatchError(id: number, error: MemWalError, final: boolean): void {
+    const w = this.watches.get(id);
+    if (!w) return;
+    if (final) this.watches.delete(id);
+    if (w.onError) w.onError(error, final);
+    else this.logger.warn(`memwal: a watched read failed${final ? '; the watch stopped' : ''}`, error);
+  }
+
+  /** Let go of every watch in the worker (this client closes; the worker's store may stay open for other clients). */
+  private releaseWatches(): void {
+    for (const id of [...this.watches.keys()]) {
+      this.watches.delete(id);
+      this.call('unwatch', (r) => r.unwatch(id)).catch(() => undefined);
+    }
+  }
+
+  /**
    * As `MemWal.close`, then the worker is terminated (a worker given as `options.worker` is only
    * detached). Rejects `Closed` if the worker died before or during the close (what it had not
    * flushed is in the WAL and replays at the next open). Idempotent.
@@ -573,6 +695,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
         if (this.ended) return;
         throw this.gone;
       }
+      this.releaseWatches();
       try {
         await this.call('close', (r) => r.close());
       } finally {
@@ -586,6 +709,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   abort(): Promise<void> {
     this.aborting ??= (async () => {
       if (this.gone) return;
+      this.releaseWatches();
       // Stop now: a worker that does not answer promptly is terminated all the same.
       await withTimeout(
         this.call('abort', (r) => r.abort()),

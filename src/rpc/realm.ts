@@ -68,6 +68,9 @@ class SharedOpen {
         role: (role) => {
           for (const h of [...this.handles]) h.sink?.role?.(role);
         },
+        served: () => {
+          for (const h of [...this.handles]) h.sink?.served?.();
+        },
       });
       return link;
     });

@@ -50,6 +50,11 @@ export interface LinkSink {
   dead(reason: string): void;
   /** `role()` changed (only `tabs: 'share'` links change role). */
   role?(role: ClientRole): void;
+  /**
+   * Calls are served by another worker from now on (a new leader under `tabs: 'share'`): what
+   * lives in a worker for the client (its watches) must be set up there again.
+   */
+  served?(): void;
 }
 
 /**

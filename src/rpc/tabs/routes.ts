@@ -25,6 +25,8 @@ export const TAB_ROUTES = {
   get: 'call',
   getMany: 'call',
   scan: 'call',
+  watch: 'call',
+  unwatch: 'call',
   scanBatches: 'iterator',
   tail: 'iterator',
   nextBatches: 'page',
