@@ -162,3 +162,43 @@ describe('watch, in-process', () => {
     expect((await rejection(w.get({ id: 1 }))).code).toBe('Closed');
   });
 });
+
+describe('Watches: footprints with column ranges (how an index query declares its range)', () => {
+  it('wakes a watch for a commit writing a value in its range, or one of the keys it returned; not otherwise', async () => {
+    const { tableFromArrays } = await import('apache-arrow');
+    const { Watches } = await import('./watch.js');
+    const watches = new Watches(
+      (b) => Array.from(b.getChild('id')!.toArray() as Float64Array),
+      () => 0,
+    );
+    let runs = 0;
+    const stop = watches.add(
+      async () => {
+        runs++;
+        // Rows with score in [10, 20) and the row of key 1, which the "query" returned.
+        return {
+          value: runs,
+          touched: { keys: [1], ranges: [{ column: 'score', contains: (v: unknown) => (v as number) >= 10 && (v as number) < 20 }] },
+        };
+      },
+      { deliver: () => undefined, fail: () => undefined },
+    );
+    await until(() => runs === 1);
+    const commit = (ids: number[], scores: number[]) => ({
+      position: 1,
+      batches: tableFromArrays({ id: Float64Array.from(ids), score: Float64Array.from(scores) }).batches,
+    });
+    watches.committed(commit([5, 6], [3, 25]));
+    await tick(5);
+    expect(runs).toBe(1);
+    watches.committed(commit([5, 7], [3, 12])); // a row enters the range
+    await until(() => runs === 2);
+    watches.committed(commit([1], [99])); // a returned row leaves it
+    await until(() => runs === 3);
+    stop();
+    expect(watches.size).toBe(0);
+    watches.committed(commit([7], [12]));
+    await tick(5);
+    expect(runs).toBe(3);
+  });
+});
