@@ -33,6 +33,7 @@ import {
   type Remote,
   type WorkerLike,
   GOODBYE_TIMEOUT_MS,
+  NO_WORKERS_MESSAGE,
   fromWire,
   openWorkerLink,
   withTimeout,
@@ -156,6 +157,7 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
   if (underTest) return underTest;
   const { wire, logger, tabs } = toWire(options);
+  if (typeof Worker !== 'function' && options.worker === undefined) throw new MemWalError('NotSupported', NO_WORKERS_MESSAGE);
   // A store this page already opens joins that open (realm.ts): no second worker, no wait on our own lock.
   const workerUrl = options.workerUrl === undefined ? undefined : String(options.workerUrl);
   const link = await openHandle(

@@ -104,6 +104,12 @@ export function describeErrorEvent(ev: Event, script: string): string {
     : `the worker script ${script} failed to load or run (is the URL right, and served as JavaScript?)`;
 }
 
+/** Why openMemWal cannot run here (no `Worker`: a server rendering the page, Node, a worker without nested workers). */
+export const NO_WORKERS_MESSAGE =
+  'openMemWal runs in a browser page (it starts a module worker), and there is no Worker here: on a server rendering the page (SSR), ' +
+  'open the store in the browser only (in an effect, or with memwalStore() from memwal/react, which opens on first use in the browser); ' +
+  'in Node, Deno or a worker of your own, use MemWal.open in-process';
+
 /** How a worker was given or started: for error messages. */
 export interface StartedWorker {
   worker: WorkerLike;
@@ -119,7 +125,7 @@ export interface StartedWorker {
 export function startWorker(options: { worker?: WorkerLike; workerUrl?: string | URL }): StartedWorker {
   if (options.worker) return { worker: options.worker, owned: false, script: '(the worker passed as options.worker)' };
   if (typeof Worker !== 'function') {
-    throw new MemWalError('NotSupported', 'openMemWal needs a context with module workers (a browser page); in-process, use MemWal.open');
+    throw new MemWalError('NotSupported', NO_WORKERS_MESSAGE);
   }
   const { workerUrl } = options;
   const script = workerUrl === undefined ? "memwal's default worker" : String(workerUrl);
