@@ -8,9 +8,12 @@ import { useEffect, useState } from 'react';
 import type { Schema } from 'apache-arrow';
 import type { RowsOf, RowsParam, SchemaColumn, UntypedRows } from './data/define-schema.js';
 import type { MemWalApi, WatchOptions, WatchResult, WatchSpec } from './engine/api.js';
-import type { OpenHooks } from './engine/memwal.js';
+import type { MemWal, OpenHooks } from './engine/memwal.js';
 import type { BackpressureStats, MemTableStats, StorageStats, WalStats, WriteStats } from './metrics/stats.js';
 import { type MemWalClient, openMemWal, type OpenMemWalOptions, type TypedOpenMemWalOptions } from './rpc/client.js';
+
+/** A store the hooks take: a page's client or an in-process `MemWal` (their row types inferred). */
+export type MemWalDb<R extends RowsParam = UntypedRows> = MemWalClient<R> | MemWal<R>;
 
 /** A spec as a stable string: a new object with the same read does not re-subscribe. */
 function specKey(spec: unknown): string {
@@ -25,7 +28,7 @@ function specKey(spec: unknown): string {
  * unmount. `opts.onError` as `watch`'s (a failed read keeps the last result).
  */
 export function useQuery<R extends RowsParam, S extends WatchSpec<R>>(
-  db: MemWalApi<R> | undefined | null,
+  db: MemWalDb<R> | undefined | null,
   spec: S,
   opts: Pick<WatchOptions, 'onError'> = {},
 ): WatchResult<R, S> | undefined {
@@ -57,7 +60,7 @@ export interface StatsSnapshot {
  * one-snapshot `stats()` (SPEC §15.3), this is the one line to change (`return db.stats()`, or
  * `useStats` subscribes with `onStats` instead of its interval).
  */
-async function readStats(db: MemWalApi<RowsParam>): Promise<StatsSnapshot> {
+async function readStats(db: MemWalApi<never>): Promise<StatsSnapshot> {
   const [memtable, backpressure, wal, write, storage] = await Promise.all([
     db.memtableStats().catch(() => undefined), // NotSupported in WAL-only mode
     db.backpressureStats(),
@@ -73,7 +76,7 @@ async function readStats(db: MemWalApi<RowsParam>): Promise<StatsSnapshot> {
  * until the first read (and while `db` is undefined). A failed read (the store closed) keeps the
  * last value.
  */
-export function useStats(db: MemWalApi<RowsParam> | undefined | null, opts: { intervalMs?: number } = {}): StatsSnapshot | undefined {
+export function useStats<R extends RowsParam>(db: MemWalDb<R> | undefined | null, opts: { intervalMs?: number } = {}): StatsSnapshot | undefined {
   const intervalMs = opts.intervalMs ?? 1000;
   const [state, setState] = useState<{ db: unknown; stats: StatsSnapshot } | undefined>(undefined);
   useEffect(() => {
@@ -81,7 +84,7 @@ export function useStats(db: MemWalApi<RowsParam> | undefined | null, opts: { in
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const poll = (): void => {
-      readStats(db).then(
+      readStats(db as unknown as MemWalApi<never>).then(
         (stats) => live && setState({ db, stats }),
         () => undefined, // closed meanwhile: keep the last value
       );
