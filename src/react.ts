@@ -76,7 +76,10 @@ async function readStats(db: MemWalApi<never>): Promise<StatsSnapshot> {
  * until the first read (and while `db` is undefined). A failed read (the store closed) keeps the
  * last value.
  */
-export function useStats<R extends RowsParam>(db: MemWalDb<R> | undefined | null, opts: { intervalMs?: number } = {}): StatsSnapshot | undefined {
+export function useStats<R extends RowsParam>(
+  db: MemWalDb<R> | undefined | null,
+  opts: { intervalMs?: number } = {},
+): StatsSnapshot | undefined {
   const intervalMs = opts.intervalMs ?? 1000;
   const [state, setState] = useState<{ db: unknown; stats: StatsSnapshot } | undefined>(undefined);
   useEffect(() => {
