@@ -8,7 +8,7 @@ const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 export default defineConfig({
   root: fileURLToPath(new URL('./site', import.meta.url)),
   // Deps used only inside workers are otherwise found late, and Vite reloads the page mid-test.
-  optimizeDeps: { include: ['apache-arrow', 'idb', 'comlink'] },
+  optimizeDeps: { include: ['apache-arrow', 'idb', 'comlink', 'react', 'react-dom/client'] },
   worker: { format: 'es' },
   server: { fs: { allow: [repoRoot] } },
   logLevel: 'warn',

@@ -49,7 +49,18 @@ export type {
 } from './storage/adapter.js';
 export type { Manifest, TableFileEntry, StoreMode } from './format/manifest/manifest.js';
 export type { MemTableStats, BackpressureStats, WalStats, WriteStats, StorageStats, WriterState } from './metrics/stats.js';
-export type { MemWalApi, PutResult, WalEntry, Role, SchemaInfo, SchemaVersionInfo } from './engine/api.js';
+export type {
+  MemWalApi,
+  PutResult,
+  WalEntry,
+  Role,
+  SchemaInfo,
+  SchemaVersionInfo,
+  WatchSpec,
+  WatchResult,
+  WatchOptions,
+  WatchInfo,
+} from './engine/api.js';
 export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, StorageOption } from './engine/options.js';
 export type { Logger } from './util/logger.js';
 export {

@@ -5,6 +5,7 @@ import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from './query.js';
+import type { MemWalError } from '../util/errors.js';
 import type {
   BackpressureStats,
   CompactionResult,
@@ -69,6 +70,43 @@ export interface SchemaInfo {
 }
 
 export type Role = 'leader' | 'follower' | 'in-process';
+
+/**
+ * One read for `watch` to keep live, named by its method and given its arguments:
+ * `{ get: key }`, `{ getMany: keys }`, `{ scan: { columns? } }` (`{ scan: {} }`: every column).
+ */
+export type WatchSpec<R extends RowsParam = UntypedRows> =
+  | { get: RowTypesOf<R>['key'] }
+  | { getMany: readonly RowTypesOf<R>['key'][] }
+  | { scan: { columns?: ColumnName<R>[] } };
+
+/** What `watch(spec)` delivers: what the read `spec` names resolves to. */
+export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
+  ? RowTypesOf<R>['output'] | undefined
+  : S extends { getMany: unknown }
+    ? (RowTypesOf<R>['output'] | undefined)[]
+    : S extends { scan: { columns?: (infer C)[] } }
+      ? Table<Pick<RowTypesOf<R>['columns'], C & ColumnName<R>>>
+      : never;
+
+/** Options of `watch`. */
+export interface WatchOptions {
+  /** Aborting it stops the watch, as the returned unsubscribe does. */
+  signal?: AbortSignal;
+  /**
+   * A run of the read failed. `final` (a bad key: `InvalidArgument`; `NotSupported`): the watch
+   * has stopped. Otherwise (a transient `IOError`...) it runs again after the next commit that
+   * can alter it. Without it failures go to the store's logger. The store closing stops the watch
+   * silently.
+   */
+  onError?: (error: MemWalError, final: boolean) => void;
+}
+
+/** What a watch listener learns beside the result. */
+export interface WatchInfo {
+  /** The result reflects at least every commit up to this WAL position. */
+  position: number;
+}
 
 /**
  * The API shared by `MemWal` (in-process) and `MemWalClient` (main thread, via a worker). `R`
@@ -175,6 +213,18 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
    * and this opener's columns that read a stored column under another name.
    */
   schemaInfo(): Promise<SchemaInfo>;
+  /**
+   * Keep the read `spec` names live: `listener` gets its result at once, then a new one after each
+   * committed change (a WAL commit group, once durable, from any tab) that can alter it, decided
+   * from what the read touched (the keys of `get` / `getMany`; everything for `scan`), not on
+   * every write; at most once per commit group (commits landing while the read runs again are
+   * taken into that run), never a result older than one it already got (a new result may equal
+   * the previous one: a put of the same values). Returns the unsubscribe; `signal` stops it too,
+   * and so does the store's close. Throws `InvalidArgument` for a spec that names no read (or
+   * more than one) and `Closed` on a closed store; a read that fails goes to `onError`. Under
+   * `tabs: 'share'` it works from every tab and goes on at the next leader.
+   */
+  watch<S extends WatchSpec<R>>(spec: S, listener: (result: WatchResult<R, S>, info: WatchInfo) => void, opts?: WatchOptions): () => void;
   /** Call `listener` on every later state change; returns the unsubscribe function. */
   onStateChange(listener: (s: WriterState) => void): () => void;
   /** Where this store's calls are served (see `Role`). */

@@ -11,6 +11,7 @@ import type { BackgroundLanes } from './lane.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { ManifestLog } from './manifest-log.js';
 import type { ResolvedOptions } from './options.js';
+import type { Watches } from './watch.js';
 
 /** One writer's shared parts, from before its store is claimed. */
 export interface EngineContext {
@@ -24,6 +25,8 @@ export interface EngineContext {
   /** The counters of `writeStats()`, updated in place by the parts that do the work. */
   readonly writeStats: WriteStats;
   readonly policy: CompactionPolicy;
+  /** The live reads (`watch`): told of every durable commit group. */
+  readonly watches: Watches;
 }
 
 /** The shared parts once the store is claimed: its handle, the manifest this writer holds, its background lanes. */

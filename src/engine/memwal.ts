@@ -8,7 +8,7 @@ import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arr
 import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRows } from '../data/define-schema.js';
 import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from './query.js';
-import { type Key, makeKeyEncoder } from '../data/keys.js';
+import { type Key, encodeKey, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
 import type { ColumnView } from '../data/column-view.js';
@@ -31,7 +31,7 @@ import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/ad
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import { EventLoopTurns, nowMs, setRepeating, wallClockMs } from '../util/schedule.js';
 import { checkStatsInterval, statsView } from '../metrics/views.js';
-import type { MemWalApi, OnStatsOptions, PutResult, SchemaInfo, WalEntry } from './api.js';
+import type { MemWalApi, OnStatsOptions, PutResult, SchemaInfo, WalEntry, WatchInfo, WatchOptions, WatchResult, WatchSpec } from './api.js';
 import { Backpressure, type WaitWindow } from './backpressure.js';
 import { DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import type { ClaimedContext, EngineContext } from './context.js';
@@ -44,6 +44,7 @@ import { AsyncRwLock } from './rwlock.js';
 import { CachedEstimate } from './storage-estimate.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
+import { type ReadFootprint, type WatchRead, Watches } from './watch.js';
 
 export type { SchemaChange } from '../format/schema-versions.js';
 export type { OpenHooks, SchemaReset } from './options.js';
@@ -81,6 +82,28 @@ function zeroWriteStats(): WriteStats {
     replayTimeMs: 0,
   };
 }
+
+/**
+ * The reads `watch` can keep live, each as its run and its footprint (engine/watch.ts). Adding
+ * one (the indexes' `query`, `count`) is an entry here and a member of `WatchSpec` (api.ts): run
+ * the read, and say what it touched — `keys` (the keys it looked up, or the keys of the rows it
+ * returned, so a change or delete of one is seen) and `ranges` (each index range it covered, so
+ * a row written into one is seen), or `all`.
+ */
+const WATCH_READS = {
+  get: (db: MemWal, key: Record<string, unknown>) => async () => {
+    const value = await db.get(key);
+    return { value, touched: { keys: [db.encodeWatchKey(key)] } satisfies ReadFootprint };
+  },
+  getMany: (db: MemWal, keys: readonly Record<string, unknown>[]) => async () => {
+    const value = await db.getMany(keys);
+    return { value, touched: { keys: keys.map((k) => db.encodeWatchKey(k)) } satisfies ReadFootprint };
+  },
+  scan: (db: MemWal, opts: { columns?: string[] } | undefined) => async () => {
+    const value = await db.scan(opts ?? {});
+    return { value, touched: { all: true } satisfies ReadFootprint };
+  },
+} satisfies Record<string, (db: MemWal, arg: never) => WatchRead<unknown>>;
 
 /**
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
@@ -166,17 +189,23 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     const life = new Lifecycle(options.name, options.logger, hooks.onStateChange);
     const backpressure = new Backpressure();
     life.onTerminal(() => backpressure.wake());
+    const keyEncoder = schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined;
+    let durablePosition = (): number => 0;
+    const watches = new Watches(keyEncoder, () => durablePosition());
+    life.onTerminal(() => watches.close());
     const ctx: EngineContext = {
       options,
       schema,
-      keyEncoder: schema.primaryKey.length > 0 ? makeKeyEncoder(schema) : undefined,
+      keyEncoder,
       life,
       backpressure,
       writeStats: zeroWriteStats(),
       policy: { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy },
+      watches,
     };
     const statsLock = new AsyncRwLock();
     const opened = await openStore(ctx, adapter, statsLock);
+    durablePosition = () => opened.wal.durablePosition;
     const w = new MemWal(opened, statsLock, adapter);
     life.setState('open');
     try {
@@ -409,6 +438,67 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   /** Per declared index: entries and estimated bytes. */
   async indexStats(): Promise<Record<string, IndexStats>> {
     return this.statsLock.read(() => this.tier.indexStats());
+  }
+
+  // ------------------------------------------------------------------ live reads
+
+  /**
+   * Keep the read `spec` names live (`MemWalApi.watch`): the result now, then after each durable
+   * commit group that touches what the read touched (engine/watch.ts). Listener errors are logged.
+   */
+  watch<S extends WatchSpec<R>>(
+    spec: S,
+    listener: (result: WatchResult<R, S>, info: WatchInfo) => void,
+    opts: WatchOptions = {},
+  ): () => void {
+    const read = this.watchRead(spec as WatchSpec);
+    this.life.throwIfUnusable();
+    if (opts.signal?.aborted) return () => undefined;
+    const { logger } = this.options;
+    const stop = this.ctx.watches.add(read, {
+      deliver: (value, position) => {
+        try {
+          listener(value as WatchResult<R, S>, { position });
+        } catch (e) {
+          logger.warn('memwal: a watch listener threw', e);
+        }
+      },
+      fail: (error, final) => {
+        if (opts.onError) opts.onError(error, final);
+        else logger.warn(`memwal: a watched read failed${final ? '; the watch stopped' : ''}`, error);
+      },
+    });
+    const signal = opts.signal;
+    const onAbort = (): void => stop();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    return () => {
+      signal?.removeEventListener('abort', onAbort);
+      stop();
+    };
+  }
+
+  /** Live reads registered and not stopped (for tests: none is left after unsubscribe or close). */
+  get watchCount(): number {
+    return this.ctx.watches.size;
+  }
+
+  /**
+   * The run of a watched read and what it touched, by the read `spec` names (`WATCH_READS`). A
+   * read added to `WatchSpec` adds its entry there: its call, and its footprint (keys it looked
+   * up or returned, index ranges it covered, or everything).
+   */
+  private watchRead(spec: WatchSpec): WatchRead<unknown> {
+    const named = typeof spec === 'object' && spec !== null ? Object.keys(spec).filter((k) => Object.hasOwn(WATCH_READS, k)) : [];
+    if (named.length !== 1 || Object.keys(spec).length !== 1) {
+      throw new MemWalError('InvalidArgument', `watch: spec must name one read (${Object.keys(WATCH_READS).join(', ')}), as { get: key }`);
+    }
+    const kind = named[0] as keyof typeof WATCH_READS;
+    return WATCH_READS[kind](this as MemWal, (spec as Record<string, unknown>)[kind] as never);
+  }
+
+  /** @internal A key as the watches compare it (engine/watch.ts). */
+  encodeWatchKey(key: Record<string, unknown>): Key {
+    return encodeKey(key, this.ctx.schema);
   }
 
   /**

@@ -128,6 +128,7 @@ async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, hand
     {
       onDurable: (e) => {
         tier.onDurable(e);
+        ctx.watches.committed({ position: e.position, batches: e.batches });
         life.progress.notify();
       },
       onFailure: (err) => life.poison(err),

@@ -17,19 +17,31 @@ import type {
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
-import type { MemWalApi, OnStatsOptions, PutResult, Role, SchemaInfo, WalEntry } from '../engine/api.js';
+import type {
+  MemWalApi,
+  OnStatsOptions,
+  PutResult,
+  Role,
+  SchemaInfo,
+  WalEntry,
+  WatchInfo,
+  WatchOptions,
+  WatchResult,
+  WatchSpec,
+} from '../engine/api.js';
 import { checkStatsInterval, statsView } from '../metrics/views.js';
 import { nowMs, setRepeating } from '../util/schedule.js';
 import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
 import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from '../engine/query.js';
-import { MemWalError, type MemWalErrorCode, isMemWalError } from '../util/errors.js';
+import { MemWalError, type MemWalErrorCode, errorFromWire, isMemWalError } from '../util/errors.js';
 import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
 import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
 import { type RowPlan, rowPlan, rowsToWire } from './client-rows.js';
-import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal, WireStorage } from './protocol.js';
+import type { HostEvent, Page, WireArrow, WireData, WireOpenOptions, WireSignal, WireStorage, WireWatchSpec } from './protocol.js';
 import { TabsLink } from './tabs/tabs.js';
+import { openHandle } from './realm.js';
 import { openThroughTestHook } from './test-hook.js';
 import {
   type ClientLink,
@@ -37,6 +49,7 @@ import {
   type Remote,
   type WorkerLike,
   GOODBYE_TIMEOUT_MS,
+  NO_WORKERS_MESSAGE,
   fromWire,
   openWorkerLink,
   withTimeout,
@@ -56,6 +69,23 @@ export const STATS_FRESH_MS = 1000;
 /** A reader's interval of `maxWaitMsSinceLast` on the page: the longest wait the snapshots received in it showed. */
 interface PageWaitWindow {
   max: number;
+}
+
+/** The reads `watch` takes (engine/memwal.ts WATCH_READS), checked here before anything is posted. */
+const WATCH_KINDS = ['get', 'getMany', 'scan'] as const;
+
+/** Watch ids, unique in the page: the clients of one page may share a connection (realm.ts). */
+let nextWatchId = 1;
+
+/** A watch of this client: what it asks and the last position it delivered (nothing older is delivered). */
+interface ClientWatch {
+  spec: WireWatchSpec;
+  scan: boolean;
+  position: number;
+  /** Results in arrival order (a scan's waits for the Arrow codec). */
+  chain: Promise<void>;
+  listener: (value: unknown, info: WatchInfo) => void;
+  onError: WatchOptions['onError'];
 }
 
 /** A tail that meets this many leader changes in a row without an entry gives up (rejects `LeaderChanged`). */
@@ -132,6 +162,17 @@ function toWire(options: OpenMemWalOptions): { wire: WireOpenOptions; logger: Lo
  * `navigator.storage.persist()` here, on the main thread (`client.persisted`). With
  * `tabs: 'share'` the store is shared by every tab that opens it so (see `OpenMemWalOptions.tabs`).
  *
+ * A store this page already has open (or is opening) is joined, in every `tabs` mode: the new
+ * client shares that open's worker at once instead of waiting on its own lock (React
+ * StrictMode's open → close → open, a module re-run by HMR). The store stays open until the last
+ * client of the page lets go: `close()` of one client closes only it, and so does `abort()` (it
+ * never waits on I/O, but the other clients keep the store: an HMR `dispose` or an effect's
+ * cleanup that aborts must not pull the store from under the components still using it); the
+ * last `close()` (`abort()`) closes (aborts) the store. A join must give the open's options
+ * (`lockTimeoutMs`, `steal`, `persist`, `onSchemaMismatch` and `logger` aside): another `schema`,
+ * `primaryKey`, `storage`, `tabs`, `workerUrl`... rejects `InvalidArgument` naming the option. A
+ * store opened on a `worker` you pass is joined only by opens that pass the same worker.
+ *
  * Rejects as `MemWal.open` does (`InvalidArgument` before anything starts, `Locked`,
  * `NotSupported`, `Corruption`, ...), with `InvalidArgument` for an adapter object in `storage`,
  * `NotSupported` when no module worker can be started, its script fails to load (the message
@@ -146,10 +187,17 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
   const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
   if (underTest) return underTest;
   const { wire, logger, tabs } = toWire(options);
-  const link: ClientLink =
-    tabs === 'share'
-      ? new TabsLink(wire, options, logger)
-      : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage });
+  if (typeof Worker !== 'function' && options.worker === undefined) throw new MemWalError('NotSupported', NO_WORKERS_MESSAGE);
+  // A store this page already opens joins that open (realm.ts): no second worker, no wait on our own lock.
+  const workerUrl = options.workerUrl === undefined ? undefined : String(options.workerUrl);
+  const link = await openHandle(
+    { wire, tabs, workerUrl },
+    options.worker,
+    async (): Promise<ClientLink> =>
+      tabs === 'share'
+        ? new TabsLink(wire, options, logger)
+        : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage }),
+  );
   const client = new MemWalClient(link, wire.name, logger, hooks);
   if (options.persist) client.requestPersist();
   try {
@@ -212,6 +260,8 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   private readonly pullWindow: PageWaitWindow = { max: 0 };
   /** Stop functions of the `onStats` subscriptions (ended when the client is). */
   private readonly statsSubscriptions = new Set<() => void>();
+  /** Live watches by id. */
+  private readonly watches = new Map<number, ClientWatch>();
 
   /** @internal Use `openMemWal`. */
   constructor(
@@ -222,7 +272,12 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   ) {
     this.remote = link.remote;
     this.statsWindows.add(this.pullWindow);
-    link.start({ event: (e) => this.onEvent(e), dead: (reason) => this.die(reason), role: (role) => this.onRole(role) });
+    link.start({
+      event: (e) => this.onEvent(e),
+      dead: (reason) => this.die(reason),
+      role: (role) => this.onRole(role),
+      served: () => this.resubscribe(),
+    });
     const doc = (globalThis as { document?: Document }).document;
     if (doc && typeof globalThis.addEventListener === 'function') {
       this.listen(globalThis as unknown as EventTarget, 'pagehide', () => this.lifecycleSync('pagehide'));
@@ -274,6 +329,8 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   private onEvent(e: HostEvent | undefined): void {
     if (e?.memwalEvent === 'stats') this.acceptStats(e.stats);
+    else if (e?.memwalEvent === 'watch') this.onWatchResult(e.id, e.position, e.value);
+    else if (e?.memwalEvent === 'watch-error') this.onWatchError(e.id, errorFromWire(e.error), e.final);
     else if (e?.memwalEvent === 'state') this.setState(e.state);
     else if (e?.memwalEvent === 'warn') this.logger.warn(e.message, ...e.details);
     else if (e?.memwalEvent === 'schema-reset') {
@@ -362,6 +419,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   private teardown(): void {
     for (const stop of [...this.statsSubscriptions]) stop();
+    this.watches.clear();
     const gone = this.gone!;
     for (const reject of [...this.pending]) reject(gone);
     this.pending.clear();
@@ -695,6 +753,101 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   /**
+   * As `MemWal.watch`: the read runs in the worker, which matches each commit group against what
+   * it touched and posts one message per affected watch per commit group (a write elsewhere posts
+   * nothing to this page); a `scan` table crosses as its buffers. Under `tabs: 'share'` it works
+   * from every tab, and goes on at the next leader (a re-subscription there delivers its current
+   * result; nothing older than a result already delivered is). The unsubscribe (or `signal`)
+   * releases it in the worker; so do `close()` and `abort()`. Throws `InvalidArgument` for a spec
+   * that names no read and `Closed` when the client is closed.
+   */
+  watch<S extends WatchSpec<R>>(
+    spec: S,
+    listener: (result: WatchResult<R, S>, info: WatchInfo) => void,
+    opts: WatchOptions = {},
+  ): () => void {
+    const named = typeof spec === 'object' && spec !== null ? Object.keys(spec) : [];
+    if (named.length !== 1 || !(WATCH_KINDS as readonly string[]).includes(named[0]!)) {
+      throw new MemWalError('InvalidArgument', `watch: spec must name one read (${WATCH_KINDS.join(', ')}), as { get: key }`);
+    }
+    if (this.gone) throw this.gone;
+    if (opts.signal?.aborted) return () => undefined;
+    const id = nextWatchId++;
+    const w: ClientWatch = {
+      spec: spec as unknown as WireWatchSpec,
+      scan: named[0] === 'scan',
+      position: -1,
+      chain: Promise.resolve(),
+      listener: listener as (value: unknown, info: WatchInfo) => void,
+      onError: opts.onError,
+    };
+    this.watches.set(id, w);
+    this.subscribe(id, w);
+    const signal = opts.signal;
+    const unsubscribe = (): void => {
+      signal?.removeEventListener('abort', unsubscribe);
+      if (!this.watches.delete(id) || this.gone) return;
+      this.call('unwatch', (r) => r.unwatch(id)).catch(() => undefined); // fails only once the worker is gone, which drops it
+    };
+    signal?.addEventListener('abort', unsubscribe, { once: true });
+    return unsubscribe;
+  }
+
+  /** Watches registered and not unsubscribed (for tests: none is left after unsubscribe or close). */
+  get watchCount(): number {
+    return this.watches.size;
+  }
+
+  private subscribe(id: number, w: ClientWatch): void {
+    this.call('watch', (r) => r.watch(id, w.spec)).catch((e: MemWalError) => {
+      if (this.watches.get(id) !== w || this.gone) return;
+      if (e.code === 'LeaderChanged') return; // the next leader gets it again (resubscribe)
+      this.onWatchError(id, e, true);
+    });
+  }
+
+  /** Calls are served elsewhere now (another leader): every watch subscribes there again. */
+  private resubscribe(): void {
+    if (this.gone) return;
+    for (const [id, w] of this.watches) this.subscribe(id, w);
+  }
+
+  private onWatchResult(id: number, position: number, value: unknown): void {
+    const w = this.watches.get(id);
+    if (!w || position < w.position) return; // never a result older than one delivered
+    w.position = position;
+    const deliver = (v: unknown): void => {
+      if (this.watches.get(id) !== w) return; // unsubscribed meanwhile
+      try {
+        w.listener(v, { position });
+      } catch (e) {
+        this.logger.warn('memwal: a watch listener threw', e);
+      }
+    };
+    if (!w.scan) {
+      deliver(value);
+      return;
+    }
+    w.chain = w.chain.then(async () => deliver((await arrowCodec()).decodeTable(value as WireArrow)));
+  }
+
+  private onWatchError(id: number, error: MemWalError, final: boolean): void {
+    const w = this.watches.get(id);
+    if (!w) return;
+    if (final) this.watches.delete(id);
+    if (w.onError) w.onError(error, final);
+    else this.logger.warn(`memwal: a watched read failed${final ? '; the watch stopped' : ''}`, error);
+  }
+
+  /** Let go of every watch in the worker (this client closes; the worker's store may stay open for other clients). */
+  private releaseWatches(): void {
+    for (const id of [...this.watches.keys()]) {
+      this.watches.delete(id);
+      this.call('unwatch', (r) => r.unwatch(id)).catch(() => undefined);
+    }
+  }
+
+  /**
    * As `MemWal.close`, then the worker is terminated (a worker given as `options.worker` is only
    * detached). Rejects `Closed` if the worker died before or during the close (what it had not
    * flushed is in the WAL and replays at the next open). Idempotent.
@@ -705,6 +858,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
         if (this.ended) return;
         throw this.gone;
       }
+      this.releaseWatches();
       try {
         await this.call('close', (r) => r.close());
       } finally {
@@ -718,6 +872,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   abort(): Promise<void> {
     this.aborting ??= (async () => {
       if (this.gone) return;
+      this.releaseWatches();
       // Stop now: a worker that does not answer promptly is terminated all the same.
       await withTimeout(
         this.call('abort', (r) => r.abort()),

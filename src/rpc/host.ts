@@ -18,7 +18,7 @@ import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/brows
 import { resolveStorage, setBrowserStorageResolver } from '../engine/resolve-storage.js';
 import { decodeData, encodeArrow, schemaFromWire, transfersOf } from './arrow-wire.js';
 import { decodeColumns } from './columns-wire.js';
-import { isWireColumns, schemaToWire, wireBuffers } from './client-wire.js';
+import { isArrowTable, isWireColumns, schemaToWire, wireBuffers } from './client-wire.js';
 import { TabServer } from './tabs/server.js';
 import type {
   ConnectMessage,
@@ -34,6 +34,7 @@ import type {
   WireSignal,
   WireStorage,
   WireWalEntry,
+  WireWatchSpec,
 } from './protocol.js';
 
 /**
@@ -210,7 +211,7 @@ function checkJoin(joining: WireOpenOptions, opened: WireOpenOptions): void {
  * iterators only.
  */
 export function makeHostApi(
-  port: { postMessage(message: unknown): void },
+  port: { postMessage(message: unknown, transfer?: Transferable[]): void },
   options: HostMemWalOptions = {},
   lifetime: Lifetime = NO_LIFETIME,
   shared?: SharedStore,
@@ -223,6 +224,8 @@ export function makeHostApi(
   let lastState: WriterState | undefined;
   const signals = new Map<number, AbortController>();
   const iterators = new Map<number, Paged>();
+  /** This connection's watches: their stops, by the client's id. */
+  const watches = new Map<number, () => void>();
   let nextIteratorId = 1;
 
   const emit = (e: HostEvent): void => port.postMessage(e);
@@ -361,8 +364,14 @@ export function makeHostApi(
     return Comlink.transfer({ items, done }, transfersOf(...items.map(wireArrowOf)));
   }
 
+  const unwatch = (id: number): void => {
+    watches.get(id)?.();
+    watches.delete(id);
+  };
+
   const releaseAll = (): void => {
     for (const id of [...iterators.keys()]) release(id);
+    for (const id of [...watches.keys()]) unwatch(id);
   };
 
   const arrowResult = (w: WireArrow): WireArrow => Comlink.transfer(w, transfersOf(w));
@@ -441,6 +450,34 @@ export function makeHostApi(
     count: wire((index: string, filter?: QueryFilter) => need().count(index, filter)),
     indexStats: wire(() => need().indexStats()),
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
+
+    /**
+     * Keep `spec` live for the client as watch `id` (MemWal.watch; a watch of that id already here
+     * is replaced: a re-subscription after a leader change). Each result is posted as a `watch`
+     * event, a `scan` table as its transferred buffers; a failed read as `watch-error`.
+     */
+    watch: wire(async (id: number, spec: WireWatchSpec): Promise<void> => {
+      const s = need();
+      unwatch(id);
+      const stop = s.watch(
+        spec as never,
+        (value: unknown, info) => {
+          if (isArrowTable(value)) {
+            const w = encodeArrow(value);
+            port.postMessage({ memwalEvent: 'watch', id, position: info.position, value: w } satisfies HostEvent, transfersOf(w));
+          } else emit({ memwalEvent: 'watch', id, position: info.position, value });
+        },
+        {
+          onError: (error, final) => {
+            if (final) watches.delete(id);
+            emit({ memwalEvent: 'watch-error', id, error: errorToWire(error, 'watch'), final });
+          },
+        },
+      );
+      watches.set(id, stop);
+    }),
+    /** The client is done with watch `id`. */
+    unwatch: wire(async (id: number) => unwatch(id)),
 
     /** Start a worker-side scanBatches; returns the iterator id for `nextBatches`. */
     scanBatches: wire(async (opts?: { columns?: string[]; limit?: number; after?: Record<string, unknown> }) =>

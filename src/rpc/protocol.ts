@@ -134,9 +134,20 @@ export interface Hello {
   lifetimeLock: boolean;
 }
 
+/**
+ * A `watch` spec as posted (`WatchSpec`): keys as plain objects, `scan`'s options. `id` names the
+ * watch in its events and in `unwatch`; ids are unique in the page (several clients of one page
+ * may share a connection: realm.ts).
+ */
+export type WireWatchSpec = { get: Record<string, unknown> } | { getMany: Record<string, unknown>[] } | { scan: { columns?: string[] } };
+
 /** Host -> client, posted on the connection port beside comlink's replies (same order). */
 export type HostEvent =
   | { memwalEvent: 'state'; state: WriterState }
+  /** A watch's new result (`scan`: a WireArrow table, transferred), reflecting at least durable position `position`. */
+  | { memwalEvent: 'watch'; id: number; position: number; value: unknown }
+  /** A watch's read failed (`final`: the watch stopped). */
+  | { memwalEvent: 'watch-error'; id: number; error: WireError; final: boolean }
   | { memwalEvent: 'warn'; message: string; details: unknown[] }
   /** A stats snapshot the host published (host.ts, SPEC §15.3): the client's `stats()` answers from the newest. */
   | { memwalEvent: 'stats'; stats: StatsSnapshot }

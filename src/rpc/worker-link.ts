@@ -50,6 +50,11 @@ export interface LinkSink {
   dead(reason: string): void;
   /** `role()` changed (only `tabs: 'share'` links change role). */
   role?(role: ClientRole): void;
+  /**
+   * Calls are served by another worker from now on (a new leader under `tabs: 'share'`): what
+   * lives in a worker for the client (its watches) must be set up there again.
+   */
+  served?(): void;
 }
 
 /**
@@ -99,6 +104,12 @@ export function describeErrorEvent(ev: Event, script: string): string {
     : `the worker script ${script} failed to load or run (is the URL right, and served as JavaScript?)`;
 }
 
+/** Why openMemWal cannot run here (no `Worker`: a server rendering the page, Node, a worker without nested workers). */
+export const NO_WORKERS_MESSAGE =
+  'openMemWal runs in a browser page (it starts a module worker), and there is no Worker here: on a server rendering the page (SSR), ' +
+  'open the store in the browser only (in an effect, or with memwalStore() from memwal/react, which opens on first use in the browser); ' +
+  'in Node, Deno or a worker of your own, use MemWal.open in-process';
+
 /** How a worker was given or started: for error messages. */
 export interface StartedWorker {
   worker: WorkerLike;
@@ -126,7 +137,9 @@ export function startWorker(
   if (typeof Worker !== 'function') {
     throw new MemWalError(
       'NotSupported',
-      `${caller} needs a context with module workers (a browser page); in-process, use ${IN_PROCESS[caller]}`,
+      caller === 'openMemWal'
+        ? NO_WORKERS_MESSAGE
+        : `${caller} needs a context with module workers (a browser page); in-process, use ${IN_PROCESS[caller]}`,
     );
   }
   const { workerUrl } = options;

@@ -185,6 +185,7 @@ describe('crc32c without WebAssembly (Cloudflare Workers, a strict CSP)', () => 
   it('falls back to JavaScript when compiling from bytes is refused', async () => {
     const refusing = {
       ...WebAssembly,
+      // biome-ignore lint/correctness/noComponentHookFactories: a WebAssembly.Module stand-in, not a React component
       Module: function Module() {
         throw new WebAssembly.CompileError('Wasm code generation disallowed by embedder');
       },

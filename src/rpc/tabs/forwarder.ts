@@ -61,6 +61,8 @@ export interface ForwarderTab {
   suspended(): boolean;
   /** An event of the leader's store, for the client. */
   deliver(e: HostEvent): void;
+  /** Calls go to term `term` from now on (a new leader, maybe this tab's own). */
+  adopted(term: string): void;
 }
 
 /** The calls of one tab to the leader of its store, and who that leader is. */
@@ -159,6 +161,7 @@ export class Forwarder {
   adopt(term: string): boolean {
     if (this.ended || term === this.leader) return false;
     this.leader = term;
+    this.owner.adopted(term);
     if (!this.watched.has(term)) {
       const watch = new AbortController();
       this.watched.set(term, watch);

@@ -28,6 +28,8 @@ export const TAB_ROUTES = {
   count: 'call',
   indexStats: 'call',
   scan: 'call',
+  watch: 'call',
+  unwatch: 'call',
   scanBatches: 'iterator',
   tail: 'iterator',
   nextBatches: 'page',

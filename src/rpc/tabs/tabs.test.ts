@@ -23,6 +23,10 @@ const channels: BroadcastChannel[] = [];
 let seen: TabRequest[];
 /** What the link told its client through `role` (onRoleChange). */
 let roleChanges: string[];
+/** How often the link told its client that calls go to another leader now (its watches subscribe there again). */
+let served: number;
+/** The term the played leader welcomes tabs as. */
+let welcomeAs: string;
 let respond: (call: Extract<TabRequest, { memwalTabs: 'call' }>, reply: (m: TabReply) => void) => void;
 
 function channel(name: string): BroadcastChannel {
@@ -36,6 +40,8 @@ beforeEach(() => {
   vi.stubGlobal('navigator', { locks });
   seen = [];
   roleChanges = [];
+  served = 0;
+  welcomeAs = term;
   // Another tab leads: it holds the election and its worker the term lock.
   releaseElection = locks.hold(electionLockName(store));
   releaseTerm = locks.hold(termLockName(store, term));
@@ -48,10 +54,10 @@ beforeEach(() => {
       seen.push(e.data);
       if (e.data.memwalTabs === 'call') respond(e.data, reply);
     };
-    reply({ memwalTabs: 'welcome', leader: term });
+    reply({ memwalTabs: 'welcome', leader: welcomeAs });
   };
   link = new TabsLink({ name: store, schema: schemaToWire(schema) }, {}, quiet);
-  link.start({ event: () => undefined, dead: () => undefined, role: (r) => roleChanges.push(r) });
+  link.start({ event: () => undefined, dead: () => undefined, role: (r) => roleChanges.push(r), served: () => served++ });
 });
 
 afterEach(async () => {
@@ -73,6 +79,26 @@ describe('TabsLink (a follower)', () => {
     };
     expect(await sync()).toEqual({ position: 7 });
     expect(link.role()).toBe('follower');
+  });
+
+  it('tells its client once per leader its calls go to (so its watches subscribe there again)', async () => {
+    respond = (call, reply) => {
+      reply({ memwalTabs: 'accepted', leader: call.leader, id: call.id });
+      reply({ memwalTabs: 'result', leader: call.leader, id: call.id, value: { position: 1 } });
+    };
+    await sync();
+    await sync();
+    expect(served).toBe(1);
+    const releaseB = locks.hold(termLockName(store, 'term-B'));
+    welcomeAs = 'term-B';
+    try {
+      channel(controlChannelName(store)).postMessage({ memwalTabs: 'leader', leader: 'term-B' } satisfies TabControlMessage);
+      await vi.waitFor(() => expect(served).toBe(2));
+      await sync();
+      expect(served).toBe(2);
+    } finally {
+      releaseB();
+    }
   });
 
   it('re-sends a call the leader has not accepted, with the same id, until it is accepted', async () => {

@@ -65,6 +65,7 @@ export class TabsLink implements ClientLink {
       leads: () => this.election.leads,
       suspended: () => this.election.suspended,
       deliver: (e) => this.deliver(e),
+      adopted: () => this.sink?.served?.(),
     });
     this.election = new Election({
       name: this.name,
