@@ -56,6 +56,19 @@ interface Page {
   cursor: string | null;
 }
 
+/**
+ * The Cloudflare example's credentials (its workerd gets them as MEMWAL_STORE_TOKENS and
+ * MEMWAL_ADMIN_TOKEN): `/stats` and `/metrics` take the admin token, every other route the store
+ * token. The Node example takes no credential and ignores the header.
+ */
+const CLOUDFLARE_ENV = { MEMWAL_STORE_TOKENS: JSON.stringify({ 'store-secret': '*' }), MEMWAL_ADMIN_TOKEN: 'admin-secret' };
+/** `fetch` with the credential the route needs (see CLOUDFLARE_ENV). */
+function fetch(url: string, init: RequestInit = {}): Promise<Response> {
+  const { pathname } = new URL(url);
+  const token = pathname === '/stats' || pathname === '/metrics' ? 'admin-secret' : 'store-secret';
+  return globalThis.fetch(url, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string>) } });
+}
+
 const post = (url: string, body: BodyInit, init: RequestInit = {}): Promise<Response> => fetch(url, { method: 'POST', body, ...init });
 
 async function expectError(res: Response, status: number, code: string): Promise<void> {
@@ -215,7 +228,7 @@ describe('the Cloudflare example in workerd', () => {
   let disk: string;
   const started: Workerd[] = [];
   const start = async (inspector = false): Promise<Workerd> => {
-    const w = await startWorkerd(worker, disk, { inspector });
+    const w = await startWorkerd(worker, disk, { inspector, env: CLOUDFLARE_ENV });
     started.push(w);
     return w;
   };

@@ -135,6 +135,16 @@ function expectPlain(message: string | undefined, uri: string): void {
   expect(message).not.toContain(tmpdir());
 }
 
+/**
+ * The schema-flood bodies (1,000 and 8,000 new columns), built once before any test: building
+ * them takes seconds, during which this process's event loop is blocked and a kept-alive
+ * connection may pass the server's idle timeout unseen (then its next request fails).
+ */
+const WIDE_BODIES = [1_000, 8_000].map((width) =>
+  craft([...keyedColumns(1), ...Array.from({ length: width }, (_, i) => column(`c${i}`, new Utf8(), [null]))], positionsOf(1)),
+);
+const wideBodies = () => WIDE_BODIES;
+
 // ------------------------------------------------------------------ the suite
 
 describe('a Lance server shared by stores that do not trust each other', () => {
@@ -217,9 +227,8 @@ describe('a Lance server shared by stores that do not trust each other', () => {
 
   it('schema flooding is capped: 1,000 new columns, then 8,000, are refused with 400 and the table keeps its columns', async () => {
     const before = await lanceSnapshot(uri, 'events');
-    for (const width of [1_000, 8_000]) {
-      const extra = Array.from({ length: width }, (_, i) => column(`c${i}`, new Utf8(), [null]));
-      const res = await post(server, 'evil', 'token-evil', craft([...keyedColumns(1), ...extra], positionsOf(1)));
+    for (const body of wideBodies()) {
+      const res = await post(server, 'evil', 'token-evil', body);
       expect(res.status, res.body.message).toBe(400);
       expect(res.body.message).toMatch(/columns/);
     }

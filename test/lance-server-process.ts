@@ -49,6 +49,8 @@ export interface LanceServerOptions {
   maxRowsPerCommit?: number;
   /** `LANCE_OPTIMIZE_EVERY`. */
   optimizeEvery?: number;
+  /** More environment variables (the server's budgets: examples/lance-server/README.md). */
+  env?: Record<string, string>;
   /** A copy of examples/lance-server with its dependencies installed, to run instead of this repository's. */
   dir?: string;
   /**
@@ -97,6 +99,7 @@ export async function startLanceServer(o: LanceServerOptions): Promise<LanceServ
         ? { MEMWAL_TEST_KILL_DURING_CREATE: `${o.killDuringCreate.table}:${o.killDuringCreate.afterMs.toFixed(3)}` }
         : {}),
       RUST_LOG: 'error',
+      ...o.env,
     },
   });
   running.add(child);

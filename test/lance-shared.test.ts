@@ -67,7 +67,9 @@ describe('one store’s parallel uploads', () => {
   it('beyond maxPendingPerStore, a store’s requests are answered 503 before their bodies are read, and stalled uploads do not pile up in memory', async () => {
     const uri = mkdtempSync(join(tmpdir(), 'memwal-lance-shared-'));
     dirs.push(uri);
-    const server = await startLanceServer({ uri, port: testPort(11), tokens: { 'token-flood': 'flood', 'token-small': 'small' } });
+    // Byte budgets above the 4 uploads this store may have in flight: the per-store bound is what is tested.
+    const env = { MAX_BYTES_PER_TOKEN: String(64 * 2 ** 20), MAX_BYTES_IN_FLIGHT: String(64 * 2 ** 20) };
+    const server = await startLanceServer({ uri, port: testPort(11), tokens: { 'token-flood': 'flood', 'token-small': 'small' }, env });
     servers.push(server);
     const size = 7 * 1024 * 1024;
     const before = peakRss(server);

@@ -43,7 +43,15 @@ afterAll(async () => {
 
 /** The example Worker's admin token and drain allowlist (examples/cloudflare/config.capnp reads them from the environment). */
 const ADMIN_TOKEN = 'admin-secret';
-const exampleEnv = (serverUrl: string) => ({ MEMWAL_ADMIN_TOKEN: ADMIN_TOKEN, MEMWAL_DRAIN_ALLOWLIST: `${serverUrl}/drain/` });
+const exampleEnv = (serverUrl: string) => ({
+  MEMWAL_ADMIN_TOKEN: ADMIN_TOKEN,
+  MEMWAL_DRAIN_ALLOWLIST: `${serverUrl}/drain/`,
+  MEMWAL_STORE_TOKENS: JSON.stringify({ [STORE_TOKEN]: ['d1', 'a'], 'other-secret': 'other' }),
+});
+/** The example Worker's store token of `d1` and `a` (MEMWAL_STORE_TOKENS): its store routes need it. */
+const STORE_TOKEN = 'store-secret';
+const asStore = { authorization: `Bearer ${STORE_TOKEN}` };
+const asAdmin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 /** POST /drain to the example Worker's object `store`, with the admin token. */
 function configureDrain(workerdUrl: string, store: string, body: unknown, token = ADMIN_TOKEN): Promise<Response> {
   return fetch(`${workerdUrl}/drain?store=${store}`, {
@@ -78,7 +86,7 @@ async function buildExample(diskPrefix: string): Promise<{ worker: BuiltWorker; 
 
 /** The rows of the example object `store` as `[id, value, note]` JSON, sorted (one /scan page of up to 10,000). */
 async function exampleRows(workerdUrl: string, store: string): Promise<string[]> {
-  const page = (await (await fetch(`${workerdUrl}/scan?store=${store}&limit=10000`)).json()) as {
+  const page = (await (await fetch(`${workerdUrl}/scan?store=${store}&limit=10000`, { headers: asStore })).json()) as {
     rows: { id: string; value?: number | null; note?: string | null }[];
     cursor: string | null;
   };
@@ -141,7 +149,7 @@ describe('scale-out: a Durable Object store and a Node store drain into one Lanc
           value: i * 10 + k,
           note: k % 2 ? null : `n${i}`,
         }));
-        const res = await fetch(`${workerd.url}/put?store=d1`, { method: 'POST', body: JSON.stringify(rows) });
+        const res = await fetch(`${workerd.url}/put?store=d1`, { method: 'POST', body: JSON.stringify(rows), headers: asStore });
         expect(res.status, workerd.log()).toBe(200);
         lastPosition = ((await res.json()) as { position: number }).position;
         await nodeStore.put(rows.map((r) => ({ ...r, value: r.value + 0.5 })));
@@ -160,7 +168,7 @@ describe('scale-out: a Durable Object store and a Node store drain into one Lanc
       expect(doRows.length).toBeGreaterThan(20);
       expect(await lanceRows(uri, 'events', 'do-events', doSchema)).toEqual(doRows);
       expect(await lanceRows(uri, 'events', 'node-events', doSchema)).toEqual(await scanRows(nodeStore, doSchema));
-      const metrics = await (await fetch(`${workerd.url}/metrics?store=d1`)).text();
+      const metrics = await (await fetch(`${workerd.url}/metrics?store=d1`, { headers: asAdmin })).text();
       expect(metrics).toContain('wal_drain_lag_entries{store="do-events"} 0');
       await nodeDrain.stop();
       await nodeStore.close();
@@ -172,7 +180,7 @@ describe('scale-out: a Durable Object store and a Node store drain into one Lanc
 });
 
 describe("the example Durable Object's drain administration (docs/scale-out.md)", () => {
-  it('needs the admin token, takes only allowlisted endpoints, and never echoes what an endpoint answers', async () => {
+  it('every route needs its credential (store routes a store token, /stats /metrics /drain the admin token), takes only allowlisted endpoints, and never echoes what an endpoint answers', async () => {
     // An endpoint on the allowlist that answers everything with something it should not leak.
     const leaky = createServer((_req, res) => {
       res
@@ -191,6 +199,30 @@ describe("the example Durable Object's drain administration (docs/scale-out.md)"
       expect((await configureDrain(workerd.url, 'a', ok, 'wrong')).status).toBe(401);
       expect((await fetch(`${workerd.url}/drain?store=a`)).status).toBe(401);
       expect((await configureDrain(closed.url, 'a', ok)).status).toBe(403); // no admin token configured: off
+
+      // Every route needs its credential: a store's routes its token, /stats and /metrics the admin
+      // token (before: /put, /scan, /stats and /metrics answered anyone, for any store).
+      const routes: [string, string, RequestInit, Record<string, string>][] = [
+        ['POST', '/put', { body: JSON.stringify({ id: 1, note: 'x' }) }, asStore],
+        ['GET', '/scan', {}, asStore],
+        ['GET', '/nope', {}, asStore],
+        ['GET', '/stats', {}, asAdmin],
+        ['GET', '/metrics', {}, asAdmin],
+      ];
+      for (const [method, path, init, right] of routes) {
+        const call = (headers: Record<string, string>, w = workerd) => fetch(`${w.url}${path}?store=a`, { method, ...init, headers });
+        expect((await call({})).status, `${method} ${path} without a credential`).toBe(401);
+        expect((await call({ authorization: 'Bearer wrong' })).status, `${method} ${path} with a wrong token`).toBe(401);
+        const foreign = right === asStore ? 'other-secret' : STORE_TOKEN; // another store's token; a store token for an admin route
+        expect((await call({ authorization: `Bearer ${foreign}` })).status, `${method} ${path} with ${foreign}`).toBe(
+          right === asStore ? 403 : 401,
+        );
+        if (right === asStore) expect((await call(asAdmin)).status, `${method} ${path} with the admin token`).toBe(401);
+        expect((await call(right, closed)).status, `${method} ${path}: its secret unset`).toBe(403);
+        expect((await call(right)).status, `${method} ${path} with its credential`).toBe(path === '/nope' ? 404 : 200);
+      }
+      const scan = (await (await fetch(`${workerd.url}/scan?store=a`, { headers: asStore })).json()) as { rows: unknown[] };
+      expect(scan.rows).toHaveLength(1); // the one put above; no refused put wrote
       for (const endpoint of [
         `${base}/other/x`,
         `${base}/drain/../admin/x`,
@@ -253,7 +285,7 @@ describe('the example Durable Object through Lance outages (docs/scale-out.md)',
           const id = nextId++;
           return { id, value: id * 0.5, note: `row ${id} written through a Lance outage` };
         });
-        const res = await fetch(`${url}/put?store=d1`, { method: 'POST', body: JSON.stringify(rows) });
+        const res = await fetch(`${url}/put?store=d1`, { method: 'POST', body: JSON.stringify(rows), headers: asStore });
         if (res.status !== 200) throw new Error(`put: ${res.status} ${await res.text()}`);
         state.lastPosition = Math.max(state.lastPosition, ((await res.json()) as { position: number }).position);
         state.rows += o.rowsPerPut;
@@ -282,7 +314,7 @@ describe('the example Durable Object through Lance outages (docs/scale-out.md)',
     let nextId = 0;
     const put = async (): Promise<number> => {
       const rows = Array.from({ length: 50 }, () => ({ id: nextId++, value: nextId, note: 'through an eviction' }));
-      const res = await fetch(`${workerd.url}/put?store=d1`, { method: 'POST', body: JSON.stringify(rows) });
+      const res = await fetch(`${workerd.url}/put?store=d1`, { method: 'POST', body: JSON.stringify(rows), headers: asStore });
       expect(res.status, workerd.log()).toBe(200);
       return ((await res.json()) as { position: number }).position;
     };

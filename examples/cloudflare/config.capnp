@@ -26,5 +26,7 @@ const memwalWorker :Workerd.Worker = (
     # environment: MEMWAL_ADMIN_TOKEN=… MEMWAL_DRAIN_ALLOWLIST=http://127.0.0.1:8791/drain/ npm start
     (name = "MEMWAL_ADMIN_TOKEN", fromEnvironment = "MEMWAL_ADMIN_TOKEN"),
     (name = "MEMWAL_DRAIN_ALLOWLIST", fromEnvironment = "MEMWAL_DRAIN_ALLOWLIST"),
+    # Who may use each store's routes (README.md): MEMWAL_STORE_TOKENS='{"<token>": "<store>"}'
+    (name = "MEMWAL_STORE_TOKENS", fromEnvironment = "MEMWAL_STORE_TOKENS"),
   ],
 );

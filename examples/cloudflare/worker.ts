@@ -2,7 +2,8 @@
 // SQLite-backed Durable Object, which hosts that one memwal store and answers the HTTP API of
 // api.ts (the same API as the Node example), plus the drain's admin routes (docs/scale-out.md):
 // POST /drain (drain the store into a Lance server on the allowlist) and GET /drain (its
-// drainStats), both with the admin token. While the drain has lag an alarm is set, so an object
+// drainStats), both with the admin token. Every route needs a credential: /drain, /stats and
+// /metrics the admin token, the others the store's (authorizeStore, MEMWAL_STORE_TOKENS). While the drain has lag an alarm is set, so an object
 // evicted meanwhile comes back and resumes draining without a request.
 
 import { type DrainHandle, MemWal, MemWalError, drain } from 'memwal';
@@ -39,6 +40,13 @@ interface Env {
    * endpoint must have a prefix's origin and a path at or under the prefix's. Unset: nowhere.
    */
   MEMWAL_DRAIN_ALLOWLIST?: string | null;
+  /**
+   * Who may use a store's routes (`/put`, `/scan`, …): a secret holding JSON
+   * `{ "<token>": "<store>" | ["<store>", …] | "*" }` (`"*"`: every store), checked by
+   * {@link authorizeStore} against `authorization: Bearer <token>`. Unset or empty: those routes
+   * answer 403. Replace `authorizeStore` to use your app's own auth instead.
+   */
+  MEMWAL_STORE_TOKENS?: string | null;
 }
 
 /** Store names memwal accepts; checked by the Worker before it routes. */
@@ -208,13 +216,11 @@ function answer(status: number, code: string, message: string, headers: Record<s
  * constant time.
  */
 async function checkAdmin(request: Request, adminToken: string | null | undefined): Promise<Response | undefined> {
-  if (!adminToken) return answer(403, 'Forbidden', 'drain administration is off: set the MEMWAL_ADMIN_TOKEN secret');
+  if (!adminToken) return answer(403, 'Forbidden', 'administration is off: set the MEMWAL_ADMIN_TOKEN secret');
   const given = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? '';
-  const digest = async (text: string) => new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
-  const [a, b] = await Promise.all([digest(given), digest(adminToken)]);
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
-  return diff === 0 ? undefined : answer(401, 'Unauthorized', 'drain administration needs authorization: Bearer <MEMWAL_ADMIN_TOKEN>');
+  return (await sameSecret(given, adminToken))
+    ? undefined
+    : answer(401, 'Unauthorized', 'this route needs authorization: Bearer <MEMWAL_ADMIN_TOKEN>');
 }
 
 /** `InvalidArgument` unless `endpoint` is on the deployment's MEMWAL_DRAIN_ALLOWLIST. */
@@ -249,11 +255,63 @@ function allowed(endpoint: string, allowlist: string): boolean {
     });
 }
 
+/** SHA-256 digests of `a` and `b` compared in constant time. */
+async function sameSecret(a: string, b: string): Promise<boolean> {
+  const digest = async (text: string) => new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+  const [x, y] = await Promise.all([digest(a), digest(b)]);
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
+  return diff === 0;
+}
+
+/**
+ * The app's auth hook for a store's routes: undefined lets `request` use `store`, a Response
+ * refuses it. This one takes `authorization: Bearer <token>` with a token that
+ * MEMWAL_STORE_TOKENS maps to `store` (401 without a known token, 403 for another store's, 403
+ * for everyone while MEMWAL_STORE_TOKENS is unset). Replace it with your own (a session, a JWT):
+ * it runs in the Worker, before the request reaches the store's Durable Object.
+ */
+async function authorizeStore(request: Request, store: string, env: Env): Promise<Response | undefined> {
+  let table: Record<string, string | string[]>;
+  try {
+    table = JSON.parse(env.MEMWAL_STORE_TOKENS || 'null') as Record<string, string | string[]>;
+  } catch {
+    table = {};
+    console.warn('memwal: MEMWAL_STORE_TOKENS is not JSON; every store route is refused');
+  }
+  if (table === null || typeof table !== 'object' || Object.keys(table).length === 0) {
+    return answer(403, 'Forbidden', 'store access is off: set the MEMWAL_STORE_TOKENS secret');
+  }
+  const given = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1];
+  if (given !== undefined) {
+    for (const [token, stores] of Object.entries(table)) {
+      if (!(await sameSecret(given, token))) continue;
+      const list = typeof stores === 'string' ? [stores] : Array.isArray(stores) ? stores : [];
+      if (list.includes('*') || list.includes(store)) return undefined;
+      return answer(403, 'Forbidden', `this credential may not use store ${store}`);
+    }
+  }
+  return answer(401, 'Unauthorized', 'this route needs authorization: Bearer <a token of this store>');
+}
+
+/** Routes of one store that answer for the whole deployment's operator: the admin token only. */
+const ADMIN_ROUTES = new Set(['/stats', '/metrics']);
+
 export default {
-  fetch(request: Request, env: Env): Promise<Response> {
-    const store = new URL(request.url).searchParams.get('store') ?? 'default';
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const url = new URL(request.url);
+    const store = url.searchParams.get('store') ?? 'default';
     if (!STORE_NAME.test(store)) {
-      return Promise.resolve(errorResponse(new MemWalError('InvalidArgument', 'store: 1-200 characters of A-Z a-z 0-9 . _ -')));
+      return errorResponse(new MemWalError('InvalidArgument', 'store: 1-200 characters of A-Z a-z 0-9 . _ -'));
+    }
+    // Every route needs a credential before it reaches the object: /drain the admin token (checked
+    // by the object), /stats and /metrics the admin token, every other route the store's.
+    if (ADMIN_ROUTES.has(url.pathname)) {
+      const refused = await checkAdmin(request, env.MEMWAL_ADMIN_TOKEN);
+      if (refused) return refused;
+    } else if (url.pathname !== '/drain') {
+      const refused = await authorizeStore(request, store, env);
+      if (refused) return refused;
     }
     return env.MEMWAL.get(env.MEMWAL.idFromName(store)).fetch(request);
   },

@@ -4,7 +4,7 @@
 
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainRequestHeaders } from '../drain/wire.js';
 import { MemWalError } from '../util/errors.js';
 import { crc32c } from '../util/crc32c.js';
@@ -82,4 +82,82 @@ it('GET passes the store’s incarnation to the sink, and a malformed one is a 4
   const bad = await fetch(url, { headers: { authorization: 'Bearer t', 'memwal-incarnation': 'x' } });
   expect(bad.status).toBe(400);
   expect(await bad.json()).toMatchObject({ code: 'InvalidArgument', message: /memwal-incarnation/ });
+});
+
+describe('budgets checked before a body is read', () => {
+  const budgetPort = port + 1;
+  let budgetServer: Server;
+  let applyWith: () => Promise<unknown> = async () => ({ storeId: 's', appliedPosition: 1, epoch: 1, rows: 1, duplicate: false });
+  beforeAll(async () => {
+    const sink = { appliedPosition: async () => 0, applyEncoded: () => applyWith() } as unknown as LanceSink;
+    const handle = createDrainRequestHandler({
+      sink,
+      authorize: tokenAuthorizer({ t: ['s', 's2'], u: 'u' }),
+      maxBytesInFlight: 1000,
+      maxBytesPerToken: 600,
+      bodyTimeoutMs: 300,
+      refusalCooldownMs: 5_000,
+      logger: { warn: () => undefined },
+    });
+    budgetServer = createServer((req, res) => void handle(req, res));
+    await new Promise<void>((resolve) => budgetServer.listen(budgetPort, '127.0.0.1', resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => budgetServer.close(() => resolve())));
+
+  const send = (store: string, token: string, body: Uint8Array) =>
+    fetch(`http://127.0.0.1:${budgetPort}/drain/${store}`, {
+      method: 'POST',
+      headers: {
+        ...drainRequestHeaders({ firstPosition: 1, lastPosition: 1, epoch: 1, rows: 1, crc32c: crc32c(body) }),
+        authorization: `Bearer ${token}`,
+      },
+      body: body as Uint8Array<ArrayBuffer>,
+    });
+
+  it('a body over the token’s or the server’s byte budget is 503 with retry-after; one within both is applied', async () => {
+    const over = await send('s', 't', new Uint8Array(700)); // 700 > 600 of the token
+    expect(over.status).toBe(503);
+    expect(over.headers.get('retry-after')).toBe('1');
+    expect(over.headers.get('connection')).toBe('close');
+    expect((await send('s', 't', new Uint8Array(500))).status).toBe(200);
+  });
+
+  it('a body that does not arrive within bodyTimeoutMs is answered 408', async () => {
+    const { request } = await import('node:http');
+    const status = await new Promise<number | undefined>((resolve) => {
+      const req = request(`http://127.0.0.1:${budgetPort}/drain/s`, {
+        method: 'POST',
+        headers: {
+          ...drainRequestHeaders({ firstPosition: 1, lastPosition: 1, epoch: 1, rows: 1, crc32c: 0 }),
+          authorization: 'Bearer t',
+          'content-length': '100',
+        },
+      });
+      req.on('error', () => resolve(undefined));
+      req.on('response', (res) => resolve(res.statusCode));
+      req.write(new Uint8Array(10)); // and the other 90 bytes never come
+    });
+    expect(status).toBe(408);
+  });
+
+  it('after a 400 a token may have one request in flight until its cooldown ends; other tokens are not held', async () => {
+    applyWith = async () => {
+      throw new MemWalError('InvalidArgument', 'positions skip');
+    };
+    expect((await send('s', 't', new Uint8Array(10))).status).toBe(400);
+    const held: (() => void)[] = [];
+    const applied = { storeId: 's', appliedPosition: 1, epoch: 1, rows: 1, duplicate: false };
+    applyWith = () => new Promise((resolve) => held.push(() => resolve(applied)));
+    const first = send('s', 't', new Uint8Array(10)); // one at a time: taken
+    await new Promise((r) => setTimeout(r, 100));
+    const second = await send('s2', 't', new Uint8Array(10));
+    expect(second.status).toBe(503);
+    expect(Number(second.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const other = send('u', 'u', new Uint8Array(10)); // another token: not cooled
+    await new Promise((r) => setTimeout(r, 100));
+    expect(held).toHaveLength(2); // t's first and u's reached the sink
+    for (const release of held) release();
+    expect((await first).status).toBe(200);
+    expect((await other).status).toBe(200);
+  });
 });
