@@ -4,7 +4,9 @@
 // declares, the row count equal to the header's — so decoding allocates no more than a small
 // multiple of the body; then the decoded values are checked for what Lance refuses (nulls in
 // non-nullable fields but under a null parent, offsets out of order, invalid UTF-8). Also the column rules Lance imposes
-// on names, types and nesting, and `takeRows`, the one copy the sink makes. Node only.
+// on names, types and nesting, a row's null width (`rowBytes`, bounded by the sink's maxRowBytes),
+// the stripping of field and schema metadata (`withoutMetadata`: a store sends values, never
+// encodings), and `takeRows`, the one copy the sink makes. Node only.
 
 import { MemWalError } from '../util/errors.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
@@ -13,6 +15,9 @@ const { Type } = arrow;
 
 /** Deepest nesting a column may have (a struct of a list of … counts one level each). */
 export const MAX_NESTING_DEPTH = 16;
+
+/** Longest time zone a timestamp column may name (the longest IANA name has 32 characters). */
+export const MAX_TIME_ZONE_LENGTH = 64;
 
 /** Column names Lance keeps for itself. */
 const LANCE_RESERVED = new Set(['_rowid', '_rowaddr', '_rowoffset', '_row_created_at_version', '_row_last_updated_at_version']);
@@ -30,10 +35,11 @@ export function quote(name: unknown): string {
 /**
  * Throws `InvalidArgument` unless `field` (at `depth`, 1 for a column) is one Lance stores: a
  * non-empty name without `.` (Lance's path separator), `` ` `` or control characters, not one of
- * Lance's reserved names; a type among booleans, integers, floats, decimals (128/256 bit),
- * strings, binaries, dates, times, timestamps, durations, lists, fixed-size lists and non-empty
- * structs; nesting at most {@link MAX_NESTING_DEPTH} deep. Returns the number of fields it holds,
- * itself included.
+ * Lance's reserved names; a type among booleans, integers, floats, decimals (128/256 bit, within
+ * Arrow's precision and scale), strings, binaries, dates, times, timestamps (a time zone without
+ * ":"), durations, lists, fixed-size lists of fixed-width scalars and non-empty structs; nesting
+ * at most {@link MAX_NESTING_DEPTH} deep: what LanceDB keeps without refusing or panicking.
+ * Returns the number of fields it holds, itself included.
  */
 export function checkField(field: ArrowField, depth = 1, path = ''): number {
   const name: unknown = field.name;
@@ -54,9 +60,22 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
     case Type.Binary:
     case Type.LargeBinary:
     case Type.Date:
-    case Type.Timestamp:
     case Type.Duration:
       return 1;
+    case Type.Timestamp: {
+      // Lance keeps a timestamp's type as "timestamp:<unit>:<zone>" and panics on a zone holding ":".
+      const zone = (t as unknown as { timezone?: string | null }).timezone ?? '';
+      if (
+        zone.includes(':') ||
+        zone.length > MAX_TIME_ZONE_LENGTH ||
+        [...zone].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
+      ) {
+        throw invalid(
+          `schema: column ${here}: time zone ${quote(zone)} is not one Lance can keep (an IANA name such as "Europe/Paris", or an offset without ":" such as "+0530")`,
+        );
+      }
+      return 1;
+    }
     case Type.Time: {
       // Arrow's pairs: 32 bits hold seconds or milliseconds, 64 bits micro- or nanoseconds.
       const wide = t.unit === arrow.TimeUnit.MICROSECOND || t.unit === arrow.TimeUnit.NANOSECOND;
@@ -64,14 +83,28 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
         throw invalid(`schema: column ${here}: a ${t.bitWidth}-bit time cannot hold ${arrow.TimeUnit[t.unit!]}`);
       return 1;
     }
-    case Type.Decimal:
+    case Type.Decimal: {
       if (t.bitWidth !== 128 && t.bitWidth !== 256) throw invalid(`schema: column ${here}: ${t.bitWidth}-bit decimals are not supported`);
+      // Arrow's own bounds (LanceDB panics past them): 1-38 digits in 128 bits, 1-76 in 256; a scale of -128 up to the precision.
+      const most = t.bitWidth === 128 ? 38 : 76;
+      if (!(t.precision! >= 1 && t.precision! <= most && t.scale! >= -128 && t.scale! <= t.precision!)) {
+        throw invalid(
+          `schema: column ${here}: a ${t.bitWidth}-bit decimal of precision ${t.precision} and scale ${t.scale} (precision 1-${most}, scale -128 to the precision)`,
+        );
+      }
       return 1;
+    }
     case Type.FixedSizeBinary:
       if (!(t.byteWidth! >= 1)) throw invalid(`schema: column ${here}: a fixed-size binary needs a width of at least 1`);
       return 1;
     case Type.FixedSizeList:
       if (!(t.listSize! >= 1)) throw invalid(`schema: column ${here}: a fixed-size list needs a size of at least 1`);
+      // LanceDB panics on values of other items (strings, binaries) or refuses them (structs, lists).
+      if (!fixedWidth(t.children[0]!.type)) {
+        throw invalid(
+          `schema: column ${here}: a fixed-size list's items must be of a fixed-width type (numbers, booleans, dates, times, fixed-size binaries), got ${t.children[0]!.type}`,
+        );
+      }
       return 1 + checkField(t.children[0]!, depth + 1, here);
     case Type.List:
     case Type.LargeList:
@@ -92,12 +125,77 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
   }
 }
 
+/**
+ * Bytes one row of a column of type `t` takes when it is null — what every other store's row
+ * is padded with once the column is in the table — counting a list as if it held one item (so
+ * that a wide type inside a list is bounded too): fixed-width values their width, a fixed-size
+ * list its size times its item's, a struct the sum of its fields, a string, binary or list its
+ * offset (4 or 8 bytes, plus one item), a boolean 1. In doubles: the widths are Int32s of the
+ * stream, so even 16 levels of them multiplied stay finite and compare rightly with a budget.
+ */
+export function rowBytes(t: ArrowType): number {
+  const u = t as ArrowType & Record<string, number>;
+  switch (u.typeId) {
+    case Type.Bool:
+      return 1;
+    case Type.Utf8:
+    case Type.Binary:
+      return 4;
+    case Type.LargeUtf8:
+    case Type.LargeBinary:
+      return 8;
+    case Type.List:
+      return 4 + rowBytes(u.children[0]!.type);
+    case Type.LargeList:
+      return 8 + rowBytes(u.children[0]!.type);
+    case Type.FixedSizeList:
+      return Math.max(0, u.listSize!) * rowBytes(u.children[0]!.type);
+    case Type.Struct:
+      return (u.children as ArrowField[]).reduce((n, c) => n + rowBytes(c.type), 0);
+    default:
+      return byteWidth(u);
+  }
+}
+
+/** `field` without metadata, at every depth (its type rebuilt with bare nested fields). */
+export function bareField(field: ArrowField): ArrowField {
+  return new arrow.Field(field.name, bareType(field.type), field.nullable);
+}
+
+function bareType(t: ArrowType): ArrowType {
+  const children: ArrowField[] | undefined = t.children;
+  if (!children || children.length === 0) return t;
+  // The same class and parameters (listSize, …), its fields bare.
+  return Object.assign(Object.create(Object.getPrototypeOf(t)), t, { children: children.map(bareField) });
+}
+
+/**
+ * `table` with no field or schema metadata at any depth: the same data, under bare types. A
+ * store sends values; what metadata would say to Lance (its encodings: compression, blobs,
+ * packed structs; extension types) is the operator's (docs/scale-out.md "Values, not extras").
+ */
+export function withoutMetadata(table: ArrowTable): ArrowTable {
+  const schema = new arrow.Schema(table.schema.fields.map(bareField));
+  const retype = (data: ArrowData, type: ArrowType): ArrowData => {
+    const children = (type.children ?? []).map((c: ArrowField, i: number) => retype(data.children[i]!, c.type));
+    return data.clone(type, data.offset, data.length, data.nullCount, data.buffers, children);
+  };
+  const batches = table.batches.map((b) => {
+    const d = b.data;
+    const children = schema.fields.map((f, i) => retype(d.children[i]!, f.type));
+    return new arrow.RecordBatch(schema, d.clone(new arrow.Struct(schema.fields), d.offset, d.length, d.nullCount, d.buffers, children));
+  });
+  return new arrow.Table(schema, batches);
+}
+
 // ------------------------------------------------------------------ the stream, before decoding
 
 /** Limits of a body's schema. */
 export interface StreamLimits {
   /** Most fields the schema may hold, nested ones included. */
   maxFields: number;
+  /** Widest a row of the body's columns may be ({@link rowBytes}, the sink's own columns included). */
+  maxRowBytes: number;
 }
 
 interface BufferRegion {
@@ -132,6 +230,12 @@ export function decodeStream(body: Uint8Array, rows: number, limits: StreamLimit
       for (const f of schema.fields) {
         fields += checkField(f);
         if (fields > limits.maxFields) throw invalid(`schema: more than ${limits.maxFields} columns (nested fields counted)`);
+      }
+      const width = schema.fields.reduce((n, f) => n + rowBytes(f.type), 0);
+      if (width > limits.maxRowBytes) {
+        throw invalid(
+          `schema: a row of this body's columns takes ${width} bytes even when null, more than the ${limits.maxRowBytes} this sink takes (maxRowBytes; fixed-size binaries and lists count their whole width)`,
+        );
       }
     } else if (m.isRecordBatch()) {
       if (!schema) throw invalid('body: a record batch before the schema');
@@ -168,6 +272,16 @@ function step<T>(read: () => T): T {
     const detail = e instanceof RangeError && /call stack/i.test(message) ? 'nested too deeply' : message.slice(0, 200);
     throw invalid(`body: not an Arrow IPC stream (${detail})`);
   }
+}
+
+/**
+ * Whether `t` is a fixed-width scalar: a boolean or a type of one width (numbers, dates, times,
+ * fixed-size binaries). Not a fixed-size list: LanceDB panics on some lists of them (a
+ * FixedSizeList(128) of FixedSizeList(2, Int8) with values, measured here).
+ */
+function fixedWidth(t: ArrowType): boolean {
+  const u = t as ArrowType & Record<string, number>;
+  return u.typeId === Type.Bool || byteWidth(u) > 0;
 }
 
 /** Bytes one value of a fixed-width type takes; 0 for the other types. */

@@ -10,7 +10,7 @@ import { POSITION_COLUMN, checkDrainBody } from '../drain/wire.js';
 import { crc32c } from '../util/crc32c.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
 import { MemWalError } from '../util/errors.js';
-import { checkField, decodeStream, quote, takeRows } from './arrow-check.js';
+import { checkField, decodeStream, quote, rowBytes, takeRows, withoutMetadata } from './arrow-check.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
 
 /** Column of the data table that names the store a row came from (Utf8, non-null). */
@@ -31,6 +31,8 @@ export interface SinkRules {
   allowColumns: ReadonlySet<string> | undefined;
   /** Most user fields (nested ones counted) the table may have. */
   maxColumns: number;
+  /** Widest a row of the table (and of a body) may be when null ({@link rowBytes}). */
+  maxRowBytes: number;
 }
 
 /** A request that passed every check that does not need the table. */
@@ -95,7 +97,8 @@ export async function checkRequest(meta: DrainRequestMeta, body: Uint8Array, rul
   }
   checkDrainBody(meta, body, crc);
   const userFields = rules.schema ? rules.schema.fields.reduce((n, f) => n + countFields(f), 0) : rules.maxColumns;
-  const table = decodeStream(body, meta.rows, { maxFields: userFields + 2 }); // + _tombstone, _memwal_position
+  // + _tombstone, _memwal_position; then without metadata: a store brings values, never encodings.
+  const table = withoutMetadata(decodeStream(body, meta.rows, { maxFields: userFields + 2, maxRowBytes: rules.maxRowBytes }));
   await slices.pause();
   const columns = checkColumns(table.schema, rules);
   const positions = await checkPositions(table, meta, slices);
@@ -120,10 +123,11 @@ const KEY_TYPES = new Set<number>([
 
 /**
  * Throws `InvalidArgument` unless an operator's schema can be a sink's: columns Lance can hold
- * (see {@link checkField}), none of memwal's own names, the key columns among them, non-nullable
- * and of a key type.
+ * (see {@link checkField}), none of memwal's own names, a row within `maxRowBytes`, the key
+ * columns among them, non-nullable and of a key type. (The operator's field metadata is kept:
+ * the operator may choose Lance encodings; a store may not.)
  */
-export function checkOperatorSchema(schema: ArrowSchema, primaryKey: readonly string[] | undefined): void {
+export function checkOperatorSchema(schema: ArrowSchema, primaryKey: readonly string[] | undefined, maxRowBytes: number): void {
   const names = new Set<string>();
   for (const f of schema.fields) {
     if (RESERVED.has(f.name)) throw invalid(`LanceSink: schema column ${f.name} is reserved for memwal`);
@@ -131,6 +135,8 @@ export function checkOperatorSchema(schema: ArrowSchema, primaryKey: readonly st
     names.add(f.name);
     checkField(f);
   }
+  const width = schema.fields.reduce((n, f) => n + rowBytes(f.type), 0);
+  if (width > maxRowBytes) throw invalid(`LanceSink: a row of schema takes ${width} bytes, more than maxRowBytes (${maxRowBytes})`);
   for (const k of primaryKey ?? []) {
     const f = schema.fields.find((x) => x.name === k);
     if (!f) throw invalid(`LanceSink: primaryKey column ${quote(k)} is not in schema`);

@@ -79,6 +79,16 @@ export interface LanceSinkOptions {
    */
   maxColumns?: number;
   /**
+   * Widest a row may be when null, in bytes: what every store's row is padded with for the
+   * columns it does not write (fixed-size binaries their width, fixed-size lists their size
+   * times their item's, a string or list its offset and one item; `rowBytes` in
+   * src/lance/arrow-check.ts). A body wider than this, or a column that would make the table's
+   * rows wider, is refused before the request waits for its turn (the table's: in its turn, before
+   * anything changes). Memory for one commit's padding is at most 4 × `maxRowsPerCommit` ×
+   * `maxRowBytes`. Default {@link DEFAULT_MAX_ROW_BYTES}.
+   */
+  maxRowBytes?: number;
+  /**
    * Rows per Lance commit while other stores are active (waiting for a turn, or served within
    * the last second): a larger request is applied in several commits, each its own turn, so one
    * store's large request holds the others for one commit at a time. A store alone with the
@@ -104,6 +114,8 @@ export interface LanceSinkOptions {
 export const DEFAULT_OPTIMIZE_EVERY = 100;
 /** Default {@link LanceSinkOptions.maxColumns}. */
 export const DEFAULT_MAX_COLUMNS = 100;
+/** Default {@link LanceSinkOptions.maxRowBytes}: 16 KiB (a 3,072-dimension Float32 vector and some columns). */
+export const DEFAULT_MAX_ROW_BYTES = 16 * 1024;
 /** Default {@link LanceSinkOptions.maxRowsPerCommit}. */
 export const DEFAULT_MAX_ROWS_PER_COMMIT = 4096;
 /** Default {@link LanceSinkOptions.maxPendingPerStore}. */
@@ -141,8 +153,13 @@ export interface LanceSinkStats {
   bytesReceived: number;
   /** Lance commits made (data, deletes, positions, schema changes, recovery). */
   commits: number;
-  /** Compactions run (`optimizeEvery`). */
+  /** Tables compacted (`optimizeEvery`; the data and the positions table count one each). */
   optimizations: number;
+  /**
+   * Compactions that failed (logged; that table is tried again after `optimizeEvery` × 2, 4, …
+   * up to 64 more applies; the other table's compaction goes on).
+   */
+  optimizeFailures: number;
 }
 
 interface StoreState {
@@ -158,6 +175,8 @@ interface StoreState {
 const MAINTENANCE = '';
 /** A store counts as active while it waits for a turn or for this long after its last one. */
 const ACTIVE_WITHIN_MS = 1000;
+/** A table whose compaction keeps failing is tried again after at most 2^this × `optimizeEvery` applies. */
+const MAX_BACKOFF_DOUBLINGS = 6;
 /** A store alone with the table (no other store active) commits up to this many times `maxRowsPerCommit` at once. */
 const ALONE_FACTOR = 4;
 
@@ -188,7 +207,10 @@ export class LanceSink implements DrainSink {
     bytesReceived: 0,
     commits: 0,
     optimizations: 0,
+    optimizeFailures: 0,
   };
+  /** Per table (data, positions): the apply count at which its next compaction is due, and its failures in a row. */
+  private readonly upkeep = new Map<string, { due: number; failures: number }>();
 
   /** Throws `InvalidArgument` for a bad table name, key, schema or limit; connects lazily. */
   constructor(options: LanceSinkOptions) {
@@ -213,13 +235,15 @@ export class LanceSink implements DrainSink {
     if (options.allowColumns && !options.allowColumns.every((c) => typeof c === 'string')) {
       throw new MemWalError('InvalidArgument', 'LanceSink: allowColumns must be column names');
     }
+    const maxRowBytes = int('maxRowBytes', DEFAULT_MAX_ROW_BYTES, 64);
     const schema = options.schema && toLanceSchema(options.schema);
-    if (schema) checkOperatorSchema(schema, options.primaryKey);
+    if (schema) checkOperatorSchema(schema, options.primaryKey, maxRowBytes);
     this.rules = {
       primaryKey: options.primaryKey,
       schema,
       allowColumns: options.allowColumns && new Set(options.allowColumns),
       maxColumns: int('maxColumns', DEFAULT_MAX_COLUMNS, 1),
+      maxRowBytes,
     };
     this.maxRowsPerCommit = int('maxRowsPerCommit', DEFAULT_MAX_ROWS_PER_COMMIT, 1);
     this.lanes = new Lanes(int('maxPendingPerStore', DEFAULT_MAX_PENDING_PER_STORE, 1));
@@ -450,23 +474,43 @@ export class LanceSink implements DrainSink {
   }
 
   /**
-   * Compact both tables every `optimizeEvery` applies, in a turn of its own. A failure is counted
-   * and logged, not thrown: the apply it follows is already durable, and the next round tries again.
+   * Compact each table (data, positions) every `optimizeEvery` applies, in a turn of its own. A
+   * failure is counted (`optimizeFailures`) and logged, not thrown: the apply it follows is
+   * already durable. It stays that table's: the other table is compacted all the same, and the
+   * failing one is tried again after `optimizeEvery` × 2^k more applies (k its failures in a row,
+   * at most {@link MAX_BACKOFF_DOUBLINGS}), so a table that cannot be compacted (one made by an
+   * older release with an encoding this Lance cannot rewrite) costs a logged failure now and then.
    */
   private async maybeOptimize(): Promise<void> {
     const every = this.options.optimizeEvery ?? DEFAULT_OPTIMIZE_EVERY;
-    if (every === 0 || this.counters.applies % every !== 0) return;
+    if (every === 0) return;
+    const names = [this.options.table, this.positionsName()];
+    const due = (name: string): boolean => {
+      let u = this.upkeep.get(name);
+      if (!u) this.upkeep.set(name, (u = { due: every, failures: 0 }));
+      return this.counters.applies >= u.due;
+    };
+    if (!names.some(due)) return;
     await this.turns.run(MAINTENANCE, async () => {
-      try {
-        await (await this.openData())?.optimize();
-        await (await this.openPositions())?.optimize();
-        this.counters.optimizations += 1;
-      } catch (e) {
-        this.counters.failures += 1;
-        (this.options.logger ?? console).warn(
-          `memwal: optimize of Lance table ${this.options.table} failed (retried after ${every} more applies)`,
-          e,
-        );
+      for (const name of names) {
+        if (!due(name)) continue; // compacted by an earlier turn meanwhile, or waiting out a failure
+        const u = this.upkeep.get(name)!;
+        try {
+          const table = await (name === this.options.table ? this.openData() : this.openPositions());
+          await table?.optimize();
+          u.failures = 0;
+          u.due = this.counters.applies + every;
+          this.counters.optimizations += 1;
+        } catch (e) {
+          u.failures += 1;
+          const wait = every * 2 ** Math.min(u.failures, MAX_BACKOFF_DOUBLINGS);
+          u.due = this.counters.applies + wait;
+          this.counters.optimizeFailures += 1;
+          (this.options.logger ?? console).warn(
+            `memwal: optimize of Lance table ${name} failed (${u.failures} in a row); tried again after ${wait} more applies`,
+            e,
+          );
+        }
       }
     });
   }

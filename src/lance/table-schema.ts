@@ -6,7 +6,7 @@ import { Schema as EsmSchema, Table as EsmTable, tableToIPC as esmTableToIPC } f
 import { TOMBSTONE_COLUMN } from '../data/schema.js';
 import { POSITION_COLUMN } from '../drain/wire.js';
 import { MemWalError } from '../util/errors.js';
-import { checkValues } from './arrow-check.js';
+import { checkValues, quote, rowBytes } from './arrow-check.js';
 import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
 import { RESERVED, STORE_COLUMN, type SinkRules, countFields, fitsType } from './request.js';
 
@@ -29,9 +29,10 @@ export function ownColumns(columns: ArrowField[], keyed: boolean): ArrowSchema {
 
 /**
  * How the rows' user columns fit the table: same names and types; a column the table lacks is
- * added if nullable (docs/impl.md §12) and within `maxColumns` (or the operator's schema); a
- * table column the rows lack is written as null if nullable (a dropped field). Anything else is
- * `InvalidArgument`.
+ * added if nullable (docs/impl.md §12) and within `maxColumns` and `maxRowBytes` (or the
+ * operator's schema); a table column the rows lack is written as null if nullable (a dropped
+ * field). Anything else is `InvalidArgument`, in words about the request and the sink's rules
+ * only (never the table's other columns, their types or their number).
  */
 export function planSchema(columns: ArrowField[], table: ArrowSchema, rules: SinkRules): SchemaPlan {
   for (const f of ownColumns([], rules.primaryKey !== undefined).fields) {
@@ -52,39 +53,42 @@ export function planSchema(columns: ArrowField[], table: ArrowSchema, rules: Sin
       if (!t.nullable) throw new MemWalError('InvalidArgument', 'schema: the Lance table has a non-nullable column this request lacks');
       continue;
     }
-    if (!fitsType(w.type, t.type)) {
-      throw new MemWalError('InvalidArgument', `schema: column ${t.name} is ${w.type} in the body but ${t.type} in the Lance table`);
-    }
-    if (w.nullable && !t.nullable) {
-      throw new MemWalError('InvalidArgument', `schema: column ${t.name} is nullable in the body but not in the Lance table`);
-    }
+    if (!fitsType(w.type, t.type) || (w.nullable && !t.nullable)) throw unfit(w);
   }
   const added = columns.filter((f) => !table.fields.some((t) => t.name === f.name));
-  const notNull = added.find((f) => !f.nullable);
-  if (notNull) {
-    throw new MemWalError(
-      'InvalidArgument',
-      `schema: column ${notNull.name} is new and not nullable; Lance can only add nullable columns to existing rows`,
-    );
-  }
-  const nested = added.find((f) => !allNullable(f));
-  if (nested) {
-    throw new MemWalError(
-      'InvalidArgument',
-      `schema: column ${nested.name} is new and has nested fields that are not nullable; Lance can only add columns whose fields are all nullable to existing rows (an operator's schema can hold it from the start)`,
-    );
-  }
+  // One refusal whether the column is new or another store's: a refusal tells a store only of its request.
+  const unaddable = added.find((f) => !allNullable(f));
+  if (unaddable) throw unfit(unaddable);
   if (added.length > 0 && !rules.schema) {
     const count = (fields: ArrowField[]) => fields.reduce((n, f) => n + (RESERVED.has(f.name) ? 0 : countFields(f)), 0);
-    const after = count(table.fields) + count(added);
-    if (after > rules.maxColumns) {
+    if (count(table.fields) + count(added) > rules.maxColumns) {
       throw new MemWalError(
         'InvalidArgument',
-        `schema: adding ${added.map((f) => f.name).join(', ')} would give the table ${after} columns, more than the ${rules.maxColumns} this sink takes`,
+        `schema: this sink takes no more columns (maxColumns ${rules.maxColumns}, nested fields counted); ${added.map((f) => quote(f.name)).join(', ')} cannot be added`,
+      );
+    }
+  }
+  if (added.length > 0) {
+    const width = (fields: ArrowField[]) => fields.reduce((n, f) => n + rowBytes(f.type), 0);
+    if (width(table.fields) + width(added) > rules.maxRowBytes) {
+      throw new MemWalError(
+        'InvalidArgument',
+        `schema: this sink's rows can grow by no more bytes (maxRowBytes ${rules.maxRowBytes}); ${added.map((f) => quote(f.name)).join(', ')} cannot be added`,
       );
     }
   }
   return { target: new arrow.Schema([...table.fields, ...added]), added };
+}
+
+/**
+ * The refusal of a column that neither fits the table's column of its name nor can be added:
+ * in the request's terms and the rule's, the same whether the table has such a column or not.
+ */
+function unfit(f: ArrowField): MemWalError {
+  return new MemWalError(
+    'InvalidArgument',
+    `schema: column ${quote(f.name)} (${f.type}, ${f.nullable ? 'nullable' : 'not nullable'}) does not fit this sink's table: a column's type and nullability are set by the first request that brings it, and a column added later must be nullable, its nested fields too (an operator's schema can hold others from the start)`,
+  );
 }
 
 /** Whether `f` and every field nested in it are nullable. */
