@@ -1,8 +1,8 @@
 // Arrow IPC from a client the sink does not trust (docs/scale-out.md "Limits"): the stream's
 // structure is checked against the body before anything is decoded — every message inside the
 // body, every buffer inside its message, every buffer long enough for the rows its field node
-// declares, the row count equal to the header's — so decoding allocates no more than a small
-// multiple of the body; then the decoded values are checked for what Lance refuses (nulls in
+// declares, every nested node exactly as long as its parent gives it, the row count equal to the
+// header's — so decoding allocates no more than a small multiple of the body; then the decoded values are checked for what Lance refuses (nulls in
 // non-nullable fields but under a null parent, offsets out of order, invalid UTF-8). Also the column rules Lance imposes
 // on names, types and nesting, a row's null width (`rowBytes`, bounded by the sink's maxRowBytes),
 // the stripping of field and schema metadata (`withoutMetadata`: a store sends values, never
