@@ -1,8 +1,8 @@
 // Arrow IPC from a client the sink does not trust (docs/scale-out.md "Limits"): the stream's
 // structure is checked against the body before anything is decoded — every message inside the
 // body, every buffer inside its message, every buffer long enough for the rows its field node
-// declares, the row count equal to the header's — so decoding allocates no more than a small
-// multiple of the body; then the decoded values are checked for what Lance refuses (nulls in
+// declares, every nested node exactly as long as its parent gives it, the row count equal to the
+// header's — so decoding allocates no more than a small multiple of the body; then the decoded values are checked for what Lance refuses (nulls in
 // non-nullable fields but under a null parent, offsets out of order, invalid UTF-8). Also the column rules Lance imposes
 // on names, types and nesting, a row's null width (`rowBytes`, bounded by the sink's maxRowBytes),
 // the stripping of field and schema metadata (`withoutMetadata`: a store sends values, never
@@ -19,6 +19,14 @@ export const MAX_NESTING_DEPTH = 16;
 /** Longest time zone a timestamp column may name (the longest IANA name has 32 characters). */
 export const MAX_TIME_ZONE_LENGTH = 64;
 
+/**
+ * Longest name a column or nested field may have, in UTF-8 bytes. Names are kept in the table's
+ * schema, which Lance writes into every manifest and data file: every later commit of every store
+ * carries them (100 columns of 100 kB names made a victim's 1-row apply 20× slower and each one
+ * write 15 MB, measured 2026-12-07).
+ */
+export const MAX_NAME_BYTES = 256;
+
 /** Column names Lance keeps for itself. */
 const LANCE_RESERVED = new Set(['_rowid', '_rowaddr', '_rowoffset', '_row_created_at_version', '_row_last_updated_at_version']);
 
@@ -34,10 +42,11 @@ export function quote(name: unknown): string {
 
 /**
  * Throws `InvalidArgument` unless `field` (at `depth`, 1 for a column) is one Lance stores: a
- * non-empty name without `.` (Lance's path separator), `` ` `` or control characters, not one of
- * Lance's reserved names; a type among booleans, integers, floats, decimals (128/256 bit, within
- * Arrow's precision and scale), strings, binaries, dates, times, timestamps (a time zone without
- * ":"), durations, lists, fixed-size lists of fixed-width scalars and non-empty structs; nesting
+ * non-empty name of at most {@link MAX_NAME_BYTES} bytes without `.` (Lance's path separator), `` ` ``
+ * or control characters, not one of Lance's reserved names; a type among booleans, integers,
+ * floats, decimals (128/256 bit, within Arrow's precision and scale), strings, binaries, dates,
+ * times, timestamps (a time zone without ":"), durations (dates, times, timestamps and durations
+ * in one of Arrow's units), lists, fixed-size lists of fixed-width scalars and non-empty structs; nesting
  * at most {@link MAX_NESTING_DEPTH} deep: what LanceDB keeps without refusing or panicking.
  * Returns the number of fields it holds, itself included.
  */
@@ -45,6 +54,7 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
   const name: unknown = field.name;
   const here = path === '' ? quote(name) : `${path}.${quote(name)}`;
   if (typeof name !== 'string' || name === '') throw invalid(`schema: a column${path ? ` inside ${path}` : ''} has an empty name`);
+  if (utf8Bytes(name) > MAX_NAME_BYTES) throw invalid(`schema: column ${here}: names may be at most ${MAX_NAME_BYTES} bytes (UTF-8)`);
   if ([...name].some((c) => c === '.' || c === '`' || c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) {
     throw invalid(`schema: column ${here}: names may not hold ".", "\`" or control characters`);
   }
@@ -59,10 +69,16 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
     case Type.LargeUtf8:
     case Type.Binary:
     case Type.LargeBinary:
+      return 1;
     case Type.Date:
+      // Arrow's units; LanceDB panics on any other number.
+      if (t.unit !== arrow.DateUnit.DAY && t.unit !== arrow.DateUnit.MILLISECOND) throw badUnit(here, t.unit!);
+      return 1;
     case Type.Duration:
+      if (!isTimeUnit(t.unit!)) throw badUnit(here, t.unit!);
       return 1;
     case Type.Timestamp: {
+      if (!isTimeUnit(t.unit!)) throw badUnit(here, t.unit!);
       // Lance keeps a timestamp's type as "timestamp:<unit>:<zone>" and panics on a zone holding ":".
       const zone = (t as unknown as { timezone?: string | null }).timezone ?? '';
       if (
@@ -77,6 +93,7 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
       return 1;
     }
     case Type.Time: {
+      if (!isTimeUnit(t.unit!)) throw badUnit(here, t.unit!);
       // Arrow's pairs: 32 bits hold seconds or milliseconds, 64 bits micro- or nanoseconds.
       const wide = t.unit === arrow.TimeUnit.MICROSECOND || t.unit === arrow.TimeUnit.NANOSECOND;
       if (t.bitWidth !== (wide ? 64 : 32))
@@ -124,6 +141,17 @@ export function checkField(field: ArrowField, depth = 1, path = ''): number {
       throw invalid(`schema: column ${here} has type ${String(field.type)}, which a Lance table cannot hold`);
   }
 }
+
+/** Whether `unit` is one of Arrow's four time units (seconds to nanoseconds). */
+const isTimeUnit = (unit: number): boolean =>
+  unit === arrow.TimeUnit.SECOND ||
+  unit === arrow.TimeUnit.MILLISECOND ||
+  unit === arrow.TimeUnit.MICROSECOND ||
+  unit === arrow.TimeUnit.NANOSECOND;
+
+const badUnit = (here: string, unit: number): MemWalError => invalid(`schema: column ${here}: unit ${unit} is not one Arrow defines`);
+
+const utf8Bytes = (s: string): number => new TextEncoder().encode(s).byteLength;
 
 /**
  * Bytes one row of a column of type `t` takes when it is null — what every other store's row
@@ -343,12 +371,19 @@ function checkBatch(schema: ArrowSchema, header: BatchHeader, body: Uint8Array):
     if (!(first >= 0 && last >= first && Number.isSafeInteger(last))) throw invalid(`body: column ${column}: its offsets run backwards`);
     return last;
   };
-  const visit = (field: ArrowField, column: string, rows: number, exact: boolean): void => {
+  /**
+   * `rows`: what its batch or parent holds for it, which its node must declare exactly — a
+   * struct's fields its length, a list's items its last offset, a fixed-size list's items its
+   * length × size (what apache-arrow writes). Longer children were taken once: LanceDB refused the
+   * structs (a 500) and the value checks walked every declared slot (a 4 MB body of 14 nested
+   * structs of 32M rows under one null row: 54 s of the event loop).
+   */
+  const visit = (field: ArrowField, column: string, rows: number): void => {
     const node = header.nodes[nodeAt++];
     if (!node) throw invalid(`body: column ${column}: the record batch has fewer field nodes than its schema needs`);
     const { length, nullCount } = node;
     if (!isSize(length) || !isSize(nullCount) || nullCount > length) throw invalid(`body: column ${column}: a malformed field node`);
-    if (exact ? length !== rows : length < rows) {
+    if (length !== rows) {
       throw invalid(`body: column ${column} has ${length} rows where its record batch or parent has ${rows}`);
     }
     const validity = buffer(column);
@@ -370,20 +405,20 @@ function checkBatch(schema: ArrowSchema, header: BatchHeader, body: Uint8Array):
       case Type.List:
       case Type.LargeList: {
         const last = offsets(column, length, t.typeId === Type.LargeList);
-        visit(t.children[0]!, `${column}.${quote(t.children[0]!.name)}`, last, false);
+        visit(t.children[0]!, `${column}.${quote(t.children[0]!.name)}`, last);
         return;
       }
       case Type.FixedSizeList:
-        visit(t.children[0]!, `${column}.${quote(t.children[0]!.name)}`, length * t.listSize!, false);
+        visit(t.children[0]!, `${column}.${quote(t.children[0]!.name)}`, length * t.listSize!);
         return;
       case Type.Struct:
-        for (const child of t.children) visit(child, `${column}.${quote(child.name)}`, length, false);
+        for (const child of t.children) visit(child, `${column}.${quote(child.name)}`, length);
         return;
       default:
         need(buffer(column), length * byteWidth(t), column, length, 'data');
     }
   };
-  for (const f of schema.fields) visit(f, quote(f.name), header.length, true);
+  for (const f of schema.fields) visit(f, quote(f.name), header.length);
   if (nodeAt !== header.nodes.length || bufferAt !== header.buffers.length) {
     throw invalid('body: a record batch has more field nodes or buffers than its schema');
   }

@@ -84,8 +84,9 @@ export interface LanceSinkOptions {
    * times their item's, a string or list its offset and one item; `rowBytes` in
    * src/lance/arrow-check.ts). A body wider than this, or a column that would make the table's
    * rows wider, is refused before the request waits for its turn (the table's: in its turn, before
-   * anything changes). Memory for one commit's padding is at most 4 × `maxRowsPerCommit` ×
-   * `maxRowBytes`. Default {@link DEFAULT_MAX_ROW_BYTES}.
+   * anything changes). One commit's padding holds at most 4 × `maxRowsPerCommit` ×
+   * `maxRowBytes` bytes, copied several times on its way into LanceDB (a 16 KB null row: 1.2 GiB
+   * peak RSS measured; docs/testing.md). Default {@link DEFAULT_MAX_ROW_BYTES}.
    */
   maxRowBytes?: number;
   /**
