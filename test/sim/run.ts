@@ -5,6 +5,7 @@
 // violation ends the run; the result carries the trace (every step and every settlement, with
 // virtual times), which is the same byte for byte each time the seed runs.
 
+import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { MemWal } from '../../src/engine/memwal.js';
 import { rowObject } from '../../src/data/rows.js';
 import { encodeSchema } from '../../src/data/schema.js';
@@ -25,6 +26,7 @@ import { ModelSink } from './sink.js';
 import {
   type ColType,
   type ColumnSpec,
+  type KeyType,
   columnValue,
   compareKeyValues,
   keyColumns,
@@ -90,6 +92,7 @@ interface Live {
 
 /** A WAL segment inside MemoryStorage. */
 interface MemSegment {
+  length: number;
   read(offset: number): Uint8Array;
   truncate(length: number): void;
 }
@@ -110,6 +113,8 @@ interface Opening {
   armed: boolean;
   /** The store's record in MemoryStorage when the open started (a reset replaces it). */
   store: unknown;
+  /** What storage held when it started: a refused schema change must leave it as it was. */
+  held: string;
 }
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
@@ -369,11 +374,11 @@ class Sim {
     return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
   }
 
-  private options(columns: ColumnSpec[], steal: boolean, reset: boolean) {
+  private options(columns: ColumnSpec[], steal: boolean, reset: boolean, keyChange?: KeyChange) {
     const c = this.config;
     return {
       name: STORE,
-      schema: storeSchema(c.keyType, columns),
+      schema: changeKey(storeSchema(c.keyType, columns), c.keyType, keyChange),
       primaryKey: c.keyType ? keyColumns(c.keyType).map((k) => k.name) : [],
       storage: this.storage,
       enableMemtable: c.mode !== 'wal-only',
@@ -398,13 +403,16 @@ class Sim {
   }
 
   /** The columns an evolution makes of the current ones, and what the open must do with them. */
-  private evolve(e: Evolve | undefined): { columns: ColumnSpec[]; expect: 'open' | 'invalid' | 'reset' } {
+  private evolve(e: Evolve | undefined): { columns: ColumnSpec[]; expect: 'open' | 'invalid' | 'reset'; keyChange?: KeyChange } {
     const cols = this.columns.map((c) => ({ ...c }));
     if (!e) return { columns: cols, expect: 'open' };
     const name = () => `c${this.nextInc}`;
     switch (e.e) {
-      case 'add':
-        return { columns: [...cols, { name: name(), type: e.type, nullable: true, inc: this.nextInc++ }], expect: 'open' };
+      case 'add': {
+        // Anywhere in the schema (SPEC §9: "added nullable fields, anywhere").
+        cols.splice(e.at % (cols.length + 1), 0, { name: name(), type: e.type, nullable: true, inc: this.nextInc++ });
+        return { columns: cols, expect: 'open' };
+      }
       case 'drop': {
         if (cols.length === 0) return { columns: cols, expect: 'open' };
         const gone = cols[e.pick % cols.length]!;
@@ -426,6 +434,25 @@ class Sim {
         cols[i] = { ...c, type, inc: -1 };
         return { columns: cols, expect: 'invalid' };
       }
+      case 'widen': {
+        // A kept column's type widened (Int32 → Int64, Int64 → Float64, Bool → Int32): refused.
+        const widened: Partial<Record<ColType, ColType>> = { int32: 'int64', int64: 'float64', bool: 'int32' };
+        const at = cols.findIndex((_, i) => widened[cols[(i + e.pick) % cols.length]!.type] !== undefined);
+        if (at < 0) return { columns: cols, expect: 'open' };
+        const i = (at + e.pick) % cols.length;
+        cols[i] = { ...cols[i]!, type: widened[cols[i]!.type]!, inc: -1 };
+        return { columns: cols, expect: 'invalid' };
+      }
+      case 'nullability': {
+        // A kept column's nullability changed, either way: refused.
+        if (cols.length === 0) return { columns: cols, expect: 'open' };
+        const i = e.pick % cols.length;
+        cols[i] = { ...cols[i]!, nullable: !cols[i]!.nullable, inc: -1 };
+        return { columns: cols, expect: 'invalid' };
+      }
+      case 'key':
+        if (!this.config.keyType) return { columns: cols, expect: 'open' };
+        return { columns: cols, expect: 'invalid', keyChange: e.how };
       case 'addNonNull':
         return { columns: [...cols, { name: name(), type: e.type, nullable: false, inc: -1 }], expect: 'invalid' };
       case 'reset': {
@@ -444,12 +471,13 @@ class Sim {
 
   private startOpen(e: Evolve | undefined, steal: boolean): Opening {
     // A store that does not exist (destroyed) is created with the current columns: nothing to evolve.
-    const { columns, expect } = this.evolve(this.memStore()?.manifest ? e : undefined);
+    const { columns, expect, keyChange } = this.evolve(this.memStore()?.manifest ? e : undefined);
     if (expect === 'invalid') this.nextInc++; // an invalid column's incarnation is never used
     const session = ++this.session;
+    const held = this.heldState();
     const call = this.track(
       `open (session ${session})`,
-      MemWal.open(this.options(columns, steal, expect === 'reset'), { compactionPolicy: this.config.policy }),
+      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange), { compactionPolicy: this.config.policy }),
     );
     return {
       call,
@@ -462,6 +490,7 @@ class Sim {
       hangArms: this.hangArms - (this.faultsArmed && this.stepHangs ? 1 : 0),
       armed: this.faultsArmed,
       store: this.memStore(),
+      held,
     };
   }
 
@@ -495,6 +524,11 @@ class Sim {
         (o.steal && code === 'IOError' && /manifest commit conflict/.test((outcome.error as Error).message)) ||
         (faulty && !['Corruption', 'InvalidArgument', 'NotSupported'].includes(code));
       if (!reason) this.fail('open', `open failed without a fault to explain it: ${code}: ${(outcome.error as Error).message}`);
+      // A refused schema change fails before anything is claimed or written (SPEC §9). Judged when
+      // nothing else could have changed storage meanwhile: no fault, no crash, no claim in doubt.
+      if (expect === 'invalid' && code === 'InvalidArgument' && !faulty && this.inDoubt === undefined && this.heldState() !== o.held) {
+        this.fail('open', `a refused schema change changed storage: ${o.held} → ${this.heldState()}`);
+      }
       // A reset that failed after destroying the store, or an evolution whose claim landed before
       // the open failed: storage tells which schema the store has now.
       if (expect === 'reset' && this.memStore() !== o.store) this.resetModel();
@@ -550,6 +584,14 @@ class Sim {
     if (!d || d.reset || !m) return undefined;
     const want = encodeSchema(storeSchema(this.config.keyType, d.columns));
     return recordedVersions(m).some((v) => v.version > d.after && v.schema === want) ? d.columns : undefined;
+  }
+
+  /** What storage holds of the store, in brief: the manifest's version and epoch, each WAL segment and table file. */
+  private heldState(): string {
+    const s = this.memStore();
+    if (!s) return 'no store';
+    const wal = [...s.wal.entries()].map(([n, seg]) => `${n}:${seg.length}`);
+    return `manifest ${s.manifest?.version}@${s.manifest?.writerEpoch}; wal ${wal.join(',')}; tables ${[...s.tables.keys()].join(',')}`;
   }
 
   /** The store was destroyed (`onSchemaMismatch: 'reset'`): no row, no consumer, a new sink. */
@@ -1479,4 +1521,20 @@ export function describeFault(f: FaultSpec): string {
 /** The newest schema version `m` records (0: no store). */
 function newestSchemaVersion(m: Manifest | undefined): number {
   return m ? Math.max(...recordedVersions(m).map((v) => v.version)) : 0;
+}
+
+/** A change of the key column an open's schema makes (refused, SPEC §9). */
+type KeyChange = 'type' | 'nullable' | 'drop';
+
+/** `schema` with its first key column's type changed, made nullable, or dropped. */
+function changeKey(schema: Schema, keyType: KeyType | undefined, change: KeyChange | undefined): Schema {
+  if (!change || !keyType) return schema;
+  const key = keyColumns(keyType)[0]!;
+  const fields = schema.fields.flatMap((f) => {
+    if (f.name !== key.name) return [f];
+    if (change === 'drop') return [];
+    if (change === 'nullable') return [new Field(f.name, f.type, true)];
+    return [new Field(f.name, key.type === 'utf8' ? new Int64() : new Utf8(), false)];
+  });
+  return new Schema(fields);
 }
