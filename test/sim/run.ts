@@ -14,7 +14,7 @@ import { MemWalError, quotaExceededError } from '../../src/util/errors.js';
 import type { Manifest } from '../../src/format/manifest/manifest.js';
 import { recordedVersions } from '../../src/format/schema-versions.js';
 import { MemoryStorage } from '../../src/storage/memory.js';
-import { FaultInjectingStorage } from '../../src/testing/fault.js';
+import { FaultInjectingStorage, type FaultOp } from '../../src/testing/fault.js';
 import { int, rng } from '../../src/testing/rng.js';
 import { scanSegment } from '../../src/format/wal/codec.js';
 import { crc32c } from '../../src/util/crc32c.js';
@@ -260,6 +260,15 @@ class Sim {
     // A writer is needed first (opened before this step's faults are armed).
     if (this.route && (!isWrite(a) || this.route.left <= 0)) await this.finishSteal();
     if (this.needsWriter(a) && !this.current && !this.route) this.current = await this.openWriter(undefined, false);
+    // Liveness (docs/impl.md, "Faults: retry or poison"): a writer open before a step whose
+    // faults are all of the "retry" class must still be open after them, and flush.
+    const before = this.current;
+    const live =
+      before !== undefined &&
+      s.faults.length > 0 &&
+      s.faults.every(retried) &&
+      !['close', 'abort', 'crash', 'reopen', 'stale', 'damage', 'destroy'].includes(a.a) &&
+      this.writerIsWell(before);
     this.arm(s.faults);
     this.log(`#${i} ${describeAction(a)}${s.faults.length ? ` with ${s.faults.map(describeFault).join(', ')}` : ''}`);
     this.count(a.a);
@@ -268,7 +277,49 @@ class Sim {
     if (s.window > 0) await this.clock.advance(s.window);
     await this.afterCrash();
     this.disarm();
+    if (live && this.current === before && this.storage.crashed === this.crashesSeen) await this.checkLive(before);
     await this.check(`after step ${i}`);
+  }
+
+  /**
+   * Whether `live` is the only writer, open, not poisoned, with no call of an earlier fault still
+   * hanging and nothing else (a steal, damage, an outage) that may stop it for a documented reason.
+   */
+  private writerIsWell(live: Live): boolean {
+    return (
+      this.current === live &&
+      this.stale.length === 0 &&
+      !this.route &&
+      !this.damaged &&
+      !live.hung &&
+      !live.ending &&
+      this.inDoubt === undefined &&
+      live.w.writerState === 'open'
+    );
+  }
+
+  /**
+   * After a step whose faults were all retried in place, once they cleared: the writer is still
+   * open, and a seal and `waitForFlushDrain` complete within the usual bound of simulated time.
+   */
+  private async checkLive(live: Live): Promise<void> {
+    const state = live.w.writerState;
+    if (state !== 'open') {
+      this.fail('liveness', `faults the engine retries in place left the writer ${state}`);
+    }
+    if (this.config.mode === 'wal-only') return;
+    this.count('liveness checks');
+    const call = this.track(
+      `seal + waitForFlushDrain after retried faults (session ${live.session})`,
+      live.w.forceSealActive().then(() => live.w.waitForFlushDrain()),
+    );
+    await this.runUntil(call);
+    const res = call.result!;
+    if (!res.ok) {
+      const e = res.error as Error;
+      this.fail('liveness', `after faults the engine retries in place, the flush failed: ${this.codeOf(e, 'flush')} ${e.message}`);
+    }
+    this.log('  (liveness) seal + waitForFlushDrain after retried faults: ok');
   }
 
   async finish(): Promise<void> {
@@ -1538,3 +1589,19 @@ function changeKey(schema: Schema, keyType: KeyType | undefined, change: KeyChan
   });
   return new Schema(fields);
 }
+
+/**
+ * Faults of the "retry" class of docs/impl.md ("Faults: retry or poison") that the liveness check
+ * holds the engine to: a flush's table write failing (IOError or QuotaExceeded, a few times),
+ * losing its reply or torn, is retried in place; a read failing a few times fails only the call
+ * that read. Everything else (WAL appends past their retry time, commits that hang, holds, crashes,
+ * outages) may poison or stop the writer by design, or outlast the step.
+ */
+function retried(f: FaultSpec): boolean {
+  if (f.f === 'failNext') return f.count < 1000 && (f.op === 'tableWrite' || READS.includes(f.op));
+  if (f.f === 'failAfter') return f.op === 'tableWrite' && !f.reread;
+  if (f.f === 'tearNext') return f.op === 'tableWrite';
+  return false;
+}
+
+const READS: readonly FaultOp[] = ['walRead', 'tableRead', 'manifestLoad', 'walList', 'tableList'];
