@@ -84,6 +84,8 @@ interface Live {
   ending: boolean;
   /** A call that never settles was injected while it ran (a later read may share that call and hit its time limit). */
   hung?: boolean;
+  /** A call of this writer may never settle (hangNext, hangAfter: only a crash ends it; holds end with their step). */
+  hangsForEver?: boolean;
   /** Its puts rejected `BackpressureTimeout` or `Aborted` (a wait that ended without admission) so far. */
   gaveUp?: number;
   drain?: DrainHandle;
@@ -291,7 +293,7 @@ class Sim {
       this.stale.length === 0 &&
       !this.route &&
       !this.damaged &&
-      !live.hung &&
+      !live.hangsForEver &&
       !live.ending &&
       this.inDoubt === undefined &&
       live.w.writerState === 'open'
@@ -364,6 +366,7 @@ class Sim {
     for (const l of this.liveWriters()) {
       l.faultFree = false;
       if (hangs) l.hung = true;
+      if (faults.some((f) => f.f === 'hangNext' || f.f === 'hangAfter')) l.hangsForEver = true;
     }
     for (const f of faults) {
       switch (f.f) {
@@ -617,7 +620,8 @@ class Sim {
     }
     this.columns = columns;
     this.inDoubt = undefined;
-    const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung: this.hangArms !== o.hangArms };
+    const hung = this.hangArms !== o.hangArms;
+    const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung, hangsForEver: hung };
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
     if (this.config.drain) await this.startDrain(live);
@@ -1592,16 +1596,19 @@ function changeKey(schema: Schema, keyType: KeyType | undefined, change: KeyChan
 
 /**
  * Faults of the "retry" class of docs/impl.md ("Faults: retry or poison") that the liveness check
- * holds the engine to: a flush's table write failing (IOError or QuotaExceeded, a few times),
- * losing its reply or torn, is retried in place; a read failing a few times fails only the call
- * that read. Everything else (WAL appends past their retry time, commits that hang, holds, crashes,
- * outages) may poison or stop the writer by design, or outlast the step.
+ * holds the engine to, a few at a time: a flush's table write failing (IOError or QuotaExceeded),
+ * losing its reply or torn, is retried in place; a manifest commit failing or losing its reply is
+ * resolved by a re-read (or, in doubt, before the next commit) and retried; a failed removal is
+ * retried after the next flush; a failed read fails only the call that read. Everything else (WAL
+ * appends, whose retries end at walRetry.timeoutMs; calls that hang or are held; crashes; outages)
+ * may poison or stop the writer by design, or outlast the step.
  */
 function retried(f: FaultSpec): boolean {
-  if (f.f === 'failNext') return f.count < 1000 && (f.op === 'tableWrite' || READS.includes(f.op));
-  if (f.f === 'failAfter') return f.op === 'tableWrite' && !f.reread;
+  if (f.f === 'failNext') return f.count < 1000 && (RETRIED_WRITES.includes(f.op) || READS.includes(f.op));
+  if (f.f === 'failAfter') return RETRIED_WRITES.includes(f.op);
   if (f.f === 'tearNext') return f.op === 'tableWrite';
   return false;
 }
 
+const RETRIED_WRITES: readonly FaultOp[] = ['tableWrite', 'manifestCommit', 'walRemove', 'tableRemove'];
 const READS: readonly FaultOp[] = ['walRead', 'tableRead', 'manifestLoad', 'walList', 'tableList'];
