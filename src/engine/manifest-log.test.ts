@@ -6,7 +6,7 @@ import type { Manifest } from '../format/manifest/manifest.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { testManifest } from '../testing/conformance.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
-import { ManifestLog } from './manifest-log.js';
+import { isClaimConflict, ManifestLog } from './manifest-log.js';
 
 async function claimed(storage = new FaultInjectingStorage(new MemoryStorage())) {
   const h = await storage.openStore('m', { timeoutMs: 0 });
@@ -34,6 +34,21 @@ describe('ManifestLog', () => {
     const m = await log.commit({ addTables: [table('a', 1)] }, 0);
     expect(m.tables.map((t) => t.name)).toEqual(['a']);
     expect(log.inDoubt).toBe(false);
+  });
+
+  it('a claim refused because another writer committed meanwhile is a conflict; a claim that failed in storage is not', async () => {
+    const { storage, h, log } = await claimed();
+    const stale = log.manifest;
+    await log.commit({ replayCursor: 1 }, 1); // the store moved past `stale`
+    const second = new ManifestLog(h, 'm', 1000);
+    const conflict = await second.claim(stale, { ...stale, writerEpoch: 2, version: stale.version + 1 }).catch((e: unknown) => e);
+    expect(conflict).toMatchObject({ code: 'IOError' });
+    expect(isClaimConflict(conflict)).toBe(true);
+    const current = log.manifest;
+    storage.failNext('manifestCommit');
+    const failed = await second.claim(current, { ...current, writerEpoch: 2, version: current.version + 1 }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ code: 'IOError', message: expect.stringContaining('injected fault') });
+    expect(isClaimConflict(failed)).toBe(false);
   });
 
   it('a commit that did not land reports its error and changes nothing', async () => {

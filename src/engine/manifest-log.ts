@@ -19,6 +19,17 @@ export function newCommitId(): string {
   return s;
 }
 
+/** Claim errors after which the stored manifest was found moved: another writer committed. */
+const claimConflicts = new WeakSet<MemWalError>();
+
+/**
+ * Whether `e` is a claim that did not land because another writer committed meanwhile (a
+ * predecessor still running), rather than a failure of storage itself.
+ */
+export function isClaimConflict(e: unknown): boolean {
+  return e instanceof MemWalError && claimConflicts.has(e);
+}
+
 /**
  * The outcome of a commit that may have been applied: `landed` (the manifest now is `manifest`),
  * `lost` (it was not applied and never will be). Any other outcome is thrown.
@@ -75,7 +86,8 @@ export class ManifestLog {
 
   /**
    * Claim the store: commit `next` (built by the caller from `stored`, with `writerEpoch`
-   * bumped) over `stored`. Resolves the new manifest; throws `Fenced`, or the commit's error.
+   * bumped) over `stored`. Resolves the new manifest; throws `Fenced`, or the commit's error
+   * ({@link isClaimConflict} when the stored manifest moved past `stored` meanwhile).
    */
   async claim(stored: Manifest | undefined, next: Manifest): Promise<Manifest> {
     const claimed: Manifest = { ...next, formatVersion: MANIFEST_FORMAT_VERSION, commitId: newCommitId() };
@@ -85,7 +97,10 @@ export class ManifestLog {
       const err = toMemWalError(raw, `claim of ${this.storeName}`);
       if (err.code === 'Fenced' || isTimeout(err)) throw err;
       const now = await this.call(this.handle.manifestLoad(), 'manifest load');
-      if (now?.commitId !== claimed.commitId) throw err;
+      if (now?.commitId !== claimed.commitId) {
+        if ((now?.version ?? 0) !== (stored?.version ?? 0)) claimConflicts.add(err);
+        throw err;
+      }
     }
     this.manifest = claimed;
     this.epoch = claimed.writerEpoch;

@@ -9,7 +9,7 @@ import { scanSegment } from '../format/wal/codec.js';
 import type { Table } from 'apache-arrow';
 import { decodePayload, type SchemaCheck, type WalPayload } from '../format/wal/payload.js';
 import { settleWithin } from './limits.js';
-import type { ManifestLog } from './manifest-log.js';
+import { isClaimConflict, type ManifestLog } from './manifest-log.js';
 import type { Segment } from './wal-writer.js';
 
 /**
@@ -257,7 +257,13 @@ export async function recover(ctx: RecoveryContext): Promise<Recovered> {
     } catch (e) {
       const err = toMemWalError(e, 'claim');
       if (err.code !== 'IOError' || attempt >= CLAIM_ATTEMPTS) throw err;
-      ctx.logger.warn(`memwal: ${err.message}; the previous writer committed meanwhile, reading the store again`);
+      // Only a conflict means the previous writer committed; any other failure (a storage fault, a
+      // crash, a re-read that failed so the claim's outcome is unknown) is named as what it is.
+      ctx.logger.warn(
+        isClaimConflict(err)
+          ? `memwal: ${err.message}; the previous writer committed meanwhile, reading the store again`
+          : `memwal: the claim failed (${err.message}); reading the store again`,
+      );
     }
   }
   const m = ctx.log.manifest;

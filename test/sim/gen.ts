@@ -46,11 +46,19 @@ export type FaultSpec =
   | { f: 'hold'; op: FaultOp; ms: number }
   | { f: 'crashAt'; n: number };
 
+/**
+ * A schema change at reopen, one of each kind SPEC §9 allows (a nullable column added anywhere, a
+ * non-key column dropped or added again) or refuses (a kept column's type changed, widened or not,
+ * or its nullability either way; a key column changed; a new non-nullable column), or a reset.
+ */
 export type Evolve =
-  | { e: 'add'; type: ColType }
+  | { e: 'add'; type: ColType; at: number }
   | { e: 'drop'; pick: number }
   | { e: 'readd'; pick: number; type: ColType | 'same' }
   | { e: 'retype'; pick: number }
+  | { e: 'widen'; pick: number }
+  | { e: 'nullability'; pick: number }
+  | { e: 'key'; how: 'type' | 'nullable' | 'drop' }
   | { e: 'addNonNull'; type: ColType }
   | { e: 'reset'; type: ColType };
 
@@ -239,10 +247,13 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
 
 function drawEvolve(r: () => number): Evolve {
   const x = r();
-  if (x < 0.35) return { e: 'add', type: pick(r, COL_TYPES) };
-  if (x < 0.6) return { e: 'drop', pick: int(r, 100) };
-  if (x < 0.85) return { e: 'readd', pick: int(r, 100), type: r() < 0.5 ? 'same' : pick(r, COL_TYPES) };
-  if (x < 0.92) return { e: 'retype', pick: int(r, 100) };
+  if (x < 0.3) return { e: 'add', type: pick(r, COL_TYPES), at: int(r, 100) };
+  if (x < 0.5) return { e: 'drop', pick: int(r, 100) };
+  if (x < 0.68) return { e: 'readd', pick: int(r, 100), type: r() < 0.5 ? 'same' : pick(r, COL_TYPES) };
+  if (x < 0.73) return { e: 'retype', pick: int(r, 100) };
+  if (x < 0.78) return { e: 'widen', pick: int(r, 100) };
+  if (x < 0.87) return { e: 'nullability', pick: int(r, 100) };
+  if (x < 0.91) return { e: 'key', how: pick(r, ['type', 'nullable', 'drop'] as const) };
   if (x < 0.97) return { e: 'addNonNull', type: pick(r, COL_TYPES) };
   return { e: 'reset', type: pick(r, COL_TYPES) };
 }
