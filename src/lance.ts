@@ -5,7 +5,6 @@
 export {
   LanceSink,
   STORE_COLUMN,
-  POSITIONS_TABLE_SUFFIX,
   DEFAULT_OPTIMIZE_EVERY,
   DEFAULT_MAX_COLUMNS,
   DEFAULT_MAX_ROWS_PER_COMMIT,
@@ -15,6 +14,7 @@ export {
   type LanceApplyResult,
   type LanceSinkStats,
 } from './lance/sink.js';
+export { POSITIONS_TABLE_SUFFIX } from './lance/positions.js';
 export {
   createDrainRequestHandler,
   tokenAuthorizer,
