@@ -43,7 +43,7 @@ import type { Logger } from '../util/logger.js';
 import { type ArrowField, type ArrowTable, arrow, lancedb } from './lancedb.js';
 import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest } from './request.js';
 import { POSITIONS_TABLE_SUFFIX, type StoreState, isNewer, mergePosition, positionRow, readPositions, readState } from './positions.js';
-import { ownColumns, planSchema, toLance, toLanceSchema } from './table-schema.js';
+import { firstColumns, planSchema, toLance, toLanceSchema } from './table-schema.js';
 import { Lanes, Turns } from './turns.js';
 import { Upkeep } from './upkeep.js';
 
@@ -406,14 +406,14 @@ export class LanceSink implements DrainSink {
 
   /**
    * Writes `rows` of `storeId` (in its turn): creates the data table with them if it does not
-   * exist, else adds the nullable columns it lacks (taken out again if the write then fails)
+   * exist (its user columns nullable but the keys, unless the operator set `schema`), else adds the nullable columns it lacks (taken out again if the write then fails)
    * and merges (keyed) or appends them. Throws `InvalidArgument` before changing anything if the
    * columns do not fit the table.
    */
   private async write(storeId: string, columns: ArrowField[], rows: ArrowTable): Promise<void> {
     const table = await this.openData();
     if (!table) {
-      const target = ownColumns([...(this.rules.schema?.fields ?? columns)], this.rules.primaryKey !== undefined);
+      const target = firstColumns(columns, this.rules);
       const db = await this.connect();
       this.dataTable = Promise.resolve(await db.createTable(this.options.table, toLance(rows, target, storeId)));
       this.counters.commits += 1;
