@@ -43,7 +43,7 @@ import type { Logger } from '../util/logger.js';
 import { type ArrowField, type ArrowTable, arrow, lancedb } from './lancedb.js';
 import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest } from './request.js';
 import { POSITIONS_TABLE_SUFFIX, type StoreState, isNewer, mergePosition, positionRow, readPositions, readState } from './positions.js';
-import { firstColumns, planSchema, toLance, toLanceSchema } from './table-schema.js';
+import { firstColumns, paddedRowBytes, planSchema, toLance, toLanceSchema } from './table-schema.js';
 import { Lanes, Turns } from './turns.js';
 import { Upkeep } from './upkeep.js';
 
@@ -84,11 +84,18 @@ export interface LanceSinkOptions {
    * times their item's, a string or list its offset and one item; `rowBytes` in
    * src/lance/arrow-check.ts). A body wider than this, or a column that would make the table's
    * rows wider, is refused before the request waits for its turn (the table's: in its turn, before
-   * anything changes). One commit's padding holds at most 4 × `maxRowsPerCommit` ×
-   * `maxRowBytes` bytes, copied several times on its way into LanceDB (a 16 KB null row: 1.2 GiB
-   * peak RSS measured; docs/testing.md). Default {@link DEFAULT_MAX_ROW_BYTES}.
+   * anything changes). A commit's rows are also bounded by `maxCommitBytes`. Default
+   * {@link DEFAULT_MAX_ROW_BYTES}.
    */
   maxRowBytes?: number;
+  /**
+   * Most bytes a commit's rows may take padded to the table's width (each row as wide as the
+   * table's null row, {@link LanceSinkOptions.maxRowBytes}, plus the store id): a request whose
+   * rows take more is applied in more commits, so the memory a commit needs (the padded rows,
+   * copied a few times on their way into LanceDB) stays bounded by the table's width however few
+   * columns the request brings. Default {@link DEFAULT_MAX_COMMIT_BYTES}.
+   */
+  maxCommitBytes?: number;
   /**
    * Rows per Lance commit while other stores are active (waiting for a turn, or served within
    * the last second): a larger request is applied in several commits, each its own turn, so one
@@ -117,6 +124,8 @@ export const DEFAULT_OPTIMIZE_EVERY = 100;
 export const DEFAULT_MAX_COLUMNS = 100;
 /** Default {@link LanceSinkOptions.maxRowBytes}: 16 KiB (a 3,072-dimension Float32 vector and some columns). */
 export const DEFAULT_MAX_ROW_BYTES = 16 * 1024;
+/** Default {@link LanceSinkOptions.maxCommitBytes}: 16 MiB (4,096 rows of 4 KiB; 1,024 of the default widest row). */
+export const DEFAULT_MAX_COMMIT_BYTES = 16 * 1024 * 1024;
 /** Default {@link LanceSinkOptions.maxRowsPerCommit}. */
 export const DEFAULT_MAX_ROWS_PER_COMMIT = 4096;
 /** Default {@link LanceSinkOptions.maxPendingPerStore}. */
@@ -179,6 +188,7 @@ export class LanceSink implements DrainSink {
   private readonly options: LanceSinkOptions;
   private readonly rules: SinkRules;
   private readonly maxRowsPerCommit: number;
+  private readonly maxCommitBytes: number;
   private readonly lanes: Lanes;
   private readonly turns = new Turns();
   private connection: Promise<Connection> | undefined;
@@ -233,6 +243,7 @@ export class LanceSink implements DrainSink {
       maxRowBytes,
     };
     this.maxRowsPerCommit = int('maxRowsPerCommit', DEFAULT_MAX_ROWS_PER_COMMIT, 1);
+    this.maxCommitBytes = int('maxCommitBytes', DEFAULT_MAX_COMMIT_BYTES, 1);
     this.lanes = new Lanes(int('maxPendingPerStore', DEFAULT_MAX_PENDING_PER_STORE, 1));
     this.options = options;
     const open = (name: string) => (name === options.table ? this.openData() : this.openPositions());
@@ -370,9 +381,15 @@ export class LanceSink implements DrainSink {
       let done = false;
       while (!done) {
         await this.turns.run(storeId, async () => {
-          // While other stores are active a turn is one commit of maxRowsPerCommit rows; alone, larger.
+          // While other stores are active a turn is one commit of maxRowsPerCommit rows; alone, larger;
+          // either way no more than maxCommitBytes padded to the table's width (which other stores set).
           const alone = !this.turns.othersActive(storeId, ACTIVE_WITHIN_MS);
-          const rows = fresh.slice(at, Math.min(fresh.numRows, at + this.maxRowsPerCommit * (alone ? ALONE_FACTOR : 1)));
+          const byRows = this.maxRowsPerCommit * (alone ? ALONE_FACTOR : 1);
+          const width = paddedRowBytes(request.columns, await (await this.openData())?.schema(), this.rules, storeId);
+          const rows = fresh.slice(
+            at,
+            Math.min(fresh.numRows, at + Math.min(byRows, Math.max(1, Math.floor(this.maxCommitBytes / width)))),
+          );
           if (newer && at === 0) {
             await this.recover(storeId, 0, true); // the old incarnation's rows, and any of an earlier try
           } else if (!state.recovered) {

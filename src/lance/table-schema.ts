@@ -43,6 +43,19 @@ export function firstColumns(columns: ArrowField[], rules: SinkRules): ArrowSche
 }
 
 /**
+ * Bytes one row of `storeId` takes on its way into Lance: the table's columns (or, before the
+ * table, the ones its first rows create) and the request's `columns` the table lacks, each at its
+ * null width ({@link rowBytes}: what the row is padded with where it has no value), plus the
+ * store id that fills `_memwal_store`. What a commit of that store's rows holds per row, at least.
+ */
+export function paddedRowBytes(columns: ArrowField[], table: ArrowSchema | undefined, rules: SinkRules, storeId: string): number {
+  const fields = table?.fields ?? firstColumns(columns, rules).fields;
+  const added = columns.filter((f) => !fields.some((t) => t.name === f.name));
+  const width = [...fields, ...added].reduce((n, f) => n + rowBytes(f.type), 0);
+  return width + new TextEncoder().encode(storeId).length;
+}
+
+/**
  * How the rows' user columns fit the table: same names and types; a column the table lacks is
  * added if nullable (docs/impl.md §12) and within `maxColumns` and `maxRowBytes` (or the
  * operator's schema); a table column the rows lack is written as null if nullable (a dropped
