@@ -5,16 +5,17 @@
 export {
   LanceSink,
   STORE_COLUMN,
-  POSITIONS_TABLE_SUFFIX,
   DEFAULT_OPTIMIZE_EVERY,
   DEFAULT_MAX_COLUMNS,
   DEFAULT_MAX_ROWS_PER_COMMIT,
+  DEFAULT_MAX_COMMIT_BYTES,
   DEFAULT_MAX_PENDING_PER_STORE,
   lanceArrow,
   type LanceSinkOptions,
   type LanceApplyResult,
   type LanceSinkStats,
 } from './lance/sink.js';
+export { POSITIONS_TABLE_SUFFIX } from './lance/positions.js';
 export {
   createDrainRequestHandler,
   tokenAuthorizer,

@@ -285,21 +285,80 @@ describe('schema rules of the Lance table', () => {
   it('a refusal names no column of the table that the request does not bring (other stores’ columns)', async () => {
     const root = tempDir('store');
     const uri = tempDir('lance');
+    // A table with another store's non-nullable column, as a release before the first store's
+    // columns were made nullable created it.
+    const a = lanceArrow;
+    const db = await lancedb.connect(uri);
+    const old = new a.Schema([
+      new a.Field('seq', new a.Int64(), false),
+      new a.Field('salary_eur', new a.Int64(), false),
+      new a.Field('_memwal_store', new a.Utf8(), false),
+      new a.Field('_memwal_position', new a.Int64(), false),
+    ]);
+    const values = [
+      [1n, new a.Int64()],
+      [90_000n, new a.Int64()],
+      ['first', new a.Utf8()],
+      [1n, new a.Int64()],
+    ] as const;
+    const children = values.map(([v, type]) => a.vectorFromArray([v], type).data[0]!);
+    const batch = new a.RecordBatch(old, a.makeData({ type: new a.Struct(old.fields), length: 1, nullCount: 0, children }));
+    (await db.createTable('shared', new a.Table(old, [batch]))).close();
+    db.close();
     const sink = new LanceSink({ uri, table: 'shared' });
-    const first = await openStore(
-      root,
-      'first',
-      new Schema([new Field('seq', new Int64(), false), new Field('salary_eur', new Int64(), false)]),
-      false,
-    );
-    await first.put([{ seq: 1, salary_eur: 90_000 }]);
-    await sink.apply('first', await entries(first));
     const other = await openStore(root, 'other', new Schema([new Field('seq', new Int64(), false)]), false);
     await other.put([{ seq: 2 }]);
     const refusal = sink.apply('other', await entries(other));
     await expect(refusal).rejects.toMatchObject({ code: 'InvalidArgument', message: /non-nullable column this request lacks/ });
     expect(String(((await refusal.catch((e: unknown) => e)) as Error).message)).not.toMatch(/salary/);
-    await Promise.all([first.close(), other.close()]);
+    await other.close();
+    await sink.close();
+  });
+});
+
+describe('the first store’s nullability is its own', () => {
+  const nullability = async (sink: LanceSink): Promise<Record<string, boolean>> =>
+    Object.fromEntries((await (await sink.table())!.schema()).fields.map((f) => [f.name, f.nullable]));
+
+  it('a stranger creating the table with a non-nullable column of its own does not lock out a store without it', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'fresh' });
+    const stranger = await openStore(
+      root,
+      'stranger',
+      new Schema([new Field('seq', new Int64(), false), new Field('lock', new Int64(), false)]),
+      false,
+    );
+    await stranger.put([{ seq: 1, lock: 7 }]);
+    await sink.apply('stranger', await entries(stranger));
+    const honest = await openStore(root, 'honest', appendSchema, false);
+    await honest.put([{ seq: 2, note: 'mine' }]);
+    await sink.apply('honest', await entries(honest)); // refused before: the table's lock column was non-nullable
+    expect(await nullability(sink)).toEqual({ seq: true, lock: true, note: true, _memwal_store: false, _memwal_position: false });
+    expect(await lanceRows(uri, 'fresh', 'honest', appendSchema)).toEqual(await scanRows(honest, appendSchema));
+    const strangers = new Schema([new Field('seq', new Int64(), false), new Field('lock', new Int64(), false)]);
+    expect(await lanceRows(uri, 'fresh', 'stranger', strangers)).toEqual(await scanRows(stranger, strangers));
+    await Promise.all([stranger.close(), honest.close()]);
+    await sink.close();
+  });
+
+  it('keyed: the key columns stay non-nullable, the first store’s other columns become nullable', async () => {
+    const root = tempDir('store');
+    const uri = tempDir('lance');
+    const sink = new LanceSink({ uri, table: 'keyed', primaryKey: ['id'] });
+    const strict = new Schema([new Field('id', new Int64(), false), new Field('must', new Utf8(), false)]);
+    const first = await openStore(root, 'first', strict, true);
+    await first.put([{ id: 1, must: 'x' }]);
+    await sink.apply('first', await entries(first));
+    expect(await nullability(sink)).toEqual({ id: false, must: true, _memwal_store: false, _memwal_position: false, _tombstone: false });
+    const bare = new Schema([new Field('id', new Int64(), false)]);
+    const second = await openStore(root, 'second', bare, true);
+    await second.put([{ id: 1 }]);
+    await sink.apply('second', await entries(second));
+    expect(await lanceRows(uri, 'keyed', 'second', bare)).toEqual(await scanRows(second, bare));
+    expect(await lanceRows(uri, 'keyed', 'first', strict)).toEqual(await scanRows(first, strict));
+    await Promise.all([first.close(), second.close()]);
     await sink.close();
   });
 });

@@ -5,7 +5,8 @@
 // Tables: the data table `<table>` holds the stores' columns plus `_memwal_store` (the store id),
 // `_memwal_position` (the WAL position that wrote the row) and, for keyed stores, `_tombstone`
 // (always false at rest). `<table>_memwal_positions` holds one row per store: the highest
-// position applied, the epoch of that entry and the store's incarnation id.
+// position applied, the epoch of that entry and the store's incarnation id (src/lance/positions.ts).
+// Both are compacted every `optimizeEvery` applies (src/lance/upkeep.ts).
 //
 // Exactly once, by idempotent re-check (Lance commits one dataset at a time):
 //  (1) a request is validated completely (checksum, stream structure against the body, values,
@@ -41,13 +42,12 @@ import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { type ArrowField, type ArrowTable, arrow, lancedb } from './lancedb.js';
 import { type CheckedRequest, RESERVED, STORE_COLUMN, type SinkRules, checkOperatorSchema, checkRequest } from './request.js';
-import { ownColumns, planSchema, toLance, toLanceSchema, withSchema } from './table-schema.js';
+import { POSITIONS_TABLE_SUFFIX, type StoreState, isNewer, mergePosition, positionRow, readPositions, readState } from './positions.js';
+import { firstColumns, paddedRowBytes, planSchema, toLance, toLanceSchema } from './table-schema.js';
 import { Lanes, Turns } from './turns.js';
+import { Upkeep } from './upkeep.js';
 
 export { STORE_COLUMN };
-
-/** Suffix of the table that records the applied position per store: `<table>_memwal_positions`. */
-export const POSITIONS_TABLE_SUFFIX = '_memwal_positions';
 
 /** Options of {@link LanceSink}. */
 export interface LanceSinkOptions {
@@ -84,11 +84,18 @@ export interface LanceSinkOptions {
    * times their item's, a string or list its offset and one item; `rowBytes` in
    * src/lance/arrow-check.ts). A body wider than this, or a column that would make the table's
    * rows wider, is refused before the request waits for its turn (the table's: in its turn, before
-   * anything changes). One commit's padding holds at most 4 × `maxRowsPerCommit` ×
-   * `maxRowBytes` bytes, copied several times on its way into LanceDB (a 16 KB null row: 1.2 GiB
-   * peak RSS measured; docs/testing.md). Default {@link DEFAULT_MAX_ROW_BYTES}.
+   * anything changes). A commit's rows are also bounded by `maxCommitBytes`. Default
+   * {@link DEFAULT_MAX_ROW_BYTES}.
    */
   maxRowBytes?: number;
+  /**
+   * Most bytes a commit's rows may take padded to the table's width (each row as wide as the
+   * table's null row, {@link LanceSinkOptions.maxRowBytes}, plus the store id): a request whose
+   * rows take more is applied in more commits, so the memory a commit needs (the padded rows,
+   * copied a few times on their way into LanceDB) stays bounded by the table's width however few
+   * columns the request brings. Default {@link DEFAULT_MAX_COMMIT_BYTES}.
+   */
+  maxCommitBytes?: number;
   /**
    * Rows per Lance commit while other stores are active (waiting for a turn, or served within
    * the last second): a larger request is applied in several commits, each its own turn, so one
@@ -117,6 +124,8 @@ export const DEFAULT_OPTIMIZE_EVERY = 100;
 export const DEFAULT_MAX_COLUMNS = 100;
 /** Default {@link LanceSinkOptions.maxRowBytes}: 16 KiB (a 3,072-dimension Float32 vector and some columns). */
 export const DEFAULT_MAX_ROW_BYTES = 16 * 1024;
+/** Default {@link LanceSinkOptions.maxCommitBytes}: 16 MiB (4,096 rows of 4 KiB; 1,024 of the default widest row). */
+export const DEFAULT_MAX_COMMIT_BYTES = 16 * 1024 * 1024;
 /** Default {@link LanceSinkOptions.maxRowsPerCommit}. */
 export const DEFAULT_MAX_ROWS_PER_COMMIT = 4096;
 /** Default {@link LanceSinkOptions.maxPendingPerStore}. */
@@ -163,21 +172,8 @@ export interface LanceSinkStats {
   optimizeFailures: number;
 }
 
-interface StoreState {
-  position: number;
-  epoch: number;
-  /** The store's incarnation the position belongs to; undefined when recorded without one. */
-  incarnation: string | undefined;
-  /** Leftovers of an interrupted apply have been removed in this process (guarantee 4). */
-  recovered: boolean;
-}
-
-/** The turn key of compactions: never a store id (those are 1-200 characters of A-Z a-z 0-9 . _ -). */
-const MAINTENANCE = '';
 /** A store counts as active while it waits for a turn or for this long after its last one. */
 const ACTIVE_WITHIN_MS = 1000;
-/** A table whose compaction keeps failing is tried again after at most 2^this × `optimizeEvery` applies. */
-const MAX_BACKOFF_DOUBLINGS = 6;
 /** A store alone with the table (no other store active) commits up to this many times `maxRowsPerCommit` at once. */
 const ALONE_FACTOR = 4;
 
@@ -192,6 +188,7 @@ export class LanceSink implements DrainSink {
   private readonly options: LanceSinkOptions;
   private readonly rules: SinkRules;
   private readonly maxRowsPerCommit: number;
+  private readonly maxCommitBytes: number;
   private readonly lanes: Lanes;
   private readonly turns = new Turns();
   private connection: Promise<Connection> | undefined;
@@ -210,8 +207,7 @@ export class LanceSink implements DrainSink {
     optimizations: 0,
     optimizeFailures: 0,
   };
-  /** Per table (data, positions): the apply count at which its next compaction is due, and its failures in a row. */
-  private readonly upkeep = new Map<string, { due: number; failures: number }>();
+  private readonly upkeep: Upkeep;
 
   /** Throws `InvalidArgument` for a bad table name, key, schema or limit; connects lazily. */
   constructor(options: LanceSinkOptions) {
@@ -224,7 +220,7 @@ export class LanceSink implements DrainSink {
         throw new MemWalError('InvalidArgument', `LanceSink: ${name} must be an integer >= ${min}, got ${v}`);
       return v;
     };
-    int('optimizeEvery', DEFAULT_OPTIMIZE_EVERY, 0);
+    const optimizeEvery = int('optimizeEvery', DEFAULT_OPTIMIZE_EVERY, 0);
     if (options.primaryKey !== undefined) {
       if (options.primaryKey.length === 0) throw new MemWalError('InvalidArgument', 'LanceSink: primaryKey must name at least one column');
       const reserved = options.primaryKey.find((k) => RESERVED.has(k));
@@ -247,8 +243,11 @@ export class LanceSink implements DrainSink {
       maxRowBytes,
     };
     this.maxRowsPerCommit = int('maxRowsPerCommit', DEFAULT_MAX_ROWS_PER_COMMIT, 1);
+    this.maxCommitBytes = int('maxCommitBytes', DEFAULT_MAX_COMMIT_BYTES, 1);
     this.lanes = new Lanes(int('maxPendingPerStore', DEFAULT_MAX_PENDING_PER_STORE, 1));
     this.options = options;
+    const open = (name: string) => (name === options.table ? this.openData() : this.openPositions());
+    this.upkeep = new Upkeep(optimizeEvery, [options.table, this.positionsName()], open, this.counters, options.logger ?? console);
   }
 
   /**
@@ -266,14 +265,7 @@ export class LanceSink implements DrainSink {
   /** Every store's recorded position, epoch and incarnation id (absent if recorded without one), for monitoring. */
   async positions(): Promise<{ storeId: string; position: number; epoch: number; incarnation?: string }[]> {
     const t = await this.openPositions();
-    if (!t) return [];
-    const rows = (await t.query().toArrow()).toArray() as PositionRow[];
-    return rows.map((r) => ({
-      storeId: r.store,
-      position: Number(r.position),
-      epoch: Number(r.epoch),
-      ...(r.incarnation ? { incarnation: r.incarnation } : {}),
-    }));
+    return t ? readPositions(t) : [];
   }
 
   /**
@@ -389,9 +381,15 @@ export class LanceSink implements DrainSink {
       let done = false;
       while (!done) {
         await this.turns.run(storeId, async () => {
-          // While other stores are active a turn is one commit of maxRowsPerCommit rows; alone, larger.
+          // While other stores are active a turn is one commit of maxRowsPerCommit rows; alone, larger;
+          // either way no more than maxCommitBytes padded to the table's width (which other stores set).
           const alone = !this.turns.othersActive(storeId, ACTIVE_WITHIN_MS);
-          const rows = fresh.slice(at, Math.min(fresh.numRows, at + this.maxRowsPerCommit * (alone ? ALONE_FACTOR : 1)));
+          const byRows = this.maxRowsPerCommit * (alone ? ALONE_FACTOR : 1);
+          const width = paddedRowBytes(request.columns, await (await this.openData())?.schema(), this.rules, storeId);
+          const rows = fresh.slice(
+            at,
+            Math.min(fresh.numRows, at + Math.min(byRows, Math.max(1, Math.floor(this.maxCommitBytes / width)))),
+          );
           if (newer && at === 0) {
             await this.recover(storeId, 0, true); // the old incarnation's rows, and any of an earlier try
           } else if (!state.recovered) {
@@ -419,20 +417,20 @@ export class LanceSink implements DrainSink {
     }
     this.counters.applies += 1;
     this.counters.rowsWritten += fresh.numRows;
-    await this.maybeOptimize();
+    await this.upkeep.maybeOptimize(this.turns);
     return { storeId, appliedPosition: state.position, epoch: state.epoch, rows: fresh.numRows, duplicate: false };
   }
 
   /**
    * Writes `rows` of `storeId` (in its turn): creates the data table with them if it does not
-   * exist, else adds the nullable columns it lacks (taken out again if the write then fails)
+   * exist (its user columns nullable but the keys, unless the operator set `schema`), else adds the nullable columns it lacks (taken out again if the write then fails)
    * and merges (keyed) or appends them. Throws `InvalidArgument` before changing anything if the
    * columns do not fit the table.
    */
   private async write(storeId: string, columns: ArrowField[], rows: ArrowTable): Promise<void> {
     const table = await this.openData();
     if (!table) {
-      const target = ownColumns([...(this.rules.schema?.fields ?? columns)], this.rules.primaryKey !== undefined);
+      const target = firstColumns(columns, this.rules);
       const db = await this.connect();
       this.dataTable = Promise.resolve(await db.createTable(this.options.table, toLance(rows, target, storeId)));
       this.counters.commits += 1;
@@ -475,48 +473,6 @@ export class LanceSink implements DrainSink {
   }
 
   /**
-   * Compact each table (data, positions) every `optimizeEvery` applies, in a turn of its own. A
-   * failure is counted (`optimizeFailures`) and logged, not thrown: the apply it follows is
-   * already durable. It stays that table's: the other table is compacted all the same, and the
-   * failing one is tried again after `optimizeEvery` × 2^k more applies (k its failures in a row,
-   * at most {@link MAX_BACKOFF_DOUBLINGS}), so a table that cannot be compacted (one made by an
-   * older release with an encoding this Lance cannot rewrite) costs a logged failure now and then.
-   */
-  private async maybeOptimize(): Promise<void> {
-    const every = this.options.optimizeEvery ?? DEFAULT_OPTIMIZE_EVERY;
-    if (every === 0) return;
-    const names = [this.options.table, this.positionsName()];
-    const due = (name: string): boolean => {
-      let u = this.upkeep.get(name);
-      if (!u) this.upkeep.set(name, (u = { due: every, failures: 0 }));
-      return this.counters.applies >= u.due;
-    };
-    if (!names.some(due)) return;
-    await this.turns.run(MAINTENANCE, async () => {
-      for (const name of names) {
-        if (!due(name)) continue; // compacted by an earlier turn meanwhile, or waiting out a failure
-        const u = this.upkeep.get(name)!;
-        try {
-          const table = await (name === this.options.table ? this.openData() : this.openPositions());
-          await table?.optimize();
-          u.failures = 0;
-          u.due = this.counters.applies + every;
-          this.counters.optimizations += 1;
-        } catch (e) {
-          u.failures += 1;
-          const wait = every * 2 ** Math.min(u.failures, MAX_BACKOFF_DOUBLINGS);
-          u.due = this.counters.applies + wait;
-          this.counters.optimizeFailures += 1;
-          (this.options.logger ?? console).warn(
-            `memwal: optimize of Lance table ${name} failed (${u.failures} in a row); tried again after ${wait} more applies`,
-            e,
-          );
-        }
-      }
-    });
-  }
-
-  /**
    * Remove what an interrupted apply of `storeId` left beyond `position` (guarantees 3, 4), or
    * with `everything` all its rows (a newer incarnation replaces the old one's, guarantee 7).
    */
@@ -534,31 +490,15 @@ export class LanceSink implements DrainSink {
   }
 
   private async recordPosition(storeId: string, position: number, epoch: number, incarnation: string | undefined): Promise<void> {
-    const row = new arrow.Table({
-      store: arrow.vectorFromArray([storeId], new arrow.Utf8()),
-      position: arrow.vectorFromArray([BigInt(position)], new arrow.Int64()),
-      epoch: arrow.vectorFromArray([BigInt(epoch)], new arrow.Int64()),
-      incarnation: arrow.vectorFromArray([incarnation ?? null], new arrow.Utf8()),
-    });
-    const schema = new arrow.Schema([
-      new arrow.Field('store', new arrow.Utf8(), false),
-      new arrow.Field('position', new arrow.Int64(), false),
-      new arrow.Field('epoch', new arrow.Int64(), false),
-      INCARNATION_FIELD,
-    ]);
+    const row = positionRow(storeId, position, epoch, incarnation);
     const t = await this.openPositions();
     if (t) {
-      // A positions table made before incarnations were kept gains the column (null for its rows).
-      if (!(await t.schema()).fields.some((f) => f.name === INCARNATION_FIELD.name)) {
-        await t.addColumns([INCARNATION_FIELD]);
-        this.counters.commits += 1;
-      }
-      await t.mergeInsert('store').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(withSchema(row, schema));
+      this.counters.commits += await mergePosition(t, row);
     } else {
       const db = await this.connect();
-      this.positionsTable = Promise.resolve(await db.createTable(this.positionsName(), withSchema(row, schema)));
+      this.positionsTable = Promise.resolve(await db.createTable(this.positionsName(), row));
+      this.counters.commits += 1;
     }
-    this.counters.commits += 1;
   }
 
   // ------------------------------------------------------------------ tables and state (guarantee 6)
@@ -574,14 +514,7 @@ export class LanceSink implements DrainSink {
   }
 
   private async loadState(storeId: string): Promise<StoreState> {
-    const t = await this.openPositions();
-    if (!t) return { position: 0, epoch: 0, incarnation: undefined, recovered: false };
-    const rows = (await t.query().where(`store = '${storeId}'`).toArrow()).toArray() as PositionRow[];
-    if (rows.length > 1) throw new MemWalError('Corruption', `${this.positionsName()} holds ${rows.length} rows for ${storeId}`);
-    const r = rows[0];
-    return r
-      ? { position: Number(r.position), epoch: Number(r.epoch), incarnation: r.incarnation ?? undefined, recovered: false }
-      : { position: 0, epoch: 0, incarnation: undefined, recovered: false };
+    return readState(await this.openPositions(), this.positionsName(), storeId);
   }
 
   private connect(): Promise<Connection> {
@@ -634,32 +567,6 @@ export class LanceSink implements DrainSink {
 function hasTrue(t: ArrowTable, column: string): boolean {
   for (const v of t.getChild(column)!) if (v === true) return true;
   return false;
-}
-
-/** A row of `<table>_memwal_positions` (`incarnation` absent from tables made before it was kept). */
-interface PositionRow {
-  store: string;
-  position: bigint;
-  epoch: bigint;
-  incarnation?: string | null;
-}
-
-/** The positions table's incarnation column (nullable: positions recorded without one). */
-const INCARNATION_FIELD = new arrow.Field('incarnation', new arrow.Utf8(), true);
-
-/**
- * Whether `incarnation` (of a request) is newer than the one recorded for the store: then its
- * positions start again from 0. Throws `InvalidArgument` for an older one, whose store was
- * created again under the same id since. Without an incarnation on either side: the same.
- * Incarnation ids sort by creation time (docs/format.md §9).
- */
-function isNewer(storeId: string, state: StoreState, incarnation: string | undefined): boolean {
-  if (incarnation === undefined || state.incarnation === undefined || incarnation === state.incarnation) return false;
-  if (incarnation > state.incarnation) return true;
-  throw new MemWalError(
-    'InvalidArgument',
-    `store ${storeId} was created again since this request's store (incarnation ${incarnation} is older than the recorded ${state.incarnation}); nothing of the older store is applied any more`,
-  );
 }
 
 function checkStoreId(storeId: string): void {

@@ -28,6 +28,34 @@ export function ownColumns(columns: ArrowField[], keyed: boolean): ArrowSchema {
 }
 
 /**
+ * The data table's schema when the first rows create it: the operator's `schema`, else the
+ * request's `columns` with every column but the key columns made nullable (its nested fields as
+ * they are), then the sink's own columns. The first store's nullability is its own business: a
+ * column it holds non-nullable in its store would otherwise be one every later store must bring
+ * ("a non-nullable column this request lacks"), so whoever reaches a fresh sink first could lock
+ * every other store out. Its rows still carry their values; key columns stay non-nullable (every
+ * request of a keyed sink brings them, non-nullable: `checkColumns` in src/lance/request.ts).
+ */
+export function firstColumns(columns: ArrowField[], rules: SinkRules): ArrowSchema {
+  const user =
+    rules.schema?.fields ?? columns.map((f) => (f.nullable || rules.primaryKey?.includes(f.name) ? f : f.clone({ nullable: true })));
+  return ownColumns([...user], rules.primaryKey !== undefined);
+}
+
+/**
+ * Bytes one row of `storeId` takes on its way into Lance: the table's columns (or, before the
+ * table, the ones its first rows create) and the request's `columns` the table lacks, each at its
+ * null width ({@link rowBytes}: what the row is padded with where it has no value), plus the
+ * store id that fills `_memwal_store`. What a commit of that store's rows holds per row, at least.
+ */
+export function paddedRowBytes(columns: ArrowField[], table: ArrowSchema | undefined, rules: SinkRules, storeId: string): number {
+  const fields = table?.fields ?? firstColumns(columns, rules).fields;
+  const added = columns.filter((f) => !fields.some((t) => t.name === f.name));
+  const width = [...fields, ...added].reduce((n, f) => n + rowBytes(f.type), 0);
+  return width + new TextEncoder().encode(storeId).length;
+}
+
+/**
  * How the rows' user columns fit the table: same names and types; a column the table lacks is
  * added if nullable (docs/impl.md §12) and within `maxColumns` and `maxRowBytes` (or the
  * operator's schema); a table column the rows lack is written as null if nullable (a dropped
