@@ -314,7 +314,12 @@ export const LINGER_MS = 500;
  */
 export function closeUnread(req: IncomingMessage, res: ServerResponse): void {
   req.pause();
-  req.read(0); // the body is being consumed (by no one): Node does not read and drop the rest
+  // Mark the body as being consumed (by no one), or Node drops the rest of it when the answer
+  // finishes (`req._dump()`: it then reads the socket at full speed until LINGER_MS destroys it,
+  // 100+ MiB on loopback). Only a read that reaches the stream's `_read` marks it, and `read(0)`
+  // does not when the buffer already holds a high-water mark of body (an answer given after an
+  // await, e.g. authorize, under load): read (and drop) what is buffered instead.
+  req.read();
   const socket = req.socket;
   // Node's own close for `connection: close` half-closes the socket as soon as the answer is
   // written, and destroys it then: a client still uploading may then fail on the closed side
