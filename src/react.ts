@@ -10,7 +10,8 @@ import type { RowsOf, RowsParam, SchemaColumn, UntypedRows } from './data/define
 import type { MemWalApi, WatchOptions, WatchResult, WatchSpec } from './engine/api.js';
 import type { MemWal, OpenHooks } from './engine/memwal.js';
 import type { BackpressureStats, MemTableStats, StorageStats, WalStats, WriteStats } from './metrics/stats.js';
-import { type MemWalClient, openMemWal, type OpenMemWalOptions, type TypedOpenMemWalOptions } from './rpc/client.js';
+import type { MemWalClient } from './rpc/client.js';
+import { openMemWal, type OpenMemWalOptions, type TypedOpenMemWalOptions } from './rpc/open-memwal.js';
 
 /** A store the hooks take: a page's client or an in-process `MemWal` (their row types inferred). */
 export type MemWalDb<R extends RowsParam = UntypedRows> = MemWalClient<R> | MemWal<R>;

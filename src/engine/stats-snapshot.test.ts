@@ -96,7 +96,7 @@ describe('stats()', () => {
 
   it('every accessor and metrics() read the same snapshot code path', async () => {
     const w = await open();
-    const snap = vi.spyOn(w as unknown as { snapshotNow: () => StatsSnapshot }, 'snapshotNow');
+    const snap = vi.spyOn(w.statsSource as unknown as { snapshotNow: () => StatsSnapshot }, 'snapshotNow');
     const accessors = [
       'memtableStats',
       'backpressureStats',

@@ -4,7 +4,8 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../storage/memory.js';
-import { type MemWalClient, openMemWal } from './client.js';
+import type { MemWalClient } from './client.js';
+import { openMemWal } from './open-memwal.js';
 import { channelWorker, quiet, rows, schema, storeName, stubGlobalWorker } from './rpc.test-util.js';
 
 const clients: MemWalClient[] = [];
@@ -143,7 +144,7 @@ describe('MemWalClient.watch', () => {
     await until(() => got.length === 1);
     await db.put([{ id: 1, name: 'new' }]);
     await until(() => got.length === 2);
-    const id = [...(db as unknown as { watches: Map<number, unknown> }).watches.keys()][0]!;
+    const id = [...(db as unknown as { watches: { watches: Map<number, unknown> } }).watches.watches.keys()][0]!;
     const onEvent = (db as unknown as { onEvent(e: unknown): void }).onEvent.bind(db);
     onEvent({ memwalEvent: 'watch', id, position: got[1]!.position - 1, value: { id: 1, name: 'old' } });
     expect(got.map((g) => g.name)).toEqual([undefined, 'new']);
