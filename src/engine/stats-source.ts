@@ -164,7 +164,12 @@ export class StatsSource {
       wal,
       write: { ...this.ctx.writeStats },
       storage: { ...est, tableFileCount: tables.length, tableFileBytes, storeBytes: tableFileBytes + wal.retainedBytes },
-      indexes: [],
+      indexes: Object.entries(this.tier.indexStats()).map(([name, ix]) => ({
+        name,
+        kind: 'ordered',
+        entries: ix.entries,
+        bytes: ix.bytes,
+      })),
     };
     if (memtable) snapshot.memtable = memtable;
     if (compaction) snapshot.compaction = compaction;
