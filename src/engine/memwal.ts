@@ -37,7 +37,7 @@ import { DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import type { ClaimedContext, EngineContext } from './context.js';
 import { Lifecycle } from './lifecycle.js';
 import { closeWriter } from './close.js';
-import { openStore, releaseHandle, schemaInfoOf } from './open.js';
+import { callHook, openStore, releaseHandle, schemaInfoOf } from './open.js';
 import { type MemWalOptions, type OpenHooks, resolveOptions } from './options.js';
 import { resolveStorage } from './resolve-storage.js';
 import type { Retention } from './retention.js';
@@ -45,7 +45,7 @@ import { AsyncRwLock } from './rwlock.js';
 import { StatsSource, zeroWriteStats } from './stats-source.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
-import { Watches } from './watch.js';
+import { type ReadFootprint, Watches } from './watch.js';
 import { addWatch, watchReadOf } from './watch-reads.js';
 
 export type { SchemaChange } from '../format/schema-versions.js';
@@ -53,15 +53,6 @@ export type { OpenHooks, SchemaReset } from './options.js';
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
 export { MAX_GET_MANY_KEYS } from './read-view.js';
-
-/** Call an app's hook; one that throws is logged (`memwal: <name> hook threw`) and changes nothing. */
-function callHook(logger: { warn(message: string, ...details: unknown[]): void }, name: string, call: () => void): void {
-  try {
-    call();
-  } catch (hookError) {
-    logger.warn(`memwal: ${name} hook threw`, hookError);
-  }
-}
 
 /**
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
@@ -413,6 +404,16 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   /** Live reads registered and not stopped (for tests: none is left after unsubscribe or close). */
   get watchCount(): number {
     return this.ctx.watches.size;
+  }
+
+  /** @internal The primary key's columns (a watched query's row keys; watch-reads.ts). */
+  get primaryKeyColumns(): readonly string[] {
+    return this.ctx.schema.primaryKey;
+  }
+
+  /** @internal What a watched query covers besides its rows (watch-reads.ts). */
+  queryFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint {
+    return this.tier.queryFootprint(index, filter);
   }
 
   /** @internal A key as the watches compare it (engine/watch.ts). */
