@@ -10,7 +10,10 @@ import type { WireArrow, WireWatchSpec } from './protocol.js';
 import type { Remote } from './worker-link.js';
 
 /** The reads `watch` takes (engine/watch-reads.ts WATCH_READS), checked here before anything is posted. */
-export const WATCH_KINDS = ['get', 'getMany', 'scan'] as const;
+export const WATCH_KINDS = ['get', 'getMany', 'scan', 'query', 'count'] as const;
+
+/** Reads whose spec carries options beside the read's name (`{ query: index, ...options }`). */
+const WITH_OPTIONS: readonly string[] = ['query', 'count'];
 
 /** Watch ids, unique in the page: the clients of one page may share a connection (realm.ts). */
 let nextWatchId = 1;
@@ -44,8 +47,9 @@ export class PageWatches {
 
   /** `MemWalClient.watch`. */
   watch(spec: WatchSpec, listener: (value: unknown, info: WatchInfo) => void, opts: WatchOptions): () => void {
-    const named = typeof spec === 'object' && spec !== null ? Object.keys(spec) : [];
-    if (named.length !== 1 || !(WATCH_KINDS as readonly string[]).includes(named[0]!)) {
+    const keys = typeof spec === 'object' && spec !== null ? Object.keys(spec) : [];
+    const named = keys.filter((k) => (WATCH_KINDS as readonly string[]).includes(k));
+    if (named.length !== 1 || (!WITH_OPTIONS.includes(named[0]!) && keys.length !== 1)) {
       throw new MemWalError('InvalidArgument', `watch: spec must name one read (${WATCH_KINDS.join(', ')}), as { get: key }`);
     }
     const gone = this.client.gone();
