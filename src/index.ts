@@ -2,7 +2,8 @@
 // The drain wire, which only an endpoint's author needs, is `memwal/drain` (src/drain.ts).
 
 export { MemWal, MAX_GET_MANY_KEYS, type OpenHooks, type SchemaChange, type SchemaReset } from './engine/memwal.js';
-export { openMemWal, MemWalClient, type OpenMemWalOptions, type TypedOpenMemWalOptions, type WorkerLike } from './rpc/client.js';
+export { MemWalClient, type WorkerLike } from './rpc/client.js';
+export { openMemWal, type OpenMemWalOptions, type TypedOpenMemWalOptions } from './rpc/open-memwal.js';
 export { destroyMemWal, type DestroyMemWalOptions } from './rpc/destroy.js';
 export {
   defineSchema,

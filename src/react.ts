@@ -7,10 +7,18 @@
 import { useEffect, useState } from 'react';
 import type { Schema } from 'apache-arrow';
 import type { RowsOf, RowsParam, SchemaColumn, UntypedRows } from './data/define-schema.js';
-import type { MemWalApi, WatchOptions, WatchResult, WatchSpec } from './engine/api.js';
+import type { WatchOptions, WatchResult, WatchSpec } from './engine/api.js';
 import type { MemWal, OpenHooks } from './engine/memwal.js';
-import type { BackpressureStats, MemTableStats, StorageStats, WalStats, WriteStats } from './metrics/stats.js';
-import { type MemWalClient, openMemWal, type OpenMemWalOptions, type TypedOpenMemWalOptions } from './rpc/client.js';
+import type {
+  BackpressureStats,
+  MemTableStats,
+  StatsSnapshot as FullStatsSnapshot,
+  StorageStats,
+  WalStats,
+  WriteStats,
+} from './metrics/stats.js';
+import type { MemWalClient } from './rpc/client.js';
+import { openMemWal, type OpenMemWalOptions, type TypedOpenMemWalOptions } from './rpc/open-memwal.js';
 
 /** A store the hooks take: a page's client or an in-process `MemWal` (their row types inferred). */
 export type MemWalDb<R extends RowsParam = UntypedRows> = MemWalClient<R> | MemWal<R>;
@@ -51,30 +59,26 @@ export interface StatsSnapshot {
   wal: WalStats;
   write: WriteStats;
   storage: StorageStats;
-  /** Active plus frozen memtable bytes not yet flushed (0 in WAL-only mode). */
+  /** Active plus frozen memtable bytes not yet flushed (WAL-only mode: bytes accepted and not yet appended). */
   unflushedBytes: number;
 }
 
-/**
- * One read of every stat `useStats` shows. It polls the accessors for now; once the store has a
- * one-snapshot `stats()` (SPEC §15.3), this is the one line to change (`return db.stats()`, or
- * `useStats` subscribes with `onStats` instead of its interval).
- */
-async function readStats(db: MemWalApi<never>): Promise<StatsSnapshot> {
-  const [memtable, backpressure, wal, write, storage] = await Promise.all([
-    db.memtableStats().catch(() => undefined), // NotSupported in WAL-only mode
-    db.backpressureStats(),
-    db.walStats(),
-    db.writeStats(),
-    db.storageStats(),
-  ]);
-  return { memtable, backpressure, wal, write, storage, unflushedBytes: memtable ? memtable.estimatedBytes + memtable.frozenBytes : 0 };
+/** The part of a store's one stats snapshot (`onStats`, SPEC §15.3) that `useStats` shows. */
+function shown(s: FullStatsSnapshot): StatsSnapshot {
+  return {
+    memtable: s.memtable,
+    backpressure: s.backpressure,
+    wal: s.wal,
+    write: s.write,
+    storage: s.storage,
+    unflushedBytes: s.unflushedBytes,
+  };
 }
 
 /**
- * The store's stats, read now and every `intervalMs` (default 1000) while mounted; `undefined`
- * until the first read (and while `db` is undefined). A failed read (the store closed) keeps the
- * last value.
+ * The store's stats, from its one snapshot (`onStats`): now and every `intervalMs` (default 1000)
+ * while mounted; `undefined` until the first (and while `db` is undefined). When the store closes
+ * the pushes end and the last value stays.
  */
 export function useStats<R extends RowsParam>(
   db: MemWalDb<R> | undefined | null,
@@ -84,20 +88,7 @@ export function useStats<R extends RowsParam>(
   const [state, setState] = useState<{ db: unknown; stats: StatsSnapshot } | undefined>(undefined);
   useEffect(() => {
     if (!db) return undefined;
-    let live = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const poll = (): void => {
-      readStats(db as unknown as MemWalApi<never>).then(
-        (stats) => live && setState({ db, stats }),
-        () => undefined, // closed meanwhile: keep the last value
-      );
-      if (live) timer = setTimeout(poll, intervalMs);
-    };
-    poll();
-    return () => {
-      live = false;
-      clearTimeout(timer);
-    };
+    return db.onStats((stats) => setState({ db, stats: shown(stats) }), { intervalMs });
   }, [db, intervalMs]);
   return state && state.db === db ? state.stats : undefined;
 }

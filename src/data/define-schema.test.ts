@@ -7,7 +7,8 @@ import { Bool, Int64, Schema, Field, Int32, type Table, TimeUnit, Timestamp, Utf
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
 import { bool, defineSchema, float64, int32, int64, timestamp, utf8, type RowsOf } from './define-schema.js';
-import { type MemWalClient, openMemWal } from '../rpc/client.js';
+import type { MemWalClient } from '../rpc/client.js';
+import { openMemWal } from '../rpc/open-memwal.js';
 import { MemoryStorage } from '../storage/memory.js';
 
 const todos = defineSchema({

@@ -186,7 +186,7 @@ export function indexKeysOfRow(ix: ResolvedIndex, row: Record<string, unknown>):
 // Filters
 
 /** Above every char of an encoded key: `p + HIGH` is past every key that starts with `p`. */
-const HIGH = '\u0100';
+export const HIGH = '\u0100';
 
 /** An ordered query's filter (SPEC §17.1). */
 export interface QueryFilter {

@@ -73,12 +73,15 @@ export type Role = 'leader' | 'follower' | 'in-process';
 
 /**
  * One read for `watch` to keep live, named by its method and given its arguments:
- * `{ get: key }`, `{ getMany: keys }`, `{ scan: { columns? } }` (`{ scan: {} }`: every column).
+ * `{ get: key }`, `{ getMany: keys }`, `{ scan: { columns? } }` (`{ scan: {} }`: every column),
+ * `{ query: index, ...QueryOptions }` and `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1).
  */
 export type WatchSpec<R extends RowsParam = UntypedRows> =
   | { get: RowTypesOf<R>['key'] }
   | { getMany: readonly RowTypesOf<R>['key'][] }
-  | { scan: { columns?: ColumnName<R>[] } };
+  | { scan: { columns?: ColumnName<R>[] } }
+  | ({ query: string } & QueryOptions)
+  | ({ count: string } & QueryFilter);
 
 /** What `watch(spec)` delivers: what the read `spec` names resolves to. */
 export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
@@ -87,7 +90,11 @@ export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
     ? (RowTypesOf<R>['output'] | undefined)[]
     : S extends { scan: { columns?: (infer C)[] } }
       ? Table<Pick<RowTypesOf<R>['columns'], C & ColumnName<R>>>
-      : never;
+      : S extends { query: string }
+        ? RowTypesOf<R>['output'][]
+        : S extends { count: string }
+          ? number
+          : never;
 
 /** Options of `watch`. */
 export interface WatchOptions {

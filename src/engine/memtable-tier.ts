@@ -23,6 +23,7 @@ import { MemtableSet } from './memtable-set.js';
 import { ReadView } from './read-view.js';
 import { type IndexStats, IndexQueries, type QueryOptions } from './query.js';
 import type { QueryFilter } from '../data/index-keys.js';
+import type { ReadFootprint } from './watch.js';
 import type { WalRecord } from './recovery.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
@@ -233,6 +234,10 @@ export class MemtableTier implements Tier {
 
   count(index: string, filter: QueryFilter | undefined): Promise<number> {
     return this.queries.count(index, filter);
+  }
+
+  queryFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint {
+    return this.queries.watchFootprint(index, filter);
   }
 
   indexStats(): Record<string, IndexStats> {

@@ -27,83 +27,32 @@ import type {
   WriteStats,
   WriterState,
 } from '../metrics/stats.js';
-import type { StorageAdapter, StorageEstimate, StoreHandle } from '../storage/adapter.js';
+import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
-import { EventLoopTurns, nowMs, setRepeating, wallClockMs } from '../util/schedule.js';
-import { checkStatsInterval, statsView } from '../metrics/views.js';
+import { EventLoopTurns, nowMs } from '../util/schedule.js';
+import { statsView } from '../metrics/views.js';
 import type { MemWalApi, OnStatsOptions, PutResult, SchemaInfo, WalEntry, WatchInfo, WatchOptions, WatchResult, WatchSpec } from './api.js';
-import { Backpressure, type WaitWindow } from './backpressure.js';
+import { Backpressure } from './backpressure.js';
 import { DEFAULT_COMPACTION_POLICY } from './compaction.js';
 import type { ClaimedContext, EngineContext } from './context.js';
 import { Lifecycle } from './lifecycle.js';
-import { openStore, releaseHandle, schemaInfoOf } from './open.js';
+import { closeWriter } from './close.js';
+import { callHook, openStore, releaseHandle, schemaInfoOf } from './open.js';
 import { type MemWalOptions, type OpenHooks, resolveOptions } from './options.js';
 import { resolveStorage } from './resolve-storage.js';
 import type { Retention } from './retention.js';
 import { AsyncRwLock } from './rwlock.js';
-import { CachedEstimate } from './storage-estimate.js';
+import { StatsSource, zeroWriteStats } from './stats-source.js';
 import type { Tier } from './tier.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
-import { type ReadFootprint, type WatchRead, Watches } from './watch.js';
+import { type ReadFootprint, Watches } from './watch.js';
+import { addWatch, watchReadOf } from './watch-reads.js';
 
 export type { SchemaChange } from '../format/schema-versions.js';
 export type { OpenHooks, SchemaReset } from './options.js';
 export { WAL_SEGMENT_TARGET_BYTES } from './wal-writer.js';
 export { TABLE_WRITE_CHUNK_BYTES } from './table-file-io.js';
 export { MAX_GET_MANY_KEYS } from './read-view.js';
-
-/** Call an app's hook; one that throws is logged (`memwal: <name> hook threw`) and changes nothing. */
-function callHook(logger: { warn(message: string, ...details: unknown[]): void }, name: string, call: () => void): void {
-  try {
-    call();
-  } catch (hookError) {
-    logger.warn(`memwal: ${name} hook threw`, hookError);
-  }
-}
-
-const WRITER_STATES: readonly WriterState[] = ['waiting-for-lock', 'open', 'fenced', 'poisoned', 'closed'];
-
-function zeroWriteStats(): WriteStats {
-  return {
-    putCount: 0,
-    putRows: 0,
-    putTimeMs: 0,
-    walAppendCount: 0,
-    walAppendTimeMs: 0,
-    walAppendRetries: 0,
-    flushCount: 0,
-    flushRows: 0,
-    flushBytes: 0,
-    flushTimeMs: 0,
-    flushFailureCount: 0,
-    lastFlushMs: 0,
-    replayedEntries: 0,
-    replayedRows: 0,
-    replayTimeMs: 0,
-  };
-}
-
-/**
- * The reads `watch` can keep live, each as its run and its footprint (engine/watch.ts). Adding
- * one (the indexes' `query`, `count`) is an entry here and a member of `WatchSpec` (api.ts): run
- * the read, and say what it touched — `keys` (the keys it looked up, or the keys of the rows it
- * returned, so a change or delete of one is seen) and `ranges` (each index range it covered, so
- * a row written into one is seen), or `all`.
- */
-const WATCH_READS = {
-  get: (db: MemWal, key: Record<string, unknown>) => async () => {
-    const value = await db.get(key);
-    return { value, touched: { keys: [db.encodeWatchKey(key)] } satisfies ReadFootprint };
-  },
-  getMany: (db: MemWal, keys: readonly Record<string, unknown>[]) => async () => {
-    const value = await db.getMany(keys);
-    return { value, touched: { keys: keys.map((k) => db.encodeWatchKey(k)) } satisfies ReadFootprint };
-  },
-  scan: (db: MemWal, opts: { columns?: string[] } | undefined) => async () => {
-    const value = await db.scan(opts ?? {});
-    return { value, touched: { all: true } satisfies ReadFootprint };
-  },
-} satisfies Record<string, (db: MemWal, arg: never) => WatchRead<unknown>>;
 
 /**
  * An open memwal store, in-process. Use `MemWal.open(options)`; in a browser main thread use
@@ -117,13 +66,10 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   private readonly wal: WalWriter;
   private readonly tier: Tier;
   private readonly retention: Retention;
-  private readonly estimates: CachedEstimate;
+  /** @internal The stats snapshot and its readers (stats-source.ts; rpc/host.ts publishes it). */
+  readonly statsSource: StatsSource;
   private readonly view: ColumnView;
   private closePromise: Promise<void> | undefined;
-  /** The interval of `stats()` callers' `maxWaitMsSinceLast` (each call restarts it). */
-  private readonly pullWindow: WaitWindow;
-  /** Stop functions of the `onStats` subscriptions (close ends them). */
-  private readonly statsSubscriptions = new Set<() => void>();
   /** Gives the event loop a turn during a long run of point reads that need no round trip. */
   private readonly readTurns = new EventLoopTurns();
 
@@ -140,8 +86,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.tier = opened.tier;
     this.retention = opened.retention;
     this.view = opened.view;
-    this.estimates = new CachedEstimate(adapter, opened.ctx.options.name);
-    this.pullWindow = this.backpressure.openWindow();
+    this.statsSource = new StatsSource(opened.ctx, opened.wal, opened.tier, statsLock, adapter);
   }
 
   private get options(): ClaimedContext['options'] {
@@ -451,30 +396,9 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     listener: (result: WatchResult<R, S>, info: WatchInfo) => void,
     opts: WatchOptions = {},
   ): () => void {
-    const read = this.watchRead(spec as WatchSpec);
+    const read = watchReadOf(this as MemWal, spec as WatchSpec);
     this.life.throwIfUnusable();
-    if (opts.signal?.aborted) return () => undefined;
-    const { logger } = this.options;
-    const stop = this.ctx.watches.add(read, {
-      deliver: (value, position) => {
-        try {
-          listener(value as WatchResult<R, S>, { position });
-        } catch (e) {
-          logger.warn('memwal: a watch listener threw', e);
-        }
-      },
-      fail: (error, final) => {
-        if (opts.onError) opts.onError(error, final);
-        else logger.warn(`memwal: a watched read failed${final ? '; the watch stopped' : ''}`, error);
-      },
-    });
-    const signal = opts.signal;
-    const onAbort = (): void => stop();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    return () => {
-      signal?.removeEventListener('abort', onAbort);
-      stop();
-    };
+    return addWatch(this.ctx.watches, read, listener as (r: unknown, i: WatchInfo) => void, opts, this.options.logger);
   }
 
   /** Live reads registered and not stopped (for tests: none is left after unsubscribe or close). */
@@ -482,18 +406,14 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.ctx.watches.size;
   }
 
-  /**
-   * The run of a watched read and what it touched, by the read `spec` names (`WATCH_READS`). A
-   * read added to `WatchSpec` adds its entry there: its call, and its footprint (keys it looked
-   * up or returned, index ranges it covered, or everything).
-   */
-  private watchRead(spec: WatchSpec): WatchRead<unknown> {
-    const named = typeof spec === 'object' && spec !== null ? Object.keys(spec).filter((k) => Object.hasOwn(WATCH_READS, k)) : [];
-    if (named.length !== 1 || Object.keys(spec).length !== 1) {
-      throw new MemWalError('InvalidArgument', `watch: spec must name one read (${Object.keys(WATCH_READS).join(', ')}), as { get: key }`);
-    }
-    const kind = named[0] as keyof typeof WATCH_READS;
-    return WATCH_READS[kind](this as MemWal, (spec as Record<string, unknown>)[kind] as never);
+  /** @internal The primary key's columns (a watched query's row keys; watch-reads.ts). */
+  get primaryKeyColumns(): readonly string[] {
+    return this.ctx.schema.primaryKey;
+  }
+
+  /** @internal What a watched query covers besides its rows (watch-reads.ts). */
+  queryFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint {
+    return this.tier.queryFootprint(index, filter);
   }
 
   /** @internal A key as the watches compare it (engine/watch.ts). */
@@ -574,8 +494,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * previous `stats()` call on this writer.
    */
   async stats(): Promise<StatsSnapshot> {
-    const est = await this.estimates.get();
-    return this.statsLock.read(() => this.snapshotNow(est, this.pullWindow));
+    return this.statsSource.stats();
   }
 
   /**
@@ -586,121 +505,27 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * (`logger.warn`). `InvalidArgument` for an `intervalMs` that is not a finite number ≥ 1.
    */
   onStats(listener: (s: StatsSnapshot) => void, opts: OnStatsOptions = {}): () => void {
-    const intervalMs = checkStatsInterval(opts.intervalMs);
-    const interval = this.backpressure.openWindow();
-    let stopped = false;
-    const push = async (): Promise<void> => {
-      const est = await this.estimates.get();
-      if (stopped) return;
-      const snapshot = this.snapshotNow(est, interval);
-      try {
-        listener(snapshot);
-      } catch (e) {
-        this.options.logger.warn('memwal: onStats listener threw', e);
-      }
-    };
-    const stopTimer = setRepeating(() => void push(), intervalMs);
-    const stop = (): void => {
-      if (stopped) return;
-      stopped = true;
-      stopTimer();
-      this.backpressure.closeWindow(interval);
-      this.statsSubscriptions.delete(stop);
-    };
-    this.statsSubscriptions.add(stop);
-    void push();
-    return stop;
-  }
-
-  /**
-   * @internal The snapshot, synchronously, with the usage figures the cache holds (no wait):
-   * for hosts that publish it (rpc/host.ts). `interval`: whose `maxWaitMsSinceLast` interval.
-   */
-  statsNow(interval: WaitWindow): StatsSnapshot {
-    this.estimates.refresh();
-    return this.snapshotNow(this.estimates.peek(), interval);
-  }
-
-  /** @internal A new interval for `maxWaitMsSinceLast` (a host's connection); `closeStatsWindow` ends it. */
-  openStatsWindow(): WaitWindow {
-    return this.backpressure.openWindow();
-  }
-
-  /** @internal */
-  closeStatsWindow(interval: WaitWindow): void {
-    this.backpressure.closeWindow(interval);
-  }
-
-  /**
-   * @internal Cheap figures that change when the stats do (compared, never shown): a host
-   * republishes its snapshot when they differ (rpc/host.ts). Figures that drift on their own
-   * (elapsed wait time, the storage estimate, retention) are left to the host's heartbeat.
-   */
-  statsMark(): number[] {
-    const w = this.ctx.writeStats;
-    return [
-      w.putCount,
-      w.walAppendCount,
-      w.walAppendRetries,
-      w.flushCount,
-      w.flushFailureCount,
-      this.backpressure.changeCount,
-      this.ctx.log.manifest.version,
-      this.wal.pendingBytes,
-      WRITER_STATES.indexOf(this.life.state),
-      ...this.tier.statsMark(),
-    ];
-  }
-
-  /** The snapshot: every figure read in this one synchronous step. */
-  private snapshotNow(est: StorageEstimate, interval: WaitWindow | undefined): StatsSnapshot {
-    const { memtable, compaction, read } = this.tier.statsParts();
-    const wal: WalStats = { ...this.wal.snapshot(), incarnation: this.ctx.log.manifest.incarnation };
-    const tables = this.ctx.log.manifest.tables;
-    let tableFileBytes = 0;
-    for (const t of tables) tableFileBytes += t.bytes;
-    const snapshot: StatsSnapshot = {
-      takenAt: wallClockMs(),
-      store: this.options.name,
-      mode: this.tier.mode,
-      state: this.life.state,
-      unflushedBytes: memtable ? memtable.estimatedBytes + memtable.frozenBytes : this.wal.pendingBytes,
-      budgetBytes: this.options.maxUnflushedMemtableBytes,
-      backpressure: this.backpressure.stats(this.tier.compactionStalled(), interval),
-      wal,
-      write: { ...this.ctx.writeStats },
-      storage: { ...est, tableFileCount: tables.length, tableFileBytes, storeBytes: tableFileBytes + wal.retainedBytes },
-      indexes: [],
-    };
-    if (memtable) snapshot.memtable = memtable;
-    if (compaction) snapshot.compaction = compaction;
-    if (read) snapshot.read = read;
-    return snapshot;
-  }
-
-  /** A view of one snapshot (the accessors below): the same figures `stats()` returns. */
-  private async statsOf<T>(pick: (s: StatsSnapshot) => T): Promise<T> {
-    return this.statsLock.read(() => pick(this.snapshotNow(this.estimates.peek(), undefined)));
+    return this.statsSource.onStats(listener, opts);
   }
 
   /** Memtable tier stats (never checks poison): `stats().memtable`. `NotSupported` in WAL-only mode. */
   async memtableStats(): Promise<MemTableStats> {
-    return this.statsOf(statsView.memtable);
+    return this.statsSource.view(statsView.memtable);
   }
 
   /** Backpressure waits (both modes; never checks poison): `stats().backpressure` in the seed's shape. */
   async backpressureStats(): Promise<BackpressureStats> {
-    return this.statsOf(statsView.backpressure);
+    return this.statsSource.view(statsView.backpressure);
   }
 
   /** Table files per level, compaction debt and work since this open: `stats().compaction`. `NotSupported` in WAL-only mode. */
   async compactionStats(): Promise<CompactionStats> {
-    return this.statsOf(statsView.compaction);
+    return this.statsSource.view(statsView.compaction);
   }
 
   /** Point reads, Bloom filters and the block cache since this open: `stats().read`. `NotSupported` in WAL-only mode. */
   async readStats(): Promise<ReadStats> {
-    return this.statsOf(statsView.read);
+    return this.statsSource.view(statsView.read);
   }
 
   /**
@@ -715,12 +540,12 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   /** WAL positions and bytes (never checks poison): `stats().wal`. */
   async walStats(): Promise<WalStats> {
-    return this.statsOf(statsView.wal);
+    return this.statsSource.view(statsView.wal);
   }
 
   /** Counters and times of puts, appends, flushes and replay since this open: `stats().write`. */
   async writeStats(): Promise<WriteStats> {
-    return this.statsOf(statsView.write);
+    return this.statsSource.view(statsView.write);
   }
 
   /**
@@ -730,25 +555,15 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * answers without them.
    */
   async storageStats(): Promise<StorageStats> {
-    return (await this.stats0()).storage;
+    return (await this.statsSource.settled()).storage;
   }
 
   /** One consistent snapshot of every stat (`stats()`) as Prometheus text exposition (format 0.0.4); usage figures as in `storageStats`. */
   async metrics(): Promise<string> {
-    return renderMetrics(await this.stats0());
-  }
-
-  /** The snapshot after the usage figures' first wait, without restarting `stats()` callers' interval. */
-  private async stats0(): Promise<StatsSnapshot> {
-    const est = await this.estimates.get();
-    return this.statsLock.read(() => this.snapshotNow(est, undefined));
+    return renderMetrics(await this.statsSource.settled());
   }
 
   // ------------------------------------------------------------------ close / abort
-
-  private endStatsSubscriptions(): void {
-    for (const stop of [...this.statsSubscriptions]) stop();
-  }
 
   /**
    * Stop admitting (waiting and later puts reject `Closed`), make every accepted put durable,
@@ -758,52 +573,16 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * rejects `Closed` (the outcome of puts not yet durable is unknown). Idempotent.
    */
   close(): Promise<void> {
-    this.closePromise ??= this.closeSteps();
-    return this.closePromise;
-  }
-
-  private async closeSteps(): Promise<void> {
-    this.endStatsSubscriptions();
-    if (this.life.closed) return;
-    const life = this.life;
-    life.stopping = true;
-    this.backpressure.wake();
-    life.progress.notify(); // a flush lane waiting for compaction flushes anyway now
-    let failure: MemWalError | undefined;
-    if (!life.poisonError && !life.dead) {
-      // 1. Every accepted put durable (the WAL writer's limits bound this wait).
-      this.tier.freezeForClose();
-      this.wal.closeOpen();
-      this.wal.kick();
-      while (!life.poisonError && !life.dead && this.wal.queue.length > 0) await life.progress.wait();
-      // 2. Every frozen memtable flushed, one more try each (MemTable mode).
-      const flushFailure = await this.tier.flushForClose();
-      // 3. A failure while closing (a WAL append past walRetry, a failed last flush) is reported;
-      //    so is an abort that cut the close short.
-      failure = flushFailure ?? life.poisonError;
-      const unfinished = this.wal.queue.length > 0 || this.tier.hasUnflushed();
-      // 4. Checkpoint: every WAL segment the store no longer needs goes, the last one too, so the
-      //    next open has nothing to read or replay.
-      if (!failure && !unfinished && !life.dead) {
-        this.wal.endAppends();
-        await this.retention.run();
-      }
-      if (!failure && life.closed && unfinished) {
-        failure = new MemWalError(
-          'Closed',
-          `store ${this.options.name} was aborted while closing; the outcome of puts not yet durable is unknown`,
-        );
-      }
-    }
-    life.stopping = true;
-    // 5. The background lanes whose I/O must not outlive the handle end (WAL retention); the
-    //    others (appends, flushes, compactions) stop at the shutdown below.
-    await this.ctx.lanes.settle();
-    await this.statsLock.write(async () => {
-      this.life.shutdown(new MemWalError('Closed', `store ${this.options.name} is closed`));
-      await releaseHandle(this.ctx, this.handle);
+    this.closePromise ??= closeWriter({
+      ctx: this.ctx,
+      wal: this.wal,
+      tier: this.tier,
+      retention: this.retention,
+      statsLock: this.statsLock,
+      handle: this.handle,
+      statsSource: this.statsSource,
     });
-    if (failure) throw failure;
+    return this.closePromise;
   }
 
   /**
@@ -811,7 +590,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
    * (outcome unknown). Idempotent.
    */
   async abort(): Promise<void> {
-    this.endStatsSubscriptions();
+    this.statsSource.endSubscriptions();
     if (this.life.closed) return;
     this.life.shutdown(new MemWalError('Closed', `store ${this.options.name} was aborted; the outcome of in-flight puts is unknown`));
     await releaseHandle(this.ctx, this.handle);

@@ -231,3 +231,12 @@ export async function releaseHandle({ options }: EngineContext, handle: StoreHan
     options.logger.warn(`memwal: ${toMemWalError(e, 'release').message}`);
   }
 }
+
+/** Call an app's hook; one that throws is logged (`memwal: <name> hook threw`) and changes nothing. */
+export function callHook(logger: { warn(message: string, ...details: unknown[]): void }, name: string, call: () => void): void {
+  try {
+    call();
+  } catch (hookError) {
+    logger.warn(`memwal: ${name} hook threw`, hookError);
+  }
+}

@@ -10,6 +10,7 @@
 import type { RecordBatch } from 'apache-arrow';
 import {
   filterBounds,
+  HIGH,
   indexKeysOfRow,
   indexValueEncoder,
   PRIMARY_INDEX,
@@ -26,6 +27,7 @@ import type { TableCache } from '../lsm/table-cache.js';
 import { MemWalError } from '../util/errors.js';
 import type { MemtableSet } from './memtable-set.js';
 import type { ReadView } from './read-view.js';
+import type { ColumnRange, ReadFootprint } from './watch.js';
 
 /** `query`'s options (SPEC §17.1). */
 export interface QueryOptions extends QueryFilter {
@@ -191,6 +193,35 @@ export class IndexQueries {
       throw invalid(`query: no index ${JSON.stringify(name)} (this store has ${known})`);
     }
     return ix;
+  }
+
+  /**
+   * What a watched `query(index, filter)` covers besides the rows it returned (engine/watch.ts):
+   * the filter's range on the index's first column, so a row written into the range wakes the
+   * watch. Exact for a one-column index (each element for a multi-entry one); for a compound index
+   * a value whose first-column key could start a key in the range (a superset). `'primary'`:
+   * every commit (`all`). Throws as `query` does for an unknown index or a bad filter.
+   */
+  watchFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint {
+    const ix = this.indexOf(index);
+    if (ix === this.primary) return { all: true };
+    const { lo, hi } = filterBounds(filter, this.encoder(ix));
+    const first: ResolvedIndex = { name: ix.name, columns: [ix.columns[0]!], kinds: [ix.kinds[0]!], multiEntry: ix.multiEntry };
+    const compound = ix.columns.length > 1;
+    const keyIn = (k: string): boolean =>
+      compound
+        ? (hi === undefined || k < hi) && (lo === undefined || k + HIGH > lo)
+        : (lo === undefined || k >= lo) && (hi === undefined || k < hi);
+    const column = first.columns[0]!;
+    const range: ColumnRange = {
+      column,
+      contains: (value) => {
+        if (value === null || value === undefined) return false;
+        const v = ix.multiEntry && typeof value === 'object' && Symbol.iterator in value ? [...(value as Iterable<unknown>)] : value;
+        return indexKeysOfRow(first, { [column]: v }).some(keyIn);
+      },
+    };
+    return { ranges: [range] };
   }
 
   /** The filter encoder of `ix`: the primary key's own encoding for `'primary'`. */

@@ -1,6 +1,7 @@
 // stats(): one snapshot of every stat taken at one moment (SPEC §15.3), the accessors and
 // metrics() as its views, onStats pushes, and maxWaitMsSinceLast showing a wait between pushes.
 
+import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it, vi } from 'vitest';
 import type { StatsSnapshot } from '../metrics/stats.js';
 import { MemoryStorage } from '../storage/memory.js';
@@ -96,7 +97,7 @@ describe('stats()', () => {
 
   it('every accessor and metrics() read the same snapshot code path', async () => {
     const w = await open();
-    const snap = vi.spyOn(w as unknown as { snapshotNow: () => StatsSnapshot }, 'snapshotNow');
+    const snap = vi.spyOn(w.statsSource as unknown as { snapshotNow: () => StatsSnapshot }, 'snapshotNow');
     const accessors = [
       'memtableStats',
       'backpressureStats',
@@ -134,6 +135,32 @@ describe('stats()', () => {
     expect((await w.backpressureStats()).totalCount).toBe(0);
     await w.sync();
     expect((await w.stats()).unflushedBytes).toBe(0);
+    await w.close();
+  });
+
+  it('indexes: one entry per declared ordered index, the figures indexStats() gives, in memtables and after a flush', async () => {
+    const schema = new Schema([new Field('id', new Int32(), false), new Field('name', new Utf8(), true)]);
+    const w = await MemWal.open({
+      name: 'stats-indexes',
+      storage: new MemoryStorage(),
+      schema,
+      primaryKey: ['id'],
+      indexes: { byName: { column: 'name' } },
+      logger: { warn: () => undefined },
+    });
+    expect((await w.stats()).indexes).toEqual([{ name: 'byName', kind: 'ordered', entries: 0, bytes: 0 }]);
+    await w.put(Array.from({ length: 5 }, (_, i) => ({ id: i, name: `n${i}` })));
+    const inMemtable = (await w.stats()).indexes;
+    expect(inMemtable).toEqual([{ name: 'byName', kind: 'ordered', entries: 5, bytes: expect.any(Number) }]);
+    expect(inMemtable[0]!.bytes).toBeGreaterThan(0);
+    const figures = (await w.indexStats()).byName!;
+    expect(inMemtable[0]).toMatchObject({ entries: figures.entries, bytes: figures.bytes });
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    expect(await w.query('byName')).toHaveLength(5); // builds the table file's section
+    const flushed = (await w.indexStats()).byName!;
+    expect(flushed.tableEntries).toBe(5);
+    expect((await w.stats()).indexes).toEqual([{ name: 'byName', kind: 'ordered', entries: flushed.entries, bytes: flushed.bytes }]);
     await w.close();
   });
 

@@ -11,6 +11,7 @@ import { MemWalError } from '../util/errors.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { Backpressure } from './backpressure.js';
 import type { IndexStats, QueryOptions } from './query.js';
+import type { ReadFootprint } from './watch.js';
 import type { WalRecord } from './recovery.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
@@ -56,6 +57,8 @@ export interface Tier {
   /** Ordered query over an index or `'primary'` (query.ts). */
   query(index: string, opts: QueryOptions | undefined): Promise<Record<string, unknown>[]>;
   count(index: string, filter: QueryFilter | undefined): Promise<number>;
+  /** What a watched query of `index` with `filter` covers besides its rows (`IndexQueries.watchFootprint`). */
+  queryFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint;
   /** Per declared index: entries and bytes (sync). */
   indexStats(): Record<string, IndexStats>;
   memtableStats(): MemTableStats;
@@ -164,6 +167,10 @@ export class WalOnlyTier implements Tier {
 
   count(): Promise<number> {
     return Promise.reject(walOnly('count'));
+  }
+
+  queryFootprint(): ReadFootprint {
+    throw walOnly('query');
   }
 
   indexStats(): Record<string, IndexStats> {

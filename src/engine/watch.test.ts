@@ -3,6 +3,7 @@
 // older than one delivered, and nothing after unsubscribe, abort or close.
 
 import { describe, expect, it } from 'vitest';
+import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import { open, rejection, rows, tick, until } from './testkit.test-util.js';
 
@@ -200,5 +201,69 @@ describe('Watches: footprints with column ranges (how an index query declares it
     watches.committed(commit([7], [12]));
     await tick(5);
     expect(runs).toBe(3);
+  });
+});
+
+describe('watch of an index query or count (SPEC §15.1)', () => {
+  const openIndexed = () => open(new MemoryStorage(), { indexes: { byValue: { column: 'value' } } });
+  type QRow = { id: bigint; value: number; name: string };
+
+  it('query: a write outside the range wakes nothing; a row written into it does; an overwrite moving a returned row out does', async () => {
+    const w = await openIndexed();
+    await w.put(rows(1, 10)); // values 1.5, 3, ..., 15
+    const r = recorder<QRow[]>();
+    w.watch({ query: 'byValue', range: { gte: 3, lt: 7 }, columns: ['name'] }, r.listener);
+    await until(() => r.got.length === 1);
+    expect(r.got[0]!.value.map((x) => x.name)).toEqual(['v2', 'v3', 'v4']);
+    expect(Object.keys(r.got[0]!.value[0]!)).toEqual(['name']); // the keys it needs are not shown
+    await w.put([{ id: 50, value: 100, name: 'far' }]); // outside the range, not a returned row
+    await w.put([{ id: 9, value: 20, name: 'v9 moved' }]); // a row not returned, staying outside
+    await w.sync();
+    await tick(20);
+    expect(r.got).toHaveLength(1);
+    await w.put([{ id: 60, value: 5, name: 'in' }]); // into the range
+    await until(() => r.got.length === 2);
+    expect(r.got[1]!.value.map((x) => x.name)).toEqual(['v2', 'v3', 'in', 'v4']);
+    await w.put([{ id: 3, value: 50, name: 'v3 out' }]); // a returned row moves out of the range
+    await until(() => r.got.length === 3);
+    expect(r.got[2]!.value.map((x) => x.name)).toEqual(['v2', 'in', 'v4']);
+    await w.delete([{ id: 2 }]); // a returned row deleted
+    await until(() => r.got.length === 4);
+    expect(r.got[3]!.value.map((x) => x.name)).toEqual(['in', 'v4']);
+    await w.close();
+  });
+
+  it('count: the same footprint; a write outside the range wakes nothing', async () => {
+    const w = await openIndexed();
+    await w.put(rows(1, 10));
+    const r = recorder<number>();
+    w.watch({ count: 'byValue', range: { lt: 5 } }, r.listener);
+    await until(() => r.got.length === 1);
+    expect(r.got[0]!.value).toBe(3); // 1.5, 3, 4.5
+    await w.put([{ id: 70, value: 99, name: 'far' }]);
+    await w.sync();
+    await tick(20);
+    expect(r.got).toHaveLength(1);
+    await w.put([{ id: 71, value: 0, name: 'in' }]);
+    await until(() => r.got.length === 2);
+    expect(r.got[1]!.value).toBe(4);
+    await w.put([{ id: 1, value: 40, name: 'out' }]); // a counted row moves out
+    await until(() => r.got.length === 3);
+    expect(r.got[2]!.value).toBe(3);
+    await w.close();
+  });
+
+  it('an unknown index or a bad filter reaches onError as final and stops the watch', async () => {
+    const w = await openIndexed();
+    const errors: { code: string; final: boolean }[] = [];
+    w.watch({ query: 'nope' }, () => undefined, { onError: (e, final) => errors.push({ code: e.code, final }) });
+    w.watch({ count: 'byValue', equals: 'not a number' }, () => undefined, { onError: (e, final) => errors.push({ code: e.code, final }) });
+    await until(() => errors.length === 2);
+    expect(errors).toEqual([
+      { code: 'InvalidArgument', final: true },
+      { code: 'InvalidArgument', final: true },
+    ]);
+    await until(() => w.watchCount === 0);
+    await w.close();
   });
 });

@@ -218,15 +218,15 @@ export interface SnapshotBackpressure extends BackpressureStats {
 }
 
 /**
- * One index's figures (SPEC §17). No index layer reports yet: `StatsSnapshot.indexes` is empty
- * until one does; this is the place its figures go.
+ * One index's figures (SPEC §17), one per declared index in `StatsSnapshot.indexes`: the ordered
+ * indexes report theirs (engine/query.ts `IndexQueries.stats`, the same figures as `indexStats()`).
  */
 export interface IndexStats {
   /** The index's name. */
   name: string;
-  /** Its kind (`'btree'`, `'fts'`, `'vector'`, ...). */
+  /** Its kind: `'ordered'` (the only kind so far; later `'text'`, `'vector'`). */
   kind: string;
-  /** Entries indexed, where the index tells. */
+  /** Entries indexed (memtables and the table-file sections built so far), where the index tells. */
   entries?: number;
   /** Bytes the index holds in memory and in storage, where it tells. */
   bytes?: number;

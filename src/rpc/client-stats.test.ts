@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StatsSnapshot } from '../metrics/stats.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
-import { type MemWalClient, openMemWal, type OpenMemWalOptions, type WorkerLike } from './client.js';
+import type { MemWalClient, WorkerLike } from './client.js';
+import { openMemWal, type OpenMemWalOptions } from './open-memwal.js';
 import type { HostEvent } from './protocol.js';
 import { channelWorker, quiet, rows, schema, storeName } from './rpc.test-util.js';
 import type { ClientLink, LinkSink, Remote } from './worker-link.js';

@@ -4,7 +4,8 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../storage/memory.js';
-import { type MemWalClient, openMemWal } from './client.js';
+import type { MemWalClient } from './client.js';
+import { openMemWal } from './open-memwal.js';
 import { channelWorker, quiet, rows, schema, storeName, stubGlobalWorker } from './rpc.test-util.js';
 
 const clients: MemWalClient[] = [];
@@ -12,11 +13,12 @@ afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.abort()));
 });
 
-async function open(): Promise<MemWalClient> {
+async function open(extra: { indexes?: Record<string, { column: string }> } = {}): Promise<MemWalClient> {
   const c = await openMemWal({
     name: storeName('watch'),
     schema,
     primaryKey: ['id'],
+    ...extra,
     storage: 'memory',
     logger: quiet,
     worker: channelWorker(),
@@ -143,7 +145,7 @@ describe('MemWalClient.watch', () => {
     await until(() => got.length === 1);
     await db.put([{ id: 1, name: 'new' }]);
     await until(() => got.length === 2);
-    const id = [...(db as unknown as { watches: Map<number, unknown> }).watches.keys()][0]!;
+    const id = [...(db as unknown as { watches: { watches: Map<number, unknown> } }).watches.watches.keys()][0]!;
     const onEvent = (db as unknown as { onEvent(e: unknown): void }).onEvent.bind(db);
     onEvent({ memwalEvent: 'watch', id, position: got[1]!.position - 1, value: { id: 1, name: 'old' } });
     expect(got.map((g) => g.name)).toEqual([undefined, 'new']);
@@ -153,11 +155,54 @@ describe('MemWalClient.watch', () => {
 
   it('a spec naming no read throws InvalidArgument at once; a bad key reaches onError as final and drops the watch', async () => {
     const db = await open();
-    expect(() => db.watch({ query: 'x' } as never, () => undefined)).toThrow(/spec must name one read/);
+    expect(() => db.watch({ search: 'x' } as never, () => undefined)).toThrow(/spec must name one read/);
     const errors: [string, boolean][] = [];
     db.watch({ get: { nope: 1 } as never }, () => undefined, { onError: (e, final) => errors.push([e.code, final]) });
     await until(() => errors.length === 1);
     expect(errors[0]).toEqual(['InvalidArgument', true]);
     expect(db.watchCount).toBe(0);
+  });
+});
+
+describe('MemWalClient.watch of an index query or count', () => {
+  it('runs in the worker: a write outside the range posts nothing; a write into it and a returned row moving out re-run it', async () => {
+    const db = await open({ indexes: { byName: { column: 'name' } } });
+    await db.put(rows(1, 5)); // v1 .. v5
+    const spy = countWatchEvents();
+    try {
+      const got: { name: string }[][] = [];
+      const counts: number[] = [];
+      db.watch({ query: 'byName', range: { gte: 'v2', lt: 'v4' } }, (v) => got.push(v as { name: string }[]));
+      db.watch({ count: 'byName', prefix: 'v' }, (v) => counts.push(v as number));
+      await until(() => got.length === 1 && counts.length === 1);
+      expect(got[0]!.map((r) => r.name)).toEqual(['v2', 'v3']);
+      expect(counts).toEqual([5]);
+      const before = spy.count();
+      await db.put([{ id: 9, name: 'x9' }]); // outside both ranges
+      await db.sync();
+      await tick(30);
+      expect(spy.count()).toBe(before);
+      await db.put([{ id: 7, name: 'v25' }]); // into both
+      await until(() => got.length === 2 && counts.length === 2);
+      expect(got[1]!.map((r) => r.name)).toEqual(['v2', 'v25', 'v3']);
+      expect(counts[1]).toBe(6);
+      await db.put([{ id: 3, name: 'z3' }]); // a returned (and counted) row moves out
+      await until(() => got.length === 3 && counts.length === 3);
+      expect(got[2]!.map((r) => r.name)).toEqual(['v2', 'v25']);
+      expect(counts[2]).toBe(5);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  it('a spec naming no read, or two, throws InvalidArgument before anything is posted', async () => {
+    const db = await open();
+    expect(() => db.watch({ range: {} } as never, () => undefined)).toThrow(expect.objectContaining({ code: 'InvalidArgument' }));
+    expect(() => db.watch({ query: 'a', count: 'a' } as never, () => undefined)).toThrow(
+      expect.objectContaining({ code: 'InvalidArgument' }),
+    );
+    expect(() => db.watch({ get: { id: 1 }, limit: 1 } as never, () => undefined)).toThrow(
+      expect.objectContaining({ code: 'InvalidArgument' }),
+    );
   });
 });

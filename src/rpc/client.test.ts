@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemWalError } from '../util/errors.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
-import { type MemWalClient, openMemWal, type OpenMemWalOptions, type WorkerLike } from './client.js';
+import type { MemWalClient, WorkerLike } from './client.js';
+import { openMemWal, type OpenMemWalOptions } from './open-memwal.js';
 import { PAGE_MAX_ITEMS } from './host.js';
 import {
   channelWorker,

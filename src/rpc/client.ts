@@ -1,9 +1,10 @@
-// MemWalClient: the MemWalApi of the browser main thread. openMemWal() starts a dedicated module
-// worker (or attaches to yours, or with `tabs: 'share'` to the tab that hosts the store) hosting
-// MemWal, and every call goes there over comlink; a dead worker is noticed so no call ever hangs.
+// MemWalClient: the MemWalApi of the browser main thread. openMemWal() (open-memwal.ts) starts a
+// dedicated module worker (or attaches to yours, or with `tabs: 'share'` to the tab that hosts
+// the store) hosting MemWal, and every call goes there over comlink; a dead worker is noticed so
+// no call ever hangs. Its stats readers are client-stats.ts, its watches client-watch.ts.
 
 import * as Comlink from 'comlink';
-import type { RecordBatch, Schema, Table } from 'apache-arrow';
+import type { RecordBatch, Table } from 'apache-arrow';
 import type { OpenHooks } from '../engine/memwal.js';
 import type {
   BackpressureStats,
@@ -29,185 +30,25 @@ import type {
   WatchResult,
   WatchSpec,
 } from '../engine/api.js';
-import { checkStatsInterval, statsView } from '../metrics/views.js';
-import { nowMs, setRepeating } from '../util/schedule.js';
-import type { ColumnName, RowTypesOf, RowsParam, RowsOf, SchemaColumn, UntypedRows } from '../data/define-schema.js';
-import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
+import { statsView } from '../metrics/views.js';
+import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
+import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from '../engine/query.js';
 import { MemWalError, type MemWalErrorCode, errorFromWire, isMemWalError } from '../util/errors.js';
-import { resolveOptions, type MemWalOptions } from '../engine/options.js';
 import type { Logger } from '../util/logger.js';
-import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, schemaToWire, transfersOf } from './client-wire.js';
+import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, transfersOf } from './client-wire.js';
 import { type RowPlan, rowPlan, rowsToWire } from './client-rows.js';
-import type { HostEvent, Page, WireArrow, WireData, WireOpenOptions, WireSignal, WireStorage, WireWatchSpec } from './protocol.js';
-import { TabsLink } from './tabs/tabs.js';
-import { openHandle } from './realm.js';
-import { openThroughTestHook } from './test-hook.js';
-import {
-  type ClientLink,
-  type ClientRole,
-  type Remote,
-  type WorkerLike,
-  GOODBYE_TIMEOUT_MS,
-  NO_WORKERS_MESSAGE,
-  fromWire,
-  openWorkerLink,
-  withTimeout,
-} from './worker-link.js';
+import { PageStats } from './client-stats.js';
+import { PageWatches } from './client-watch.js';
+import type { HostEvent, Page, WireData, WireOpenOptions, WireSignal } from './protocol.js';
+import { type ClientLink, type ClientRole, type Remote, GOODBYE_TIMEOUT_MS, fromWire, withTimeout } from './worker-link.js';
 
 export type { WorkerLike } from './worker-link.js';
 
 type ArrowCodec = Awaited<ReturnType<typeof arrowCodec>>;
 
-/**
- * A published stats snapshot older than this (received this long ago; the host posts one at least
- * every STATS_HEARTBEAT_MS, 250 ms, while it publishes) is not answered from: `stats()` asks the
- * worker instead, which also restarts publishing where it stopped (a new leader tab). ms.
- */
-export const STATS_FRESH_MS = 1000;
-
-/** A reader's interval of `maxWaitMsSinceLast` on the page: the longest wait the snapshots received in it showed. */
-interface PageWaitWindow {
-  max: number;
-}
-
-/** The reads `watch` takes (engine/memwal.ts WATCH_READS), checked here before anything is posted. */
-const WATCH_KINDS = ['get', 'getMany', 'scan'] as const;
-
-/** Watch ids, unique in the page: the clients of one page may share a connection (realm.ts). */
-let nextWatchId = 1;
-
-/** A watch of this client: what it asks and the last position it delivered (nothing older is delivered). */
-interface ClientWatch {
-  spec: WireWatchSpec;
-  scan: boolean;
-  position: number;
-  /** Results in arrival order (a scan's waits for the Arrow codec). */
-  chain: Promise<void>;
-  listener: (value: unknown, info: WatchInfo) => void;
-  onError: WatchOptions['onError'];
-}
-
 /** A tail that meets this many leader changes in a row without an entry gives up (rejects `LeaderChanged`). */
 const MAX_TAIL_RESUMES = 3;
-
-/**
- * `MemWalOptions` for the main thread. `storage` is `'opfs'`, `'indexeddb'`, `'memory'` (that
- * worker's own registry) or undefined (OPFS where the worker has sync access handles, else
- * IndexedDB); an adapter object cannot be posted — host it in your own worker with
- * `memwal/worker` and pass that worker here.
- */
-export type OpenMemWalOptions = Omit<MemWalOptions, 'storage'> & {
-  storage?: WireStorage;
-  /**
-   * An already-started worker that calls `hostMemWal()` (memwal/worker). It is yours: `close()`
-   * and `abort()` detach from it but do not terminate it. Not with `tabs: 'share'` (a new leader
-   * tab must be able to start a worker: give `workerUrl`).
-   */
-  worker?: WorkerLike;
-  /** URL of a module worker script that calls `hostMemWal()`, for bundlers that cannot follow memwal's default. */
-  workerUrl?: string | URL;
-  /**
-   * `'exclusive'` (default): this client's worker is the store's only writer; another tab's open
-   * waits for it (or fails `Locked`, or steals). `'share'`: every tab of the origin that opens the
-   * store with `'share'` uses it at once: the tab holding the lock hosts it (the leader), the
-   * others forward their calls there, and another tab takes over when the leader tab closes,
-   * reloads or crashes (calls it had accepted reject `LeaderChanged`). Needs Web Locks and
-   * BroadcastChannel.
-   */
-  tabs?: 'exclusive' | 'share';
-};
-
-/** `OpenMemWalOptions` whose schema types the rows (`defineSchema`) and whose key names its columns. */
-export type TypedOpenMemWalOptions<S extends Schema, K extends string> = Omit<OpenMemWalOptions, 'schema' | 'primaryKey' | 'indexes'> & {
-  schema: S;
-  primaryKey?: K[];
-  /** Ordered indexes on the schema's columns (a column the schema lacks does not compile). */
-  indexes?: Record<string, IndexSpec<SchemaColumn<S>>>;
-};
-
-/** Options as posted, validated here first (InvalidArgument before any worker starts). */
-function toWire(options: OpenMemWalOptions): { wire: WireOpenOptions; logger: Logger; tabs: 'exclusive' | 'share' } {
-  if (typeof options !== 'object' || options === null) throw new MemWalError('InvalidArgument', 'options must be an object');
-  const { worker, workerUrl, tabs = 'exclusive', ...rest } = options;
-  if (typeof rest.storage === 'object' && rest.storage !== null) {
-    throw new MemWalError('InvalidArgument', 'option storage: an adapter object cannot be posted to a worker; host it with memwal/worker');
-  }
-  if (tabs !== 'exclusive' && tabs !== 'share') throw new MemWalError('InvalidArgument', "option tabs: must be 'exclusive' or 'share'");
-  if (worker !== undefined && workerUrl !== undefined)
-    throw new MemWalError('InvalidArgument', 'option worker: give worker or workerUrl, not both');
-  if (worker !== undefined && (typeof worker !== 'object' || worker === null || typeof worker.postMessage !== 'function')) {
-    throw new MemWalError('InvalidArgument', 'option worker: must be a Worker running hostMemWal()');
-  }
-  if (worker !== undefined && tabs === 'share') {
-    throw new MemWalError(
-      'InvalidArgument',
-      "option worker: not with tabs: 'share' (each tab that becomes the leader starts its own worker; give workerUrl instead)",
-    );
-  }
-  if (workerUrl !== undefined && typeof workerUrl !== 'string' && !(workerUrl instanceof URL)) {
-    throw new MemWalError('InvalidArgument', 'option workerUrl: must be a string or a URL');
-  }
-  const resolved = resolveOptions(rest as MemWalOptions);
-  const { schema, logger: _logger, ...plain } = rest;
-  return { wire: { ...plain, schema: schemaToWire(schema) }, logger: resolved.logger, tabs };
-}
-
-/**
- * Open a store in a dedicated module worker (one per call; or in `options.worker`) and return
- * its main-thread client. With a schema from `defineSchema` the client's rows are typed, and
- * `primaryKey` must name its columns. `hooks.onStateChange` sees every state from the first
- * one: `'waiting-for-lock'` while another writer holds the store, then `'open'` (also on an
- * uncontended open), before this resolves. With `persist: true` the client requests
- * `navigator.storage.persist()` here, on the main thread (`client.persisted`). With
- * `tabs: 'share'` the store is shared by every tab that opens it so (see `OpenMemWalOptions.tabs`).
- *
- * A store this page already has open (or is opening) is joined, in every `tabs` mode: the new
- * client shares that open's worker at once instead of waiting on its own lock (React
- * StrictMode's open → close → open, a module re-run by HMR). The store stays open until the last
- * client of the page lets go: `close()` of one client closes only it, and so does `abort()` (it
- * never waits on I/O, but the other clients keep the store: an HMR `dispose` or an effect's
- * cleanup that aborts must not pull the store from under the components still using it); the
- * last `close()` (`abort()`) closes (aborts) the store. A join must give the open's options
- * (`lockTimeoutMs`, `steal`, `persist`, `onSchemaMismatch` and `logger` aside): another `schema`,
- * `primaryKey`, `storage`, `tabs`, `workerUrl`... rejects `InvalidArgument` naming the option. A
- * store opened on a `worker` you pass is joined only by opens that pass the same worker.
- *
- * Rejects as `MemWal.open` does (`InvalidArgument` before anything starts, `Locked`,
- * `NotSupported`, `Corruption`, ...), with `InvalidArgument` for an adapter object in `storage`,
- * `NotSupported` when no module worker can be started, its script fails to load (the message
- * names it) or it never answers, and `Closed` when the worker dies during open. Browser main
- * thread (any context with `Worker`).
- */
-export function openMemWal<S extends Schema, K extends SchemaColumn<S> = never>(
-  options: TypedOpenMemWalOptions<S, K>,
-  hooks?: OpenHooks,
-): Promise<MemWalClient<RowsOf<S, K>>>;
-export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = {}): Promise<MemWalClient> {
-  const underTest = openThroughTestHook(openMemWal as (o: OpenMemWalOptions, h: OpenHooks) => Promise<MemWalClient>, options, hooks); // memwal/playwright's init script only
-  if (underTest) return underTest;
-  const { wire, logger, tabs } = toWire(options);
-  if (typeof Worker !== 'function' && options.worker === undefined) throw new MemWalError('NotSupported', NO_WORKERS_MESSAGE);
-  // A store this page already opens joins that open (realm.ts): no second worker, no wait on our own lock.
-  const workerUrl = options.workerUrl === undefined ? undefined : String(options.workerUrl);
-  const link = await openHandle(
-    { wire, tabs, workerUrl },
-    options.worker,
-    async (): Promise<ClientLink> =>
-      tabs === 'share'
-        ? new TabsLink(wire, options, logger)
-        : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage }),
-  );
-  const client = new MemWalClient(link, wire.name, logger, hooks);
-  if (options.persist) client.requestPersist();
-  try {
-    await client.callOpen(wire);
-  } catch (e) {
-    await client.abort();
-    throw e;
-  }
-  return client;
-}
 
 /**
  * Put/delete input for the wire, taken now: Arrow as a copy of its buffers, marked for transfer;
@@ -253,15 +94,10 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   private persistResult: boolean | undefined;
   /** How a put's plain rows are built here (client-rows.ts); undefined: they cross as they are. */
   private rowPlan: RowPlan | undefined;
-  /** The newest stats snapshot the host published or answered, and when it arrived (nowMs). */
-  private latestStats: { snapshot: StatsSnapshot; atMs: number } | undefined;
-  /** The intervals of `maxWaitMsSinceLast`: `stats()` callers' and each `onStats` listener's. */
-  private readonly statsWindows = new Set<PageWaitWindow>();
-  private readonly pullWindow: PageWaitWindow = { max: 0 };
-  /** Stop functions of the `onStats` subscriptions (ended when the client is). */
-  private readonly statsSubscriptions = new Set<() => void>();
-  /** Live watches by id. */
-  private readonly watches = new Map<number, ClientWatch>();
+  /** The stats snapshot the worker published last, and the stats readers (client-stats.ts). */
+  private readonly pageStats: PageStats;
+  /** Live watches (client-watch.ts). */
+  private readonly watches: PageWatches;
 
   /** @internal Use `openMemWal`. */
   constructor(
@@ -271,12 +107,19 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     private readonly hooks: OpenHooks,
   ) {
     this.remote = link.remote;
-    this.statsWindows.add(this.pullWindow);
+    const gone = (): MemWalError | undefined => this.gone;
+    this.pageStats = new PageStats({
+      ask: () => this.call('stats', (r) => r.stats()),
+      gone,
+      persisted: () => this.persistResult,
+      logger,
+    });
+    this.watches = new PageWatches({ call: (what, fn) => this.call(what, fn), gone, logger });
     link.start({
       event: (e) => this.onEvent(e),
       dead: (reason) => this.die(reason),
       role: (role) => this.onRole(role),
-      served: () => this.resubscribe(),
+      served: () => this.watches.resubscribe(),
     });
     const doc = (globalThis as { document?: Document }).document;
     if (doc && typeof globalThis.addEventListener === 'function') {
@@ -328,9 +171,9 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   private onEvent(e: HostEvent | undefined): void {
-    if (e?.memwalEvent === 'stats') this.acceptStats(e.stats);
-    else if (e?.memwalEvent === 'watch') this.onWatchResult(e.id, e.position, e.value);
-    else if (e?.memwalEvent === 'watch-error') this.onWatchError(e.id, errorFromWire(e.error), e.final);
+    if (e?.memwalEvent === 'stats') this.pageStats.accept(e.stats);
+    else if (e?.memwalEvent === 'watch') this.watches.onResult(e.id, e.position, e.value);
+    else if (e?.memwalEvent === 'watch-error') this.watches.onError(e.id, errorFromWire(e.error), e.final);
     else if (e?.memwalEvent === 'state') this.setState(e.state);
     else if (e?.memwalEvent === 'warn') this.logger.warn(e.message, ...e.details);
     else if (e?.memwalEvent === 'schema-reset') {
@@ -418,7 +261,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   private teardown(): void {
-    for (const stop of [...this.statsSubscriptions]) stop();
+    this.pageStats.endSubscriptions();
     this.watches.clear();
     const gone = this.gone!;
     for (const reject of [...this.pending]) reject(gone);
@@ -589,38 +432,6 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   // ------------------------------------------------------------------ stats (SPEC §15.3)
 
-  /** A snapshot the host published or answered: the newest, and every interval sees its longest wait. */
-  private acceptStats(snapshot: StatsSnapshot): StatsSnapshot {
-    if (!this.latestStats || snapshot.takenAt >= this.latestStats.snapshot.takenAt) this.latestStats = { snapshot, atMs: nowMs() };
-    const m = snapshot.backpressure.maxWaitMsSinceLast;
-    for (const w of this.statsWindows) if (m > w.max) w.max = m;
-    return snapshot;
-  }
-
-  /**
-   * The newest snapshot: the one the host published last when it is recent (no round trip; it is
-   * never older than any reply received, as the host posts it ahead of them), else asked of the
-   * worker, which from then on publishes.
-   */
-  private latest(): Promise<StatsSnapshot> {
-    if (this.gone) return Promise.reject(this.gone);
-    const l = this.latestStats;
-    if (l && nowMs() - l.atMs <= STATS_FRESH_MS) return Promise.resolve(l.snapshot);
-    return this.call('stats', (r) => r.stats()).then((s) => this.acceptStats(s));
-  }
-
-  /** `snapshot` as reader `w` sees it: `maxWaitMsSinceLast` over w's interval, which restarts now. */
-  private forWindow(snapshot: StatsSnapshot, w: PageWaitWindow): StatsSnapshot {
-    const maxWaitMsSinceLast = Math.max(w.max, snapshot.backpressure.longestActiveWaitMs);
-    w.max = 0;
-    const persisted = snapshot.storage.persisted ?? this.persistResult;
-    return {
-      ...snapshot,
-      backpressure: { ...snapshot.backpressure, maxWaitMsSinceLast },
-      storage: persisted === undefined ? snapshot.storage : { ...snapshot.storage, persisted },
-    };
-  }
-
   /** As `MemWal.schemaInfo` (under `tabs: 'share'`, the leader's store as this tab's schema sees it: the tabs' schemas are equal). */
   async schemaInfo(): Promise<SchemaInfo> {
     const [codec, w] = await Promise.all([arrowCodec(), this.call('schemaInfo', (r) => r.schemaInfo())]);
@@ -641,7 +452,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
    * previous `stats()`. `persisted` falls back to this client's `persist()` answer.
    */
   async stats(): Promise<StatsSnapshot> {
-    return this.forWindow(await this.latest(), this.pullWindow);
+    return this.pageStats.stats();
   }
 
   /**
@@ -652,59 +463,32 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
    * is logged. Throws `InvalidArgument` for a bad `intervalMs`.
    */
   onStats(listener: (s: StatsSnapshot) => void, opts: OnStatsOptions = {}): () => void {
-    const intervalMs = checkStatsInterval(opts.intervalMs);
-    const interval: PageWaitWindow = { max: 0 };
-    this.statsWindows.add(interval);
-    let stopped = false;
-    const push = (): void => {
-      this.latest().then(
-        (s) => {
-          if (stopped) return;
-          try {
-            listener(this.forWindow(s, interval));
-          } catch (e) {
-            this.logger.warn('memwal: onStats listener threw', e);
-          }
-        },
-        () => undefined, // the client is gone (teardown stops this subscription) or the call failed: the next push tries again
-      );
-    };
-    const stopTimer = setRepeating(push, intervalMs);
-    const stop = (): void => {
-      if (stopped) return;
-      stopped = true;
-      stopTimer();
-      this.statsWindows.delete(interval);
-      this.statsSubscriptions.delete(stop);
-    };
-    this.statsSubscriptions.add(stop);
-    push();
-    return stop;
+    return this.pageStats.onStats(listener, opts);
   }
 
   /** As `MemWal.memtableStats`: `stats().memtable`, answered as `stats()` is. */
   async memtableStats(): Promise<MemTableStats> {
-    return statsView.memtable(await this.latest());
+    return statsView.memtable(await this.pageStats.latest());
   }
 
   /** As `MemWal.backpressureStats`: `stats().backpressure`, answered as `stats()` is. */
   async backpressureStats(): Promise<BackpressureStats> {
-    return statsView.backpressure(await this.latest());
+    return statsView.backpressure(await this.pageStats.latest());
   }
 
   /** As `MemWal.walStats`: `stats().wal`, answered as `stats()` is. */
   async walStats(): Promise<WalStats> {
-    return statsView.wal(await this.latest());
+    return statsView.wal(await this.pageStats.latest());
   }
 
   /** As `MemWal.compactionStats`: `stats().compaction`, answered as `stats()` is. */
   async compactionStats(): Promise<CompactionStats> {
-    return statsView.compaction(await this.latest());
+    return statsView.compaction(await this.pageStats.latest());
   }
 
   /** As `MemWal.readStats`: `stats().read`, answered as `stats()` is. */
   async readStats(): Promise<ReadStats> {
-    return statsView.read(await this.latest());
+    return statsView.read(await this.pageStats.latest());
   }
 
   /** As `MemWal.compact`; `signal` aborts it in the worker. */
@@ -714,12 +498,12 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
 
   /** As `MemWal.writeStats`: `stats().write`, answered as `stats()` is. */
   async writeStats(): Promise<WriteStats> {
-    return statsView.write(await this.latest());
+    return statsView.write(await this.pageStats.latest());
   }
 
   /** As `MemWal.storageStats`: `stats().storage`, answered as `stats()` is; `persisted` falls back to this client's `persist()` answer. */
   async storageStats(): Promise<StorageStats> {
-    const s = statsView.storage(await this.latest());
+    const s = statsView.storage(await this.pageStats.latest());
     return s.persisted === undefined && this.persistResult !== undefined ? { ...s, persisted: this.persistResult } : s;
   }
 
@@ -766,85 +550,12 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     listener: (result: WatchResult<R, S>, info: WatchInfo) => void,
     opts: WatchOptions = {},
   ): () => void {
-    const named = typeof spec === 'object' && spec !== null ? Object.keys(spec) : [];
-    if (named.length !== 1 || !(WATCH_KINDS as readonly string[]).includes(named[0]!)) {
-      throw new MemWalError('InvalidArgument', `watch: spec must name one read (${WATCH_KINDS.join(', ')}), as { get: key }`);
-    }
-    if (this.gone) throw this.gone;
-    if (opts.signal?.aborted) return () => undefined;
-    const id = nextWatchId++;
-    const w: ClientWatch = {
-      spec: spec as unknown as WireWatchSpec,
-      scan: named[0] === 'scan',
-      position: -1,
-      chain: Promise.resolve(),
-      listener: listener as (value: unknown, info: WatchInfo) => void,
-      onError: opts.onError,
-    };
-    this.watches.set(id, w);
-    this.subscribe(id, w);
-    const signal = opts.signal;
-    const unsubscribe = (): void => {
-      signal?.removeEventListener('abort', unsubscribe);
-      if (!this.watches.delete(id) || this.gone) return;
-      this.call('unwatch', (r) => r.unwatch(id)).catch(() => undefined); // fails only once the worker is gone, which drops it
-    };
-    signal?.addEventListener('abort', unsubscribe, { once: true });
-    return unsubscribe;
+    return this.watches.watch(spec as WatchSpec, listener as (value: unknown, info: WatchInfo) => void, opts);
   }
 
   /** Watches registered and not unsubscribed (for tests: none is left after unsubscribe or close). */
   get watchCount(): number {
     return this.watches.size;
-  }
-
-  private subscribe(id: number, w: ClientWatch): void {
-    this.call('watch', (r) => r.watch(id, w.spec)).catch((e: MemWalError) => {
-      if (this.watches.get(id) !== w || this.gone) return;
-      if (e.code === 'LeaderChanged') return; // the next leader gets it again (resubscribe)
-      this.onWatchError(id, e, true);
-    });
-  }
-
-  /** Calls are served elsewhere now (another leader): every watch subscribes there again. */
-  private resubscribe(): void {
-    if (this.gone) return;
-    for (const [id, w] of this.watches) this.subscribe(id, w);
-  }
-
-  private onWatchResult(id: number, position: number, value: unknown): void {
-    const w = this.watches.get(id);
-    if (!w || position < w.position) return; // never a result older than one delivered
-    w.position = position;
-    const deliver = (v: unknown): void => {
-      if (this.watches.get(id) !== w) return; // unsubscribed meanwhile
-      try {
-        w.listener(v, { position });
-      } catch (e) {
-        this.logger.warn('memwal: a watch listener threw', e);
-      }
-    };
-    if (!w.scan) {
-      deliver(value);
-      return;
-    }
-    w.chain = w.chain.then(async () => deliver((await arrowCodec()).decodeTable(value as WireArrow)));
-  }
-
-  private onWatchError(id: number, error: MemWalError, final: boolean): void {
-    const w = this.watches.get(id);
-    if (!w) return;
-    if (final) this.watches.delete(id);
-    if (w.onError) w.onError(error, final);
-    else this.logger.warn(`memwal: a watched read failed${final ? '; the watch stopped' : ''}`, error);
-  }
-
-  /** Let go of every watch in the worker (this client closes; the worker's store may stay open for other clients). */
-  private releaseWatches(): void {
-    for (const id of [...this.watches.keys()]) {
-      this.watches.delete(id);
-      this.call('unwatch', (r) => r.unwatch(id)).catch(() => undefined);
-    }
   }
 
   /**
@@ -858,7 +569,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
         if (this.ended) return;
         throw this.gone;
       }
-      this.releaseWatches();
+      this.watches.release();
       try {
         await this.call('close', (r) => r.close());
       } finally {
@@ -872,7 +583,7 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   abort(): Promise<void> {
     this.aborting ??= (async () => {
       if (this.gone) return;
-      this.releaseWatches();
+      this.watches.release();
       // Stop now: a worker that does not answer promptly is terminated all the same.
       await withTimeout(
         this.call('abort', (r) => r.abort()),

@@ -243,22 +243,22 @@ export function makeHostApi(
     b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
   const snapshotFor = (s: MemWal): StatsSnapshot => {
     if (statsWindow?.store !== s) {
-      if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.interval);
-      statsWindow = { store: s, interval: s.openStatsWindow() };
+      if (statsWindow) statsWindow.store.statsSource.closeWindow(statsWindow.interval);
+      statsWindow = { store: s, interval: s.statsSource.openWindow() };
     }
-    lastMark = s.statsMark();
+    lastMark = s.statsSource.mark();
     lastPublishMs = nowMs();
-    return s.statsNow(statsWindow.interval);
+    return s.statsSource.now(statsWindow.interval);
   };
   const publishStats = (force: boolean): void => {
     if (!stopStatsTimer || !store) return;
-    if (!force && sameMark(store.statsMark(), lastMark)) return;
+    if (!force && sameMark(store.statsSource.mark(), lastMark)) return;
     emit({ memwalEvent: 'stats', stats: snapshotFor(store) });
   };
   const stopStats = (): void => {
     stopStatsTimer?.();
     stopStatsTimer = undefined;
-    if (statsWindow) statsWindow.store.closeStatsWindow(statsWindow.interval);
+    if (statsWindow) statsWindow.store.statsSource.closeWindow(statsWindow.interval);
     statsWindow = undefined;
   };
   const startStats = (): void => {

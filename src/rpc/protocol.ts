@@ -6,6 +6,8 @@ import type { MemWalOptions } from '../engine/options.js';
 import type { StatsSnapshot, WriterState } from '../metrics/stats.js';
 import type { SchemaChange, SchemaReset } from '../engine/memwal.js';
 import type { SchemaInfo, SchemaVersionInfo } from '../engine/api.js';
+import type { QueryFilter } from '../data/index-keys.js';
+import type { QueryOptions } from '../engine/query.js';
 import type { makeHostApi } from './host.js';
 import type { TabMethod } from './tabs/routes.js';
 
@@ -135,11 +137,17 @@ export interface Hello {
 }
 
 /**
- * A `watch` spec as posted (`WatchSpec`): keys as plain objects, `scan`'s options. `id` names the
+ * A `watch` spec as posted (`WatchSpec`): keys as plain objects, `scan`'s options, a query's or
+ * count's index with its options. `id` names the
  * watch in its events and in `unwatch`; ids are unique in the page (several clients of one page
  * may share a connection: realm.ts).
  */
-export type WireWatchSpec = { get: Record<string, unknown> } | { getMany: Record<string, unknown>[] } | { scan: { columns?: string[] } };
+export type WireWatchSpec =
+  | { get: Record<string, unknown> }
+  | { getMany: Record<string, unknown>[] }
+  | { scan: { columns?: string[] } }
+  | ({ query: string } & QueryOptions)
+  | ({ count: string } & QueryFilter);
 
 /** Host -> client, posted on the connection port beside comlink's replies (same order). */
 export type HostEvent =

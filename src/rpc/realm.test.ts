@@ -4,7 +4,8 @@
 import { Field, Int32, Schema } from 'apache-arrow';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStorage } from '../storage/memory.js';
-import { type MemWalClient, openMemWal, type OpenMemWalOptions } from './client.js';
+import type { MemWalClient } from './client.js';
+import { openMemWal, type OpenMemWalOptions } from './open-memwal.js';
 import { quiet, rejection, rows, schema, storeName, stubGlobalWorker } from './rpc.test-util.js';
 
 let stub: ReturnType<typeof stubGlobalWorker> | undefined;

@@ -33,7 +33,7 @@ import {
 } from 'apache-arrow';
 import { rowsToBatch } from '../../../src/data/plain-rows.js';
 import { makeStoreSchema } from '../../../src/data/schema.js';
-import { openMemWal } from '../../../src/rpc/client.js';
+import { openMemWal } from '../../../src/rpc/open-memwal.js';
 
 const pair = new Struct([new Field('a', new Int32(), true), new Field('b', new Utf8(), true)]);
 const schema = new Schema([

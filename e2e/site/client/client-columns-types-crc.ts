@@ -32,7 +32,8 @@ import {
   Uint64,
   Utf8,
 } from 'apache-arrow';
-import { type MemWalClient, type OpenMemWalOptions, openMemWal } from '../../../src/rpc/client.js';
+import type { MemWalClient } from '../../../src/rpc/client.js';
+import { type OpenMemWalOptions, openMemWal } from '../../../src/rpc/open-memwal.js';
 import { destroyMemWal } from '../../../src/rpc/destroy.js';
 
 /** Outcome of `p` within `ms`: 'ok', the error's code, or 'hung'. */

@@ -3,7 +3,8 @@
 
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
 import { MemWal } from '../../../src/engine/memwal.js';
-import { openMemWal, type MemWalClient, type OpenMemWalOptions } from '../../../src/rpc/client.js';
+import type { MemWalClient } from '../../../src/rpc/client.js';
+import { openMemWal, type OpenMemWalOptions } from '../../../src/rpc/open-memwal.js';
 import { destroyMemWal } from '../../../src/rpc/destroy.js';
 import type {
   ClientHarness,

@@ -5,7 +5,7 @@
 
 import { Binary, Bool, Field, Float64, Int32, RecordBatch, Schema, Table, Utf8, vectorFromArray } from 'apache-arrow';
 import { destroyMemWal } from '../../../src/rpc/destroy.js';
-import { openMemWal } from '../../../src/rpc/client.js';
+import { openMemWal } from '../../../src/rpc/open-memwal.js';
 
 const schema = new Schema([
   new Field('id', new Int32(), false),

@@ -7,7 +7,8 @@
 // e2e/table-writer-big-tables.spec.ts.
 
 import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
-import { type MemWalClient, type OpenMemWalOptions, openMemWal } from '../../../src/rpc/client.js';
+import type { MemWalClient } from '../../../src/rpc/client.js';
+import { type OpenMemWalOptions, openMemWal } from '../../../src/rpc/open-memwal.js';
 import { destroyMemWal } from '../../../src/rpc/destroy.js';
 
 const schema = new Schema([new Field('id', new Int32(), false), new Field('payload', new Utf8(), true)]);

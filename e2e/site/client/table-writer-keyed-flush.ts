@@ -6,7 +6,8 @@
 // only keys: each key its newest value, deleted keys absent. Loaded by e2e/table-writer-keyed-flush.spec.ts.
 
 import { Binary, Field, Int32, makeData, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
-import { type MemWalClient, type OpenMemWalOptions, openMemWal } from '../../../src/rpc/client.js';
+import type { MemWalClient } from '../../../src/rpc/client.js';
+import { type OpenMemWalOptions, openMemWal } from '../../../src/rpc/open-memwal.js';
 import { destroyMemWal } from '../../../src/rpc/destroy.js';
 
 const schema = new Schema([new Field('id', new Int32(), false), new Field('s', new Utf8(), true), new Field('b', new Binary(), true)]);
