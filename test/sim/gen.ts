@@ -47,14 +47,17 @@ export type FaultSpec =
   | { f: 'crashAt'; n: number };
 
 /**
- * A schema change at reopen, one of each kind SPEC §9 allows (a nullable column added anywhere, a
- * non-key column dropped or added again) or refuses (a kept column's type changed, widened or not,
- * or its nullability either way; a key column changed; a new non-nullable column), or a reset.
+ * A schema change at reopen, one of each kind SPEC §9/§9.1 allows (a nullable column added
+ * anywhere; a column the schema omits, kept hidden; a column named in `dropColumns`, gone; a hidden
+ * column named again, its values back; a dropped one added again, a new column) or refuses (a
+ * non-nullable column omitted; a kept or hidden column's type changed, widened or not, or its
+ * nullability either way; a key column changed; a new non-nullable column), or a reset.
  */
 export type Evolve =
   | { e: 'add'; type: ColType; at: number }
   | { e: 'drop'; pick: number }
-  | { e: 'readd'; pick: number; type: ColType | 'same' }
+  | { e: 'dropColumns'; pick: number }
+  | { e: 'readd'; pick: number; type: ColType | 'same'; nonNull: boolean }
   | { e: 'retype'; pick: number }
   | { e: 'widen'; pick: number }
   | { e: 'nullability'; pick: number }
@@ -248,10 +251,11 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
 function drawEvolve(r: () => number): Evolve {
   const x = r();
   if (x < 0.3) return { e: 'add', type: pick(r, COL_TYPES), at: int(r, 100) };
-  if (x < 0.5) return { e: 'drop', pick: int(r, 100) };
-  if (x < 0.68) return { e: 'readd', pick: int(r, 100), type: r() < 0.5 ? 'same' : pick(r, COL_TYPES) };
-  if (x < 0.73) return { e: 'retype', pick: int(r, 100) };
-  if (x < 0.78) return { e: 'widen', pick: int(r, 100) };
+  if (x < 0.45) return { e: 'drop', pick: int(r, 100) };
+  if (x < 0.55) return { e: 'dropColumns', pick: int(r, 100) };
+  if (x < 0.71) return { e: 'readd', pick: int(r, 100), type: r() < 0.6 ? 'same' : pick(r, COL_TYPES), nonNull: r() < 0.1 };
+  if (x < 0.75) return { e: 'retype', pick: int(r, 100) };
+  if (x < 0.79) return { e: 'widen', pick: int(r, 100) };
   if (x < 0.87) return { e: 'nullability', pick: int(r, 100) };
   if (x < 0.91) return { e: 'key', how: pick(r, ['type', 'nullable', 'drop'] as const) };
   if (x < 0.97) return { e: 'addNonNull', type: pick(r, COL_TYPES) };

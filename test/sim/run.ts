@@ -14,8 +14,8 @@ import { MemWalError, quotaExceededError } from '../../src/util/errors.js';
 import type { Manifest } from '../../src/format/manifest/manifest.js';
 import { recordedVersions } from '../../src/format/schema-versions.js';
 import { MemoryStorage } from '../../src/storage/memory.js';
-import { FaultInjectingStorage } from '../../src/testing/fault.js';
 import type { FaultOp } from '../../src/testing/fault-controller.js';
+import { FaultInjectingStorage } from '../../src/testing/fault.js';
 import { int, rng } from '../../src/testing/rng.js';
 import { scanSegment } from '../../src/format/wal/codec.js';
 import { crc32c } from '../../src/util/crc32c.js';
@@ -104,7 +104,14 @@ interface MemSegment {
 interface Opening {
   call: Tracked<unknown>;
   session: number;
+  /** The opener's columns (its view). */
   columns: ColumnSpec[];
+  /** The columns the store keeps after this open (hidden ones included), in their stored order. */
+  stored: ColumnSpec[];
+  /** `dropColumns` of this open. */
+  drop: string[];
+  /** Incarnations from this one on were drawn for this open (a new column keeps its own). */
+  incFloor: number;
   expect: 'open' | 'invalid' | 'reset';
   /** A steal: the predecessor goes on and may win the claim race every time (docs/impl.md §7: 3 tries). */
   steal: boolean;
@@ -183,7 +190,11 @@ class Sim {
   private readonly sinkRandom: () => number;
   private readonly sinkFailChance: number;
   private readonly pending = new Set<Pending>();
+  /** The columns the current opener names (its view of the store, SPEC §9.1). */
   private columns: ColumnSpec[];
+  /** The columns the store keeps, hidden ones included, in their stored order (the manifest's schema). */
+  private stored: ColumnSpec[];
+  /** Columns `dropColumns` removed (an evolution may add them again: a new column). */
   private readonly droppedColumns: ColumnSpec[] = [];
   private nextInc: number;
   private session = 0;
@@ -196,7 +207,7 @@ class Sim {
    * An evolving open (or reset) that failed under faults: its claim may still land. `after`: the
    * newest schema version the store recorded when it failed (a claim that lands records a newer one).
    */
-  private inDoubt: { columns: ColumnSpec[]; reset: boolean; after: number } | undefined;
+  private inDoubt: { columns: ColumnSpec[]; stored: ColumnSpec[]; reset: boolean; after: number } | undefined;
   /** This step armed a persistent outage (a failNext of 1000): background work cannot finish while it lasts. */
   private outage = false;
   /** How many steps armed faults so far, and how many of them calls that never settle (or are held). */
@@ -223,6 +234,7 @@ class Sim {
     this.sinkRandom = rng(seed * 7 + 7);
     this.sinkFailChance = rng(seed * 7 + 8)() < 0.5 ? 0 : 0.2;
     this.columns = config.columns.map((c) => ({ ...c }));
+    this.stored = config.columns.map((c) => ({ ...c }));
     this.nextInc = this.columns.length + 1;
     const w = config.walRetry.timeoutMs;
     this.bound = 4 * (w + config.flushRetry.stallMs + Math.max(w, 1000)) + config.frozenMemtableGraceMs + 30_000;
@@ -429,7 +441,7 @@ class Sim {
     return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
   }
 
-  private options(columns: ColumnSpec[], steal: boolean, reset: boolean, keyChange?: KeyChange) {
+  private options(columns: ColumnSpec[], steal: boolean, reset: boolean, keyChange?: KeyChange, dropColumns: string[] = []) {
     const c = this.config;
     return {
       name: STORE,
@@ -452,33 +464,61 @@ class Sim {
       walRetry: c.walRetry,
       flushRetry: c.flushRetry,
       steal,
+      ...(dropColumns.length > 0 ? { dropColumns } : {}),
       onSchemaMismatch: reset ? ('reset' as const) : ('throw' as const),
       logger: { warn: (message: string) => this.log(`  warn: ${message.slice(0, 300)}`) },
     };
   }
 
-  /** The columns an evolution makes of the current ones, and what the open must do with them. */
-  private evolve(e: Evolve | undefined): { columns: ColumnSpec[]; expect: 'open' | 'invalid' | 'reset'; keyChange?: KeyChange } {
+  /**
+   * The columns an evolution makes of the current ones (the opener's view), the columns it names in
+   * `dropColumns`, and what the open must do with them (SPEC §9, §9.1).
+   */
+  private evolve(e: Evolve | undefined): {
+    columns: ColumnSpec[];
+    drop?: string[];
+    expect: 'open' | 'invalid' | 'reset';
+    keyChange?: KeyChange;
+  } {
     const cols = this.columns.map((c) => ({ ...c }));
     if (!e) return { columns: cols, expect: 'open' };
     const name = () => `c${this.nextInc}`;
     switch (e.e) {
       case 'add': {
-        // Anywhere in the schema (SPEC §9: "added nullable fields, anywhere").
+        // Anywhere in the schema (SPEC §9: "added nullable fields, anywhere"); the store appends it.
         cols.splice(e.at % (cols.length + 1), 0, { name: name(), type: e.type, nullable: true, inc: this.nextInc++ });
         return { columns: cols, expect: 'open' };
       }
       case 'drop': {
+        // Omitted: kept hidden with its values (SPEC §9.1); a non-nullable one refuses the open (the
+        // opener's puts could not give it a value), whatever onSchemaMismatch says.
         if (cols.length === 0) return { columns: cols, expect: 'open' };
         const gone = cols[e.pick % cols.length]!;
+        return { columns: cols.filter((c) => c !== gone), expect: gone.nullable ? 'open' : 'invalid' };
+      }
+      case 'dropColumns': {
+        // Named in dropColumns (shown or hidden): gone with its values.
+        if (this.stored.length === 0) return { columns: cols, expect: 'open' };
+        const gone = this.stored[e.pick % this.stored.length]!;
         this.droppedColumns.push(gone);
-        return { columns: cols.filter((c) => c !== gone), expect: 'open' };
+        return { columns: cols.filter((c) => c.name !== gone.name), drop: [gone.name], expect: 'open' };
       }
       case 'readd': {
-        const back = this.droppedColumns.filter((d) => !cols.some((c) => c.name === d.name));
+        // A hidden column named again is the same column (its values back) and keeps its type and
+        // nullability; a dropped one named again is a new column (its old values read null).
+        const hidden = this.stored.filter((s) => !cols.some((c) => c.name === s.name));
+        const dropped = this.droppedColumns.filter((d) => !this.stored.some((c) => c.name === d.name));
+        const back = [...hidden, ...dropped];
         if (back.length === 0) return { columns: cols, expect: 'open' };
-        const d = back[e.pick % back.length]!;
+        const i = e.pick % back.length;
+        const d = back[i]!;
         const type: ColType = e.type === 'same' ? d.type : e.type;
+        if (i < hidden.length) {
+          const same = type === d.type && d.nullable === !e.nonNull;
+          const col = { name: d.name, type, nullable: !e.nonNull, inc: same ? d.inc : -1 };
+          return { columns: [...cols, col], expect: same ? 'open' : 'invalid' };
+        }
+        if (e.nonNull) return { columns: [...cols, { name: d.name, type, nullable: false, inc: -1 }], expect: 'invalid' };
         return { columns: [...cols, { name: d.name, type, nullable: true, inc: this.nextInc++ }], expect: 'open' };
       }
       case 'retype': {
@@ -517,6 +557,41 @@ class Sim {
     }
   }
 
+  /**
+   * What the store keeps after an open of `view` with `drop` over the stored columns `base`
+   * (undefined: a new store), as engine planSchema decides it (docs/impl.md §12): the stored
+   * columns minus those dropped, in their order, then the opener's new columns appended. Returns
+   * them and the view with each column's incarnation: a kept column's by name; a new one its own
+   * (drawn for this open, from `incFloor` on) or, when it names a column the store no longer has
+   * (a drop landed meanwhile), a fresh one.
+   */
+  private plan(
+    base: readonly ColumnSpec[] | undefined,
+    view: readonly ColumnSpec[],
+    drop: readonly string[],
+    incFloor: number,
+  ): { stored: ColumnSpec[]; view: ColumnSpec[] } {
+    if (!base) {
+      const fresh = view.map((c) => ({ ...c }));
+      return { stored: fresh.map((c) => ({ ...c })), view: fresh };
+    }
+    const kept = base.filter((c) => !drop.includes(c.name)).map((c) => ({ ...c }));
+    const added: ColumnSpec[] = [];
+    const out = view.map((c) => {
+      const k = kept.find((s) => s.name === c.name);
+      if (k) return { ...c, inc: c.inc < 0 ? c.inc : k.inc };
+      const n = { ...c, inc: c.inc < 0 || c.inc >= incFloor ? c.inc : this.nextInc++ };
+      added.push({ ...n });
+      return n;
+    });
+    return { stored: [...kept, ...added], view: out };
+  }
+
+  /** The store schema of `columns`, encoded as the manifest records it. */
+  private encoded(columns: readonly ColumnSpec[]): string {
+    return encodeSchema(storeSchema(this.config.keyType, columns));
+  }
+
   /** Open a writer, waiting for the open (bounded). Returns it (not yet `current`), or undefined when the open failed. */
   private async openWriter(e: Evolve | undefined, steal: boolean): Promise<Live | undefined> {
     const opening = this.startOpen(e, steal);
@@ -526,18 +601,24 @@ class Sim {
 
   private startOpen(e: Evolve | undefined, steal: boolean): Opening {
     // A store that does not exist (destroyed) is created with the current columns: nothing to evolve.
-    const { columns, expect, keyChange } = this.evolve(this.memStore()?.manifest ? e : undefined);
+    const incFloor = this.nextInc;
+    const exists = this.memStore()?.manifest !== undefined;
+    const { columns, drop = [], expect, keyChange } = this.evolve(exists ? e : undefined);
     if (expect === 'invalid') this.nextInc++; // an invalid column's incarnation is never used
+    const { stored, view } = this.plan(exists && expect !== 'reset' ? this.stored : undefined, columns, drop, incFloor);
     const session = ++this.session;
     const held = this.heldState();
     const call = this.track(
       `open (session ${session})`,
-      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange), { compactionPolicy: this.config.policy }),
+      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop), { compactionPolicy: this.config.policy }),
     );
     return {
       call,
       session,
-      columns,
+      columns: view,
+      stored,
+      drop,
+      incFloor,
       expect,
       steal,
       crashes: this.storage.crashed,
@@ -562,14 +643,14 @@ class Sim {
       // An earlier evolving open that failed (a crash) may have had its claim in flight: it can land
       // later, and then this open's older columns are a schema change the store refuses.
       const stored = this.memStore()?.manifest?.schema;
-      const evolvedMeanwhile =
-        code === 'InvalidArgument' &&
-        this.inDoubt !== undefined &&
-        stored === encodeSchema(storeSchema(this.config.keyType, this.inDoubt.columns));
+      // (A column it dropped named again as non-nullable, or the non-nullable column of a reset
+      // hidden; a column it added is only hidden from this open, which then succeeds.)
+      const evolvedMeanwhile = code === 'InvalidArgument' && this.inDoubt !== undefined && stored === this.encoded(this.inDoubt.stored);
       if (evolvedMeanwhile) {
         this.log('  (an earlier evolving open landed after it failed: the store has its columns now)');
         if (this.inDoubt!.reset) this.resetModel();
         this.columns = this.inDoubt!.columns;
+        this.stored = this.inDoubt!.stored;
         this.inDoubt = undefined;
         return undefined;
       }
@@ -587,14 +668,14 @@ class Sim {
       // A reset that failed after destroying the store, or an evolution whose claim landed before
       // the open failed: storage tells which schema the store has now.
       if (expect === 'reset' && this.memStore() !== o.store) this.resetModel();
-      if (expect !== 'invalid' && stored !== undefined && stored === encodeSchema(storeSchema(this.config.keyType, columns))) {
+      // An open that only hides columns records nothing: whether or not its claim lands, an
+      // opener that names them sees what it saw (SPEC §9.1), so it leaves nothing in doubt.
+      const changes = this.encoded(o.stored) !== this.encoded(this.stored);
+      if (expect !== 'invalid' && changes && stored !== undefined && stored === this.encoded(o.stored)) {
         this.columns = columns;
-      } else if (
-        expect !== 'invalid' &&
-        faulty &&
-        encodeSchema(storeSchema(this.config.keyType, columns)) !== encodeSchema(storeSchema(this.config.keyType, this.columns))
-      ) {
-        this.inDoubt = { columns, reset: expect === 'reset', after: newestSchemaVersion(this.memStore()?.manifest) };
+        this.stored = o.stored;
+      } else if (expect !== 'invalid' && faulty && changes) {
+        this.inDoubt = { columns, stored: o.stored, reset: expect === 'reset', after: newestSchemaVersion(this.memStore()?.manifest) };
       }
       return undefined;
     }
@@ -604,21 +685,22 @@ class Sim {
       this.fail('open', `open accepted an invalid schema change (${JSON.stringify(columns.map((c) => [c.name, c.type, c.nullable]))})`);
     }
     if (expect === 'reset') this.resetModel();
+    let stored = o.stored;
     const landed = this.landedInDoubt();
     if (landed) {
       // An earlier evolving open failed (a crash) after its claim was in flight, and the claim
-      // landed: this open evolved the store from those columns, not from the ones the model had.
-      // A column that evolution dropped and this open names again is a new column (its old
-      // values read null), as engine/schema-evolution.test.ts ("an evolving open that crashes")
-      // shows through the API. SPEC §9.1 forbids this loss (a column the schema omits is kept
-      // hidden, dropped only by dropColumns); once hidden columns land, the old values come back
-      // and this exception must go (issue 39).
+      // landed: this open evolved the store from its columns, not from the ones the model had. A
+      // column it added and this open lacks is hidden (its values kept); a column it dropped
+      // (dropColumns) and this open names is a new column (its old values read null), as
+      // engine/schema-evolution.test.ts ("an evolving open that crashes") shows through the API.
       this.log('  (an earlier evolving open landed after it failed: this open evolved the store from its columns)');
-      columns = columns.map((c) => {
-        const had = landed.find((h) => h.name === c.name);
-        return had ? { ...c, inc: had.inc } : { ...c, inc: this.nextInc++ };
-      });
+      ({ stored, view: columns } = this.plan(landed.stored, columns, o.drop, o.incFloor));
     }
+    const truth = this.memStore()?.manifest?.schema;
+    if (truth !== undefined && truth !== this.encoded(stored)) {
+      this.fail('open', `the store keeps other columns than the model: ${JSON.stringify(stored.map((c) => [c.name, c.type, c.nullable]))}`);
+    }
+    this.stored = stored;
     this.columns = columns;
     this.inDoubt = undefined;
     const hung = this.hangArms !== o.hangArms;
@@ -634,12 +716,12 @@ class Sim {
    * recorded them after it failed, or undefined. (A reset that failed is not judged here: its
    * destroy, which storage shows at once, already emptied the model.)
    */
-  private landedInDoubt(): ColumnSpec[] | undefined {
+  private landedInDoubt(): { columns: ColumnSpec[]; stored: ColumnSpec[] } | undefined {
     const d = this.inDoubt;
     const m = this.memStore()?.manifest;
     if (!d || d.reset || !m) return undefined;
-    const want = encodeSchema(storeSchema(this.config.keyType, d.columns));
-    return recordedVersions(m).some((v) => v.version > d.after && v.schema === want) ? d.columns : undefined;
+    const want = this.encoded(d.stored);
+    return recordedVersions(m).some((v) => v.version > d.after && v.schema === want) ? d : undefined;
   }
 
   /** What storage holds of the store, in brief: the manifest's version and epoch, each WAL segment and table file. */
