@@ -63,10 +63,16 @@ test('a browser store, a Node store and a Durable Object store drain into one La
     'dist/worker.js',
   );
   dirs.push(worker.dir);
-  // The example's drain administration: its admin token, and the server on its allowlist.
+  // The example's drain administration: its admin token, and the server on its allowlist; the
+  // store's own routes (/put, /scan) take the store's token (MEMWAL_STORE_TOKENS).
   const admin = { authorization: 'Bearer e2e-admin' };
+  const storeAuth = { authorization: 'Bearer e2e-store' };
   workerd = await startWorkerd(worker, join(worker.dir, 'do-disk'), {
-    env: { MEMWAL_ADMIN_TOKEN: 'e2e-admin', MEMWAL_DRAIN_ALLOWLIST: `${server.url}/drain/` },
+    env: {
+      MEMWAL_ADMIN_TOKEN: 'e2e-admin',
+      MEMWAL_STORE_TOKENS: JSON.stringify({ 'e2e-store': 'e2e' }),
+      MEMWAL_DRAIN_ALLOWLIST: `${server.url}/drain/`,
+    },
   });
   const doStart = await fetch(`${workerd.url}/drain?store=e2e`, {
     method: 'POST',
@@ -101,7 +107,7 @@ test('a browser store, a Node store and a Durable Object store drain into one La
         value: i * 10 + k,
         note: k % 2 ? null : `do${i}`,
       }));
-      const res = await fetch(`${workerd!.url}/put?store=e2e`, { method: 'POST', body: JSON.stringify(rows) });
+      const res = await fetch(`${workerd!.url}/put?store=e2e`, { method: 'POST', headers: storeAuth, body: JSON.stringify(rows) });
       expect(res.status).toBe(200);
       doPosition = ((await res.json()) as { position: number }).position;
     }
@@ -133,7 +139,7 @@ test('a browser store, a Node store and a Durable Object store drain into one La
   expect(pageScan.length).toBeGreaterThan(100);
   expect(await lanceRows(uri, 'events', 'tab', schema)).toEqual(pageScan);
   expect(await lanceRows(uri, 'events', 'node', schema)).toEqual(await scanRows(nodeStore, schema));
-  const doScan = (await (await fetch(`${workerd.url}/scan?store=e2e&limit=10000`)).json()) as {
+  const doScan = (await (await fetch(`${workerd.url}/scan?store=e2e&limit=10000`, { headers: storeAuth })).json()) as {
     rows: { id: string; value?: number | null; note?: string | null }[];
     cursor: string | null;
   };
