@@ -380,6 +380,10 @@ class Sim {
       l.faultFree = false;
       if (hangs) l.hung = true;
       if (faults.some((f) => f.f === 'hangNext' || f.f === 'hangAfter')) l.hangsForEver = true;
+      // A WAL append or manifest commit held past its time limit (MIN_CALL_LIMIT_MS and up) poisons
+      // by design (docs/impl.md, "Faults: retry or poison"), and the limit may fire as the hold ends,
+      // at the next step's first instant: such a writer is not held to the liveness check again.
+      if (faults.some((f) => f.f === 'hold' && (f.op === 'walAppend' || f.op === 'manifestCommit'))) l.hangsForEver = true;
     }
     for (const f of faults) {
       switch (f.f) {
