@@ -10,11 +10,11 @@ import { expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('./hook-size/', import.meta.url));
 
-/** Resolves client.ts's import of the hook to a stub. */
+/** Resolves open-memwal.ts's import of the hook to a stub. */
 const withoutHook: Plugin = {
   name: 'memwal-without-test-hook',
   enforce: 'pre',
-  resolveId: (id, importer) => (id === './test-hook.js' && importer?.endsWith('/rpc/client.ts') ? '\0no-test-hook' : undefined),
+  resolveId: (id, importer) => (id === './test-hook.js' && importer?.endsWith('/rpc/open-memwal.ts') ? '\0no-test-hook' : undefined),
   load: (id) => (id === '\0no-test-hook' ? 'export const openThroughTestHook = () => undefined;' : undefined),
 };
 
