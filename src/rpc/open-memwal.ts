@@ -123,6 +123,7 @@ export async function openMemWal(options: OpenMemWalOptions, hooks: OpenHooks = 
       tabs === 'share'
         ? new TabsLink(wire, options, logger)
         : await openWorkerLink(options, logger, { name: wire.name, storage: wire.storage }),
+    options.steal === true,
   );
   const client = new MemWalClient(link, wire.name, logger, hooks);
   if (options.persist) client.requestPersist();

@@ -47,6 +47,21 @@ describe('openMemWal of a store already open in this page', () => {
     expect((await a.get({ id: 10 }))?.name).toBe('v10');
   });
 
+  it("an open with steal does not join: it starts its own worker, fences the page's open, and later opens join it", async () => {
+    const workers = startedWorkers();
+    const name = storeName('steal');
+    const a = await open(name);
+    await a.put(rows(1, 2));
+    const thief = await open(name, { steal: true, maxMemtableBytes: 1 << 20 });
+    expect(workers.started).toHaveLength(2);
+    expect((await thief.get({ id: 2 }))?.name).toBe('v2');
+    await expect.poll(() => a.writerState).toBe('fenced');
+    const c = await open(name, { maxMemtableBytes: 1 << 20 });
+    expect(workers.started).toHaveLength(2);
+    await c.put(rows(5, 1));
+    expect((await thief.get({ id: 5 }))?.name).toBe('v5');
+  });
+
   it('opens started together share one worker and one open', async () => {
     const workers = startedWorkers();
     const name = storeName('together');
@@ -114,8 +129,8 @@ describe('openMemWal of a store already open in this page', () => {
     expect((await rejection(open(name, { primaryKey: [] }))).message).toMatch(/^option primaryKey/);
     expect((await rejection(open(name, { durableWrite: false }))).message).toMatch(/^option durableWrite/);
     expect((await rejection(open(name, { workerUrl: 'other.js' }))).message).toMatch(/^option workerUrl/);
-    // What only governs waiting for the lock may differ.
-    const b = await open(name, { lockTimeoutMs: 5, steal: true, persist: false });
+    // What only governs waiting for the lock may differ (a steal does not join: test above).
+    const b = await open(name, { lockTimeoutMs: 5, persist: false });
     await b.put(rows(1, 1));
     expect((await a.get({ id: 1 }))?.name).toBe('v1');
   });

@@ -103,11 +103,19 @@ function registryOf(worker: WorkerLike | undefined): Map<string, SharedOpen> {
  * A handle on store `key.wire.name` for one `openMemWal`: joins this realm's open of it when there
  * is one (no new worker, no Web Lock wait), else starts one with `makeLink()`. Throws
  * `InvalidArgument` naming the option when the open one was opened with another value of it.
+ * An open with `steal` never joins: it asks to take the store from whoever writes it, this page's
+ * own open included (that one is fenced, as another tab's would be), so it starts its own, and
+ * later opens of this page join it.
  */
-export async function openHandle(key: JoinKey, worker: WorkerLike | undefined, makeLink: () => Promise<ClientLink>): Promise<HandleLink> {
+export async function openHandle(
+  key: JoinKey,
+  worker: WorkerLike | undefined,
+  makeLink: () => Promise<ClientLink>,
+  steal = false,
+): Promise<HandleLink> {
   const registry = registryOf(worker);
   const name = key.wire.name;
-  let shared = registry.get(name);
+  let shared = steal ? undefined : registry.get(name);
   if (shared && !shared.done) {
     const differs = joinDifference(key, shared.key);
     if (differs) {
