@@ -13,13 +13,10 @@ import { nowMs, setRepeating } from '../util/schedule.js';
 /**
  * A published stats snapshot older than this (received this long ago) is not answered from:
  * `stats()` asks the worker instead, which also restarts publishing where it stopped (a new leader
- * tab). Under a write load the host publishes ahead of every reply, so the page answers without a
- * message; between loads it publishes only every STATS_HEARTBEAT_MS (250 ms), and the demo under
- * its own load saw the same unflushed bytes for seconds with 1,000 ms here (e2e/demo.spec.ts: 2-4
- * distinct values in 15 s; why the publications carried no change is not yet found), so an older
- * snapshot is asked for again. ms.
+ * tab). A publishing host posts at least every STATS_HEARTBEAT_MS (250 ms) and within 25 ms of a
+ * change, so a snapshot older than two heartbeats means the publications stopped. ms.
  */
-export const STATS_FRESH_MS = 100;
+export const STATS_FRESH_MS = 500;
 
 /** A reader's interval of `maxWaitMsSinceLast` on the page: the longest wait the snapshots received in it showed. */
 interface PageWaitWindow {
