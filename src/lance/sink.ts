@@ -132,6 +132,9 @@ export const DEFAULT_MAX_ROWS_PER_COMMIT = 4096;
 export const DEFAULT_MAX_PENDING_PER_STORE = 4;
 
 /** What one apply did. */
+/** Where a request applies from: its store's state, whether it starts a newer incarnation, what is applied. */
+type ApplyStart = { state: StoreState; newer: boolean; applied: { position: number; epoch: number } };
+
 export interface LanceApplyResult {
   /** The store applied to. */
   storeId: string;
@@ -292,17 +295,19 @@ export class LanceSink implements DrainSink {
     } catch (e) {
       return Promise.reject(this.count(toMemWalError(e, `apply to ${storeId}`)));
     }
-    // In the store's lane (its requests in order, a bounded number at once), checked in time
-    // slices that let other stores' requests run (src/lance/request.ts), then in the table's turns.
+    // In the store's lane (its requests in order, a bounded number at once): what the headers
+    // decide (startOf), then the body, checked in time slices (src/lance/request.ts), then turns.
     return this.lanes
       .run(storeId, async () => {
+        const start = await this.startOf(storeId, meta);
+        if ('duplicate' in start) return start;
         let request: CheckedRequest;
         try {
           request = await checkRequest(meta, body, this.rules);
         } catch (e) {
           throw this.count(toMemWalError(e, `apply to ${storeId}`));
         }
-        return this.applyChecked(storeId, request);
+        return this.applyChecked(storeId, request, start);
       })
       .catch((e: unknown) => {
         if ((e as MemWalError).code === 'Locked') this.counters.busy += 1;
@@ -340,8 +345,14 @@ export class LanceSink implements DrainSink {
     return err;
   }
 
-  private async applyChecked(storeId: string, request: CheckedRequest): Promise<LanceApplyResult> {
-    const { meta } = request;
+  /**
+   * What a request's headers alone decide, in its store's lane (so every earlier request of the
+   * store has finished): its answer if it is a duplicate (every position applied), a refusal if its
+   * positions skip or its epoch or incarnation is older than the recorded one, else the state it
+   * applies from. Its body is not looked at: a client re-sending a large applied request (answered
+   * 200, so no refusal cooldown holds it) costs the server no check.
+   */
+  private async startOf(storeId: string, meta: DrainRequestMeta): Promise<ApplyStart | LanceApplyResult> {
     let state: StoreState;
     try {
       state = await this.stateOf(storeId);
@@ -371,6 +382,12 @@ export class LanceSink implements DrainSink {
     if (meta.epoch < applied.epoch) {
       throw this.count(new MemWalError('InvalidArgument', `epoch goes backwards: request epoch ${meta.epoch}, recorded ${applied.epoch}`));
     }
+    return { state, newer, applied };
+  }
+
+  private async applyChecked(storeId: string, request: CheckedRequest, start: ApplyStart): Promise<LanceApplyResult> {
+    const { meta } = request;
+    const { state, newer, applied } = start;
     // Rows at or below the applied position were applied before: skip them (a retry).
     let skip = 0;
     while (skip < request.positions.length && request.positions[skip]! <= applied.position) skip++;
