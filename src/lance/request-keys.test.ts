@@ -20,7 +20,7 @@ function keys64(r: () => number, n: number, signed: boolean): bigint[] {
 }
 
 function column(type: ArrowType, values: ArrayLike<number | bigint>): ArrowData {
-  return arrow.makeData({ type, length: values.length, nullCount: 0, data: values as never });
+  return arrow.makeData({ type, length: values.length, nullCount: 0, data: values } as never);
 }
 
 const cases: [string, ArrowType, (r: () => number, n: number) => ArrayLike<number | bigint>][] = [

@@ -74,3 +74,45 @@ describe('a request decided by its headers is not checked', () => {
     await sink.close();
   });
 });
+
+describe('a request refused in its turn before writing', () => {
+  it('keeps its store’s state: the next request reads no position and scans no table for leftovers', async () => {
+    const sink = await sinkWithOneApplied(); // table column v: Int32
+    const table = (await sink.table())!;
+    const countRows = table.countRows.bind(table);
+    let scans = 0;
+    table.countRows = (filter?: string) => {
+      scans += 1;
+      return countRows(filter);
+    };
+    const utf8 = new arrow.Utf8();
+    const unfit = craftRequest(
+      [
+        {
+          field: new arrow.Field('v', utf8, true),
+          data: arrow.makeData({
+            type: utf8,
+            length: 1,
+            nullCount: 1,
+            nullBitmap: new Uint8Array(1),
+            valueOffsets: new Int32Array(2),
+            data: new Uint8Array(0),
+          }),
+        },
+      ],
+      1,
+      2,
+    );
+    for (let i = 0; i < 3; i++) {
+      await expect(sink.applyEncoded('s', { ...unfit.meta, epoch: 3, incarnation: INC_B }, unfit.body)).rejects.toThrow(/does not fit/);
+    }
+    const good = row(2);
+    await expect(sink.applyEncoded('s', { ...good.meta, epoch: 3, incarnation: INC_B }, good.body)).resolves.toMatchObject({
+      appliedPosition: 2,
+      rows: 1,
+    });
+    expect(scans).toBe(0); // before: each refusal dropped the state, and the next request re-ran recovery (countRows)
+    expect(await countRows("_memwal_store = 's'")).toBe(2);
+    await sink.close();
+  });
+});
