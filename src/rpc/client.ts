@@ -34,6 +34,7 @@ import { statsView } from '../metrics/views.js';
 import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from '../engine/query.js';
+import type { NearestHit, NearestOptions } from '../engine/nearest.js';
 import { MemWalError, type MemWalErrorCode, errorFromWire, isMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, transfersOf } from './client-wire.js';
@@ -358,6 +359,14 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   /** As `MemWal.count`. */
   count(index: string, filter?: QueryFilter): Promise<number> {
     return this.call('count', (r) => r.count(index, filter));
+  }
+
+  /** As `MemWal.nearest`: the vector (an array or a Float32Array, cloned) goes in one message, the rows come back in one. */
+  nearest(index: string, vector: readonly number[] | Float32Array, opts: NearestOptions): Promise<NearestHit<RowTypesOf<R>['output']>[]> {
+    return this.call(
+      'nearest',
+      (r) => r.nearest(index, vector as number[] | Float32Array, opts) as Promise<NearestHit<RowTypesOf<R>['output']>[]>,
+    );
   }
 
   /** As `MemWal.indexStats`. */
