@@ -8,7 +8,6 @@ import { RecordBatch as ArrowRecordBatch, Table as ArrowTable } from 'apache-arr
 import type { ColumnName, RowTypesOf, RowsOf, RowsParam, SchemaColumn, UntypedRows } from '../data/define-schema.js';
 import type { IndexSpec, QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from './query.js';
-import type { NearestHit, NearestOptions } from './nearest.js';
 import { type Key, encodeKey, makeKeyEncoder } from '../data/keys.js';
 import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
@@ -381,16 +380,12 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.tier.count(index, filter);
   }
 
-  /**
-   * The `k` rows nearest to `vector` on a vector index, nearest first (`MemWalApi.nearest`, SPEC
-   * §17.3; engine/nearest.ts).
-   */
-  nearest(index: string, vector: readonly number[] | Float32Array, opts: NearestOptions): Promise<NearestHit<RowTypesOf<R>['output']>[]>;
-  async nearest(index: string, vector: readonly number[] | Float32Array, opts: NearestOptions): Promise<NearestHit[]> {
+  /** The `k` rows nearest to `vector` on a vector index (`MemWalApi.nearest`, SPEC §17.3; engine/nearest.ts). */
+  async nearest(...[index, vector, opts]: Parameters<MemWalApi<R>['nearest']>): ReturnType<MemWalApi<R>['nearest']> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
     const hits = await this.tier.nearest(index, vector, opts);
-    return this.view.identity ? hits : hits.map((h) => ({ row: this.view.row(h.row)!, distance: h.distance }));
+    return (this.view.identity ? hits : hits.map((h) => ({ row: this.view.row(h.row)!, distance: h.distance }))) as never;
   }
 
   /** Per declared index: entries and estimated bytes. */

@@ -34,7 +34,6 @@ import { statsView } from '../metrics/views.js';
 import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from '../engine/query.js';
-import type { NearestHit, NearestOptions } from '../engine/nearest.js';
 import { MemWalError, type MemWalErrorCode, errorFromWire, isMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { arrowCodec, encodeArrow, isArrowBatch, isArrowTable, transfersOf } from './client-wire.js';
@@ -362,11 +361,8 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   }
 
   /** As `MemWal.nearest`: the vector (an array or a Float32Array, cloned) goes in one message, the rows come back in one. */
-  nearest(index: string, vector: readonly number[] | Float32Array, opts: NearestOptions): Promise<NearestHit<RowTypesOf<R>['output']>[]> {
-    return this.call(
-      'nearest',
-      (r) => r.nearest(index, vector as number[] | Float32Array, opts) as Promise<NearestHit<RowTypesOf<R>['output']>[]>,
-    );
+  nearest(...[index, vector, opts]: Parameters<MemWalApi<R>['nearest']>): ReturnType<MemWalApi<R>['nearest']> {
+    return this.call('nearest', (r) => r.nearest(index, vector as Float32Array, opts)) as never;
   }
 
   /** As `MemWal.indexStats`. */
