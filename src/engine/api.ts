@@ -75,14 +75,16 @@ export type Role = 'leader' | 'follower' | 'in-process';
 /**
  * One read for `watch` to keep live, named by its method and given its arguments:
  * `{ get: key }`, `{ getMany: keys }`, `{ scan: { columns? } }` (`{ scan: {} }`: every column),
- * `{ query: index, ...QueryOptions }` and `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1).
+ * `{ query: index, ...QueryOptions }`, `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1) and
+ * `{ nearest: index, vector, ...NearestOptions }` (§17.3: it runs again after every commit).
  */
 export type WatchSpec<R extends RowsParam = UntypedRows> =
   | { get: RowTypesOf<R>['key'] }
   | { getMany: readonly RowTypesOf<R>['key'][] }
   | { scan: { columns?: ColumnName<R>[] } }
   | ({ query: string } & QueryOptions)
-  | ({ count: string } & QueryFilter);
+  | ({ count: string } & QueryFilter)
+  | ({ nearest: string; vector: readonly number[] | Float32Array } & NearestOptions);
 
 /** What `watch(spec)` delivers: what the read `spec` names resolves to. */
 export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
@@ -95,7 +97,9 @@ export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
         ? RowTypesOf<R>['output'][]
         : S extends { count: string }
           ? number
-          : never;
+          : S extends { nearest: string }
+            ? NearestHit<RowTypesOf<R>['output']>[]
+            : never;
 
 /** Options of `watch`. */
 export interface WatchOptions {

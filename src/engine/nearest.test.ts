@@ -282,3 +282,31 @@ describe('nearest: bad input is InvalidArgument, nothing read', () => {
     }
   });
 });
+
+describe('watch({ nearest })', () => {
+  it('delivers the k nearest now and again after a commit brings a row nearer or deletes one', async () => {
+    const w = await openStore(new MemoryStorage(), 'watch');
+    try {
+      await w.put([
+        { id: 1, cat: 'a', emb: [1, 0, 0, 0, 0, 0, 0, 0] },
+        { id: 2, cat: 'a', emb: [2, 0, 0, 0, 0, 0, 0, 0] },
+      ]);
+      const seen: number[][] = [];
+      const stop = w.watch({ nearest: 'emb', vector: new Float32Array(8), k: 2 }, (hits) => seen.push(hits.map((h) => h.row.id as number)));
+      const until = async (n: number): Promise<void> => {
+        for (let i = 0; i < 500 && seen.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+      };
+      await until(1);
+      expect(seen.at(-1)).toEqual([1, 2]);
+      await w.put([{ id: 3, cat: 'a', emb: [0.5, 0, 0, 0, 0, 0, 0, 0] }]);
+      await until(2);
+      expect(seen.at(-1)).toEqual([3, 1]);
+      await w.delete([{ id: 3 }]);
+      await until(3);
+      expect(seen.at(-1)).toEqual([1, 2]);
+      stop();
+    } finally {
+      await w.close();
+    }
+  });
+});

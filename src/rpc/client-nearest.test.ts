@@ -41,5 +41,14 @@ describe('MemWalClient.nearest', () => {
     const e = await rejection(db.nearest('emb', [0, Number.NaN, 0], { k: 1 }));
     expect(e.code).toBe('InvalidArgument');
     expect((await rejection(db.nearest('emb', [0, 0], { k: 1 }))).code).toBe('InvalidArgument');
+    // Live: watch({ nearest }) from the page.
+    const seen: number[][] = [];
+    const stop = db.watch({ nearest: 'emb', vector: [0, 0, 0], k: 1 }, (hits) => seen.push(hits.map((h) => h.row.id)));
+    for (let i = 0; i < 500 && seen.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(seen.at(-1)).toEqual([2]);
+    await db.put([{ id: 4, tag: 'y', emb: [0.5, 0, 0] }]);
+    for (let i = 0; i < 500 && seen.at(-1)?.[0] !== 4; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(seen.at(-1)).toEqual([4]);
+    stop();
   });
 });
