@@ -21,7 +21,7 @@ describe('examples/field-notes glue', () => {
   it('the UI imports from memwal only the hooks and error type; it never opens, tails or migrates', () => {
     for (const file of ['App.tsx', 'main.tsx']) {
       const text = src(file);
-      const imports = [...text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(memwal[^']*)'/g)].flatMap(([, names, from]) =>
+      const imports = [...text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(memwal[^']*)'/g)].flatMap(([, names = '', from]) =>
         names.split(',').map((n) => `${from}:${n.replace(/^\s*type\s+/, '').trim()}`),
       );
       for (const name of imports)
