@@ -23,6 +23,7 @@ export {
   binary,
   largeBinary,
   fixedSizeBinary,
+  vector,
   dateDay,
   dateMillisecond,
   timestamp,
@@ -62,6 +63,8 @@ export type {
   WatchOptions,
   WatchInfo,
 } from './engine/api.js';
+export type { NearestHit, NearestOptions, NearestWhere } from './engine/nearest.js';
+export type { VectorIndexSpec, VectorDistanceName } from './data/vector-spec.js';
 export type { MemWalOptions, RetryOptions, FlushRetryOptions, WalRetryOptions, StorageOption } from './engine/options.js';
 export type { Logger } from './util/logger.js';
 export {

@@ -9,6 +9,7 @@ import {
   DateMillisecond,
   Field,
   FixedSizeBinary,
+  FixedSizeList,
   Float32,
   Float64,
   Int8,
@@ -85,6 +86,15 @@ export const largeBinary = (): Column<LargeBinary, Uint8Array, Uint8Array, false
 /** Exactly `byteWidth` bytes. */
 export const fixedSizeBinary = (byteWidth: number): Column<FixedSizeBinary, Uint8Array, Uint8Array, false> =>
   column(new FixedSizeBinary(byteWidth));
+/**
+ * A vector of `dim` float32s (Arrow `FixedSizeList<Float32>`, items not nullable; Lance's vector
+ * column): an array of numbers or a `Float32Array` of exactly `dim` values in, an array of numbers
+ * out. A vector index (`{ column, kind: 'vector', distance }`, SPEC §17.3) searches it.
+ */
+export const vector = (dim: number): Column<FixedSizeList<Float32>, readonly number[] | Float32Array, number[], false> => {
+  if (!Number.isInteger(dim) || dim < 1) throw new TypeError(`vector: the dimension must be a positive integer, got ${String(dim)}`);
+  return column(new FixedSizeList(dim, new Field('item', new Float32(), false)));
+};
 /** A date (days): a `Date` or epoch milliseconds in, epoch milliseconds out. */
 export const dateDay = (): Column<DateDay, Date | number, number, false> => column(new DateDay());
 /** A date (milliseconds): a `Date` or epoch milliseconds in, epoch milliseconds out. */

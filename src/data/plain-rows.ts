@@ -134,6 +134,10 @@ function nestedFault(type: DataType, v: unknown, path: string): string | undefin
         return `${path}: expected an array (${String(type)}), got ${describe(v)}`;
       }
       const items = v as ArrayLike<unknown>;
+      const size = (type as unknown as { listSize?: number }).listSize;
+      if (type.typeId === Type.FixedSizeList && items.length !== size) {
+        return `${path}: expected ${size} items (${String(type)}), got ${items.length}`; // the builder would shift every later row
+      }
       const child = type.children[0]!.type as DataType;
       for (let i = 0; i < items.length; i++) {
         const fault = nestedFault(child, items[i], `${path}[${i}]`);

@@ -5,6 +5,7 @@ import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from './query.js';
+import type { NearestHit, NearestOptions } from './nearest.js';
 import type { MemWalError } from '../util/errors.js';
 import type {
   BackpressureStats,
@@ -74,14 +75,16 @@ export type Role = 'leader' | 'follower' | 'in-process';
 /**
  * One read for `watch` to keep live, named by its method and given its arguments:
  * `{ get: key }`, `{ getMany: keys }`, `{ scan: { columns? } }` (`{ scan: {} }`: every column),
- * `{ query: index, ...QueryOptions }` and `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1).
+ * `{ query: index, ...QueryOptions }`, `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1) and
+ * `{ nearest: index, vector, ...NearestOptions }` (§17.3: it runs again after every commit).
  */
 export type WatchSpec<R extends RowsParam = UntypedRows> =
   | { get: RowTypesOf<R>['key'] }
   | { getMany: readonly RowTypesOf<R>['key'][] }
   | { scan: { columns?: ColumnName<R>[] } }
   | ({ query: string } & QueryOptions)
-  | ({ count: string } & QueryFilter);
+  | ({ count: string } & QueryFilter)
+  | ({ nearest: string; vector: readonly number[] | Float32Array } & NearestOptions);
 
 /** What `watch(spec)` delivers: what the read `spec` names resolves to. */
 export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
@@ -94,7 +97,9 @@ export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
         ? RowTypesOf<R>['output'][]
         : S extends { count: string }
           ? number
-          : never;
+          : S extends { nearest: string }
+            ? NearestHit<RowTypesOf<R>['output']>[]
+            : never;
 
 /** Options of `watch`. */
 export interface WatchOptions {
@@ -154,6 +159,15 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
   query(index: string, opts?: QueryOptions): Promise<RowTypesOf<R>['output'][]>;
   /** How many rows `query(index, filter)` returns (no limit). */
   count(index: string, filter?: QueryFilter): Promise<number>;
+  /**
+   * The `k` rows nearest to `vector` on a vector index (SPEC §17.3), nearest first, as
+   * `{ row, distance }` (cosine: 1 − cos; l2: Euclidean; dot: −dot). `ef` widens the graph
+   * search (default max(k, 64)); `where: { index, equals | range | prefix }` keeps the rows an
+   * ordered index's filter matches, never fewer than k when k match. Only the newest version of
+   * each row, never a deleted one. `InvalidArgument` for an unknown index, a vector of the wrong
+   * length or with a NaN or infinity, a bad k, ef or where.
+   */
+  nearest(index: string, vector: readonly number[] | Float32Array, opts: NearestOptions): Promise<NearestHit<RowTypesOf<R>['output']>[]>;
   /** Per declared index: entries and estimated bytes (memtables and the table-file sections built so far). */
   indexStats(): Promise<Record<string, IndexStats>>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */

@@ -23,6 +23,7 @@ import { MemtableSet } from './memtable-set.js';
 import { ReadView } from './read-view.js';
 import { type IndexStats, IndexQueries, type QueryOptions } from './query.js';
 import type { QueryFilter } from '../data/index-keys.js';
+import { type NearestHit, type NearestOptions, VectorSearch } from './nearest.js';
 import type { ReadFootprint } from './watch.js';
 import type { WalRecord } from './recovery.js';
 import type { Tier } from './tier.js';
@@ -45,6 +46,7 @@ export class MemtableTier implements Tier {
   private readonly background: Background;
   private readonly reads: ReadView;
   private readonly queries: IndexQueries;
+  private readonly vectors: VectorSearch;
 
   constructor(
     private readonly ctx: ClaimedContext,
@@ -97,6 +99,15 @@ export class MemtableTier implements Tier {
     this.background = new Background(ctx, { memtables: this.memtables, flusher: this.flusher, compactor: this.compactor });
     this.reads = new ReadView(schema, keyEncoder, this.memtables, () => log.manifest.tables, cache);
     this.queries = new IndexQueries(schema, options.indexes, this.reads, this.memtables, () => log.manifest.tables, cache);
+    this.vectors = new VectorSearch(schema, options.vectorIndexes, {
+      reads: this.reads,
+      memtables: this.memtables,
+      tables: () => log.manifest.tables,
+      cache,
+      queries: this.queries,
+      lanes: ctx.lanes,
+      life: ctx.life,
+    });
   }
 
   // ------------------------------------------------------------------ the put path
@@ -106,7 +117,9 @@ export class MemtableTier implements Tier {
   }
 
   insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
-    return this.memtables.insert(batches, keys, sizes, bytes, rows);
+    const e = this.memtables.insert(batches, keys, sizes, bytes, rows);
+    this.vectors.wake(); // graph building follows the rows, in the background
+    return e;
   }
 
   onBlocked(): void {
@@ -240,8 +253,12 @@ export class MemtableTier implements Tier {
     return this.queries.watchFootprint(index, filter);
   }
 
+  nearest(index: string, vector: unknown, opts: NearestOptions): Promise<NearestHit[]> {
+    return this.vectors.nearest(index, vector, opts);
+  }
+
   indexStats(): Record<string, IndexStats> {
-    return this.queries.stats();
+    return { ...this.queries.stats(), ...this.vectors.stats() };
   }
 
   memtableStats(): MemTableStats {

@@ -380,6 +380,14 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.tier.count(index, filter);
   }
 
+  /** The `k` rows nearest to `vector` on a vector index (`MemWalApi.nearest`, SPEC §17.3; engine/nearest.ts). */
+  async nearest(...[index, vector, opts]: Parameters<MemWalApi<R>['nearest']>): ReturnType<MemWalApi<R>['nearest']> {
+    this.life.throwIfUnusable();
+    await this.readTurns.turn();
+    const hits = await this.tier.nearest(index, vector, opts);
+    return (this.view.identity ? hits : hits.map((h) => ({ row: this.view.row(h.row)!, distance: h.distance }))) as never;
+  }
+
   /** Per declared index: entries and estimated bytes. */
   async indexStats(): Promise<Record<string, IndexStats>> {
     return this.statsLock.read(() => this.tier.indexStats());

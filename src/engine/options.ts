@@ -6,6 +6,7 @@ import { MemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import type { Logger } from '../util/logger.js';
 import { type IndexSpec, type ResolvedIndex, resolveIndexes } from '../data/index-keys.js';
+import { type ResolvedVectorIndex, resolveVectorIndexes } from '../data/vector-spec.js';
 import type { SchemaChange } from '../format/schema-versions.js';
 import type { WriterState } from '../metrics/stats.js';
 import type { CompactionPolicy } from './compaction.js';
@@ -148,6 +149,8 @@ export interface MemWalOptions {
    * entry per element of a list column) or `{ columns: [...] }` (compound, in the order given).
    * `'primary'` is reserved (the primary key as an index). Keyed MemTable-mode stores only;
    * validated before the writer lock is claimed. Queried with `query` and `count`.
+   * `{ column, kind: 'vector', distance, m?, efConstruction? }` on a `vector(dim)` column: an HNSW
+   * index queried with `nearest` (SPEC §17.3, data/vector-spec.ts).
    */
   indexes?: Record<string, IndexSpec>;
 }
@@ -185,6 +188,8 @@ export interface ResolvedOptions {
   logger: Logger;
   /** The declared indexes, checked against the schema. */
   indexes: ResolvedIndex[];
+  /** The declared vector indexes (`kind: 'vector'`), checked against the schema. */
+  vectorIndexes: ResolvedVectorIndex[];
 }
 
 export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
@@ -311,6 +316,8 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
   const indexes = resolveIndexes(o.indexes, o.schema, primaryKey);
   if (indexes.length > 0 && !enableMemtable) invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
+  const vectorIndexes = resolveVectorIndexes(o.indexes, o.schema, primaryKey);
+  if (vectorIndexes.length > 0 && !enableMemtable) invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
   const dropColumns = o.dropColumns ?? [];
   if (!Array.isArray(dropColumns) || dropColumns.some((c) => typeof c !== 'string' || c === '')) {
     invalid('dropColumns', 'must be an array of column names');
@@ -377,6 +384,7 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     persist: bool('persist', false),
     logger,
     indexes,
+    vectorIndexes,
   };
 }
 

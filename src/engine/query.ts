@@ -26,7 +26,7 @@ import { INDEX_ENTRY_BYTES } from '../lsm/memtable-index.js';
 import type { TableCache } from '../lsm/table-cache.js';
 import { MemWalError } from '../util/errors.js';
 import type { MemtableSet } from './memtable-set.js';
-import type { ReadView } from './read-view.js';
+import type { ReadView, ViewCapture } from './read-view.js';
 import type { ColumnRange, ReadFootprint } from './watch.js';
 
 /** `query`'s options (SPEC §17.1). */
@@ -50,6 +50,8 @@ export interface IndexStats {
   /** Entries and bytes of the table files' sections built so far (built on a file's first query). */
   tableEntries: number;
   tableBytes: number;
+  /** Vector indexes: vectors in HNSW graphs so far (built in the background; the rest are scanned exactly). */
+  graphVectors?: number;
 }
 
 /** The sorted entries of one table file for one index (built from its blocks). */
@@ -289,12 +291,30 @@ export class IndexQueries {
     return n;
   }
 
+  /**
+   * The rows `filter` matches on `index` as seen by `view`, another read's capture (`nearest`'s
+   * `where`): each the newest live version of its key, once, with its key. Throws as `count` does.
+   */
+  async matching(
+    index: string,
+    filter: QueryFilter,
+    view: ViewCapture,
+    emit: (batch: RecordBatch, row: number, k: Key) => void,
+  ): Promise<void> {
+    if (typeof filter !== 'object' || filter === null) throw invalid('where: the filter must be an object');
+    for (const k of Object.keys(filter)) {
+      if (k !== 'equals' && k !== 'range' && k !== 'prefix') throw invalid(`where: unknown filter field "${k}"`);
+    }
+    await this.run(index, filter, false, Number.POSITIVE_INFINITY, emit, view);
+  }
+
   private async run(
     index: string,
     opts: QueryOptions,
     reverse: boolean,
     limit: number,
-    emit: (batch: RecordBatch, row: number) => void,
+    emit: (batch: RecordBatch, row: number, k: Key) => void,
+    given?: ViewCapture,
   ): Promise<void> {
     const ix = this.indexOf(index);
     const bounds = filterBounds(opts, this.encoder(ix));
@@ -320,7 +340,7 @@ export class IndexQueries {
     }
     if (limit === 0) return;
 
-    const view = this.reads.capture();
+    const view = given ?? this.reads.capture();
     // The memtables' candidates, in the capture's step (entries below each captured visible prefix).
     // One run per tier, each in (index key, primary key) order, read in place.
     const runs: Run[] = [];
@@ -393,7 +413,7 @@ export class IndexQueries {
         // Not its first: an older version's entry (stale), or a later entry of a multi-entry row
         // returned at its first.
         if (first !== c.key) continue;
-        emit(v.batch, v.row);
+        emit(v.batch, v.row, c.k);
         emitted++;
       }
     } finally {

@@ -11,6 +11,7 @@ import { MemWalError } from '../util/errors.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { Backpressure } from './backpressure.js';
 import type { IndexStats, QueryOptions } from './query.js';
+import type { NearestHit, NearestOptions } from './nearest.js';
 import type { ReadFootprint } from './watch.js';
 import type { WalRecord } from './recovery.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
@@ -59,6 +60,8 @@ export interface Tier {
   count(index: string, filter: QueryFilter | undefined): Promise<number>;
   /** What a watched query of `index` with `filter` covers besides its rows (`IndexQueries.watchFootprint`). */
   queryFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint;
+  /** The rows nearest to `vector` on a vector index (nearest.ts). */
+  nearest(index: string, vector: unknown, opts: NearestOptions): Promise<NearestHit[]>;
   /** Per declared index: entries and bytes (sync). */
   indexStats(): Record<string, IndexStats>;
   memtableStats(): MemTableStats;
@@ -171,6 +174,10 @@ export class WalOnlyTier implements Tier {
 
   queryFootprint(): ReadFootprint {
     throw walOnly('query');
+  }
+
+  nearest(): Promise<NearestHit[]> {
+    return Promise.reject(walOnly('nearest'));
   }
 
   indexStats(): Record<string, IndexStats> {

@@ -10,10 +10,14 @@ import type { Timer } from '../util/schedule.js';
 import type { ResolvedIndex } from '../data/index-keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import { MemIndex } from './memtable-index.js';
+import type { ResolvedVectorIndex } from '../data/vector-spec.js';
+import { MemVectorIndex } from './vector-index.js';
 
 /** What a memtable needs to keep ordered indexes (keyed stores with `indexes` declared). */
 export interface MemTableIndexing {
   indexes: readonly ResolvedIndex[];
+  /** Vector indexes (vector-index.ts); none when absent. */
+  vectorIndexes?: readonly ResolvedVectorIndex[];
   storeSchema: StoreSchema;
 }
 
@@ -110,13 +114,17 @@ export class MemTable {
    * appended, before they turn visible; their bytes count in `estimatedBytes`.
    */
   readonly indexes: MemIndex[];
+  /** Its vector indexes (vector-index.ts), one per declared vector index, fed as `indexes` are. */
+  readonly vectors: MemVectorIndex[];
   private readonly indexing: MemTableIndexing | undefined;
 
   constructor(generation: number, keyed: boolean, indexing?: MemTableIndexing) {
     this.generation = generation;
     this.keyIndex = keyed ? new KeyIndex() : undefined;
-    this.indexing = keyed && indexing && indexing.indexes.length > 0 ? indexing : undefined;
+    const declared = (indexing?.indexes.length ?? 0) + (indexing?.vectorIndexes?.length ?? 0);
+    this.indexing = keyed && indexing && declared > 0 ? indexing : undefined;
     this.indexes = this.indexing ? this.indexing.indexes.map((ix) => new MemIndex(ix)) : [];
+    this.vectors = this.indexing?.vectorIndexes?.map((ix) => new MemVectorIndex(ix)) ?? [];
   }
 
   /** Append batches (with their keys and estimates) and index them; not yet visible. Returns the new batch count. */
@@ -130,6 +138,7 @@ export class MemTable {
       this.rows += b.numRows;
       this.estimatedBytes += bytes[i]!;
       if (this.indexing && keys) for (const ix of this.indexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
+      if (this.indexing && keys) for (const v of this.vectors) this.estimatedBytes += v.add(b, keys[i]!, base, this.indexing.storeSchema);
     }
     return this.batches.length;
   }

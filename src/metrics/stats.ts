@@ -224,7 +224,7 @@ export interface SnapshotBackpressure extends BackpressureStats {
 export interface IndexStats {
   /** The index's name. */
   name: string;
-  /** Its kind: `'ordered'` (the only kind so far; later `'text'`, `'vector'`). */
+  /** Its kind: `'ordered'` or `'vector'` (later `'text'`). */
   kind: string;
   /** Entries indexed (memtables and the table-file sections built so far), where the index tells. */
   entries?: number;

@@ -360,6 +360,11 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     return this.call('count', (r) => r.count(index, filter));
   }
 
+  /** As `MemWal.nearest`: the vector (an array or a Float32Array, cloned) goes in one message, the rows come back in one. */
+  nearest(...[index, vector, opts]: Parameters<MemWalApi<R>['nearest']>): ReturnType<MemWalApi<R>['nearest']> {
+    return this.call('nearest', (r) => r.nearest(index, vector as Float32Array, opts)) as never;
+  }
+
   /** As `MemWal.indexStats`. */
   indexStats(): Promise<Record<string, IndexStats>> {
     return this.call('indexStats', (r) => r.indexStats());
