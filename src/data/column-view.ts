@@ -80,6 +80,14 @@ export class ColumnView {
     return out as T;
   }
 
+  /** A row under the opener's names (a query's `after`) under the stored names; names the opener lacks left out. */
+  storedRow(r: Record<string, unknown>): Record<string, unknown> {
+    if (this.identity) return r;
+    const out: Record<string, unknown> = {};
+    for (const [n, s] of this.byName) if (n in r) out[s] = r[n];
+    return out;
+  }
+
   /**
    * `batch` (stored names; any subset and order of stored columns, `_tombstone` kept where it is
    * when present) with only the opener's columns, in the order `columns` gives (all of the
