@@ -80,12 +80,31 @@ export class ColumnView {
     return out as T;
   }
 
-  /** A row under the opener's names (a query's `after`) under the stored names; names the opener lacks left out. */
-  storedRow(r: Record<string, unknown>): Record<string, unknown> {
-    if (this.identity) return r;
-    const out: Record<string, unknown> = {};
-    for (const [n, s] of this.byName) if (n in r) out[s] = r[n];
-    return out;
+  /**
+   * A query's options under the opener's names as the store takes them (`columns` and `after`
+   * under the stored names; all of the opener's columns when `columns` is undefined), and the rows
+   * it returns as the opener sees them: its columns only (a hidden one left out), under its names.
+   */
+  query<O extends { columns?: string[]; after?: Record<string, unknown> }>(
+    opts: O,
+  ): { opts: O; rows: (rows: Record<string, unknown>[]) => Record<string, unknown>[] } {
+    const stored = this.storedColumns(opts.columns)!;
+    const names = opts.columns ?? this.names;
+    let after = opts.after;
+    if (typeof after === 'object' && after !== null) {
+      const a = after;
+      after = {};
+      for (const [n, s] of this.byName) if (n in a) after[s] = a[n];
+    }
+    const rows = (rs: Record<string, unknown>[]): Record<string, unknown>[] =>
+      rs.map((r) => {
+        const out: Record<string, unknown> = {};
+        names.forEach((n, i) => {
+          out[n] = r[stored[i]!];
+        });
+        return out;
+      });
+    return { opts: { ...opts, columns: stored, ...(after === undefined ? {} : { after }) }, rows };
   }
 
   /**

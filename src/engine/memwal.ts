@@ -371,20 +371,8 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
     if (this.view.identity) return this.tier.query(index, opts);
-    // Through the opener's view (SPEC §9.1): its columns only, under its names.
-    const o = opts ?? {};
-    const columns = o.columns;
-    const stored = this.view.storedColumns(columns)!;
-    const after = typeof o.after === 'object' && o.after !== null ? { after: this.view.storedRow(o.after) } : {};
-    const rows = await this.tier.query(index, { ...o, ...after, columns: stored });
-    if (columns === undefined) return rows.map((r) => this.view.row(r));
-    return rows.map((r) => {
-      const out: Record<string, unknown> = {};
-      columns.forEach((c, i) => {
-        out[c] = r[stored[i]!];
-      });
-      return out;
-    });
+    const q = this.view.query(opts ?? {}); // through the opener's view (SPEC §9.1)
+    return q.rows(await this.tier.query(index, q.opts));
   }
 
   /** How many rows `query(index, filter)` returns (without limit). */
