@@ -23,6 +23,8 @@ import {
   type StoreShape,
 } from './memwal-cases.js';
 import { closePeers, peerRows, type PeerName } from './peers.js';
+import { type QueryEngineName, queryCase } from './page-queries.js';
+import { workerQueryEngine } from './queries-worker.js';
 import { rawOpfsRangeReads, rawOpfsWrite } from './raw-opfs.js';
 import {
   readsClose,
@@ -69,6 +71,9 @@ const api = {
   readsScan,
   readsSwitchToDexie,
   readsClose,
+  /** The query case in the worker (page-queries.ts): one engine, a fresh database. */
+  queries: (engine: QueryEngineName, rows: number, chains: number, counts: number) =>
+    queryCase(workerQueryEngine, engine, rows, chains, counts),
   /** What memwal warned about since the last call (run.mjs keeps it per case). */
   takeWarnings,
   /** Delete a store the page wrote through its client. */

@@ -11,9 +11,11 @@ import type { BaselineWorkerApi } from './baseline.worker.js';
 import type { BenchWorkerApi } from './bench.worker.js';
 import type { LoadWorkerApi } from './load.worker.js';
 import { BENCH_SCHEMA, arrowBatches, batchBytes, dropCachedData, rowChunks, rowsToBatch } from './data.js';
-import { now, pause, spread, uniqueName } from './measure.js';
+import { now, pause, settleStore, spread, uniqueName } from './measure.js';
 import { idbOpenMeasure, idbOpenPrepare, openGetClose, openGetMeasure, openGetPrepare, putPage } from './page-app.js';
 import { type PageEngineName, sqlitePageRows } from './page-peers.js';
+import { type QueryEngineName, queryCase } from './page-queries.js';
+import { pageQueryEngine } from './queries-page.js';
 import {
   pageReadsClose,
   pageReadsGrow,
@@ -300,6 +302,20 @@ const bench = {
   pageReadsPass,
   pageReadsMany,
   pageReadsClose,
+  /** The query case from the page (page-queries.ts): one engine, a fresh database. */
+  queriesPage: (engine: QueryEngineName, rows: number, chains: number, counts: number) =>
+    queryCase(
+      (e) =>
+        pageQueryEngine(
+          e,
+          (name) => api.destroyStore(name),
+          (db) => settleStore(db),
+        ),
+      engine,
+      rows,
+      chains,
+      counts,
+    ),
   putPage,
   openGetPrepare,
   openGetMeasure,

@@ -151,7 +151,7 @@ function sqlitePromiser(): Promise<{ promiser: Worker1Promiser; vfsList: string[
 }
 
 /** One open database of the promiser's worker, addressed by its id. */
-class PromiserDb {
+export class PromiserDb {
   private constructor(
     readonly p: Worker1Promiser,
     readonly dbId: string,

@@ -15,13 +15,23 @@ import { ingestCases } from './run/cases/ingest.mjs';
 import { mainThreadCases } from './run/cases/mainthread.mjs';
 import { memoryCases } from './run/cases/memory.mjs';
 import { pageCases } from './run/cases/page.mjs';
+import { queryCases } from './run/cases/queries.mjs';
 import { readCases } from './run/cases/reads.mjs';
 import { statsCases } from './run/cases/stats.mjs';
 import { openSession, profiled } from './run/chromium.mjs';
 import { computeRatios, printRatios, printTable, printTargets, targetFigures, targetsOf } from './run/report.mjs';
 import { cases, details, failed, log, started } from './run/results.mjs';
 
-const CASE_RUNNERS = { ...ingestCases, ...statsCases, ...mainThreadCases, ...memoryCases, ...readCases, ...pageCases, ...coldNodeCases };
+const CASE_RUNNERS = {
+  ...ingestCases,
+  ...statsCases,
+  ...mainThreadCases,
+  ...memoryCases,
+  ...readCases,
+  ...pageCases,
+  ...queryCases,
+  ...coldNodeCases,
+};
 for (const c of CASES) if (!CASE_RUNNERS[c]) throw new Error(`case ${c} has no runner`);
 
 const fmtLoad = (l) => l.map((x) => x.toFixed(2)).join(' ');

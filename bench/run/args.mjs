@@ -68,6 +68,7 @@ export const ALL_CASES = [
   'readspage',
   'putpage',
   'openget',
+  'queries',
   'coldnode',
 ];
 export const GROUPS = {
@@ -76,7 +77,7 @@ export const GROUPS = {
   /** The write figures the targets name (docs/benchmarks.md), side by side. */
   writes: ['raw', 'arrow', 'rows100k', 'stats', 'putpage'],
   /** The read figures, page and worker. */
-  readfigures: ['readsworker', 'readspage', 'openget', 'coldnode'],
+  readfigures: ['readsworker', 'readspage', 'openget', 'queries', 'coldnode'],
 };
 const chosen = (list(args.only ?? process.env.BENCH_CASES) ?? ALL_CASES).flatMap((c) => GROUPS[c] ?? [c]);
 for (const c of chosen)
@@ -126,6 +127,7 @@ export const SIZE = QUICK
       openWalRows: 3_000,
       coldKeys: 20_000,
       coldGets: 2000,
+      queries: { rows: 20_000, chains: 5, counts: 10 },
       loadLimitS: Number(process.env.BENCH_LOAD_LIMIT_S ?? 60),
     }
   : {
@@ -146,6 +148,7 @@ export const SIZE = QUICK
       openWalRows: 30_000,
       coldKeys: 200_000,
       coldGets: 2000,
+      queries: { rows: 100_000, chains: 20, counts: 50 },
       loadLimitS: Number(process.env.BENCH_LOAD_LIMIT_S ?? 300),
     };
 const sizes = list(args.sizes ?? process.env.BENCH_SIZES);

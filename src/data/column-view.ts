@@ -81,6 +81,33 @@ export class ColumnView {
   }
 
   /**
+   * A query's options under the opener's names as the store takes them (`columns` and `after`
+   * under the stored names; all of the opener's columns when `columns` is undefined), and the rows
+   * it returns as the opener sees them: its columns only (a hidden one left out), under its names.
+   */
+  query<O extends { columns?: string[]; after?: Record<string, unknown> }>(
+    opts: O,
+  ): { opts: O; rows: (rows: Record<string, unknown>[]) => Record<string, unknown>[] } {
+    const stored = this.storedColumns(opts.columns)!;
+    const names = opts.columns ?? this.names;
+    let after = opts.after;
+    if (typeof after === 'object' && after !== null) {
+      const a = after;
+      after = {};
+      for (const [n, s] of this.byName) if (n in a) after[s] = a[n];
+    }
+    const rows = (rs: Record<string, unknown>[]): Record<string, unknown>[] =>
+      rs.map((r) => {
+        const out: Record<string, unknown> = {};
+        names.forEach((n, i) => {
+          out[n] = r[stored[i]!];
+        });
+        return out;
+      });
+    return { opts: { ...opts, columns: stored, ...(after === undefined ? {} : { after }) }, rows };
+  }
+
+  /**
    * `batch` (stored names; any subset and order of stored columns, `_tombstone` kept where it is
    * when present) with only the opener's columns, in the order `columns` gives (all of the
    * opener's when undefined), under the opener's names. Shares the column data.

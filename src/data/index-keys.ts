@@ -5,7 +5,8 @@
 // An index key is a string of chars 0..255 (one per byte), so comparing two as strings compares
 // the values. Per column: numbers (every integer type but 64-bit, floats, dates, times,
 // timestamps, durations) as 8 bytes of the IEEE-754 double, sign bit flipped for positives and
-// every bit flipped for negatives; Int64/Uint64 as 8 bytes of `v + 2^63` (exact beyond 2^53);
+// every bit flipped for negatives; Int64 as 8 bytes of `v + 2^63`, Uint64 as 8 bytes of `v` (both
+// exact beyond 2^53);
 // bools as one byte; strings as UTF-8 with each 0x00 written 0x00 0xFF, then 0x00 0x01 (as
 // keys.ts). Every column's encoding delimits itself, so a compound key is their concatenation and
 // a leading prefix of its columns is a prefix of its key.
@@ -24,7 +25,7 @@ export type IndexSpec<C extends string = string> = { column: C; multiEntry?: boo
 export const PRIMARY_INDEX = 'primary';
 
 /** How one indexed value is encoded. */
-type Kind = 'num' | 'int64' | 'bool' | 'str';
+type Kind = 'num' | 'int64' | 'uint64' | 'bool' | 'str';
 
 /** One index, resolved against the schema. */
 export interface ResolvedIndex {
@@ -39,7 +40,8 @@ const invalid = (why: string): MemWalError => new MemWalError('InvalidArgument',
 function kindOf(t: DataType): Kind | undefined {
   switch (t.typeId) {
     case Type.Int:
-      return (t as unknown as { bitWidth: number }).bitWidth === 64 ? 'int64' : 'num';
+      if ((t as unknown as { bitWidth: number }).bitWidth !== 64) return 'num';
+      return (t as unknown as { isSigned: boolean }).isSigned ? 'int64' : 'uint64';
     case Type.Float:
     case Type.Date:
     case Type.Time:
@@ -120,8 +122,8 @@ function num(v: number): string {
   return s;
 }
 
-function int64(v: bigint): string {
-  let u = BigInt.asUintN(64, v + (1n << 63n));
+/** 8 bytes of `u` (0 <= u < 2^64), most significant first. */
+function u64(u: bigint): string {
   const out: number[] = new Array(8);
   for (let i = 7; i >= 0; i--) {
     out[i] = Number(u & 0xffn);
@@ -149,9 +151,13 @@ function encodeValue(v: unknown, kind: Kind, terminate = true): string | undefin
       if (v instanceof Date && !Number.isNaN(v.getTime())) return num(v.getTime());
       return undefined;
     case 'int64':
-      if (typeof v === 'bigint') return int64(v);
-      if (typeof v === 'number' && Number.isSafeInteger(v)) return int64(BigInt(v));
-      return undefined;
+    case 'uint64': {
+      const b = typeof v === 'bigint' ? v : typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : undefined;
+      if (b === undefined) return undefined;
+      // Uint64 values from 2^63 up would wrap if offset as Int64's are: they sort past every other.
+      const u = kind === 'int64' ? b + (1n << 63n) : b;
+      return u >= 0n && u < 1n << 64n ? u64(u) : undefined;
+    }
     case 'bool':
       return typeof v === 'boolean' ? (v ? '\u0001' : '\u0000') : undefined;
     case 'str':
@@ -270,6 +276,7 @@ export function indexValueEncoder(ix: ResolvedIndex): (v: unknown, partialLast: 
 }
 
 function expected(kind: Kind): string {
+  if (kind === 'uint64') return 'a bigint or safe integer from 0 to 2^64 - 1';
   return kind === 'num' ? 'a number or Date' : kind === 'int64' ? 'a bigint or safe integer' : kind === 'bool' ? 'a boolean' : 'a string';
 }
 

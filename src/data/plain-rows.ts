@@ -100,9 +100,22 @@ function buildFlat(rows: Row[], field: Field, what: string): Data {
   return new Data(type, 0, n, nullCount, [undefined, values, bitmap ?? EMPTY]);
 }
 
+/**
+ * Null and undefined as nulls on every builder of `b`'s tree. apache-arrow compiles its
+ * `nullValues` option with `new Function`, which workerd (and a page whose CSP lacks
+ * 'unsafe-eval') refuses: every put of a List or Struct column failed there.
+ */
+function nullsAsNull<B>(b: B): B {
+  const t = b as unknown as { _isValid: (x: unknown) => boolean; children?: unknown[]; indices?: unknown };
+  t._isValid = (x) => x !== null && x !== undefined;
+  for (const c of t.children ?? []) nullsAsNull(c);
+  if (t.indices) nullsAsNull(t.indices);
+  return b;
+}
+
 /** Types without a hand-written builder: apache-arrow's builder with the declared type. */
 function buildFallback(rows: Row[], field: Field, what: string): Data {
-  const builder = makeBuilder({ type: field.type, nullValues: [null, undefined] });
+  const builder = nullsAsNull(makeBuilder({ type: field.type }));
   for (let i = 0; i < rows.length; i++) {
     const v = rows[i]![field.name];
     if ((v === null || v === undefined) && !field.nullable) throw missingValue(what, i, field);

@@ -370,7 +370,9 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   async query(index: string, opts?: QueryOptions): Promise<Record<string, unknown>[]> {
     this.life.throwIfUnusable();
     await this.readTurns.turn();
-    return this.tier.query(index, opts);
+    if (this.view.identity) return this.tier.query(index, opts);
+    const q = this.view.query(opts ?? {}); // through the opener's view (SPEC §9.1)
+    return q.rows(await this.tier.query(index, q.opts));
   }
 
   /** How many rows `query(index, filter)` returns (without limit). */

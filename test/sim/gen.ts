@@ -5,6 +5,7 @@
 
 import type { FaultOp, TearableOp } from '../../src/testing/fault-controller.js';
 import { int, rng } from '../../src/testing/rng.js';
+import { drawQueryStep, type IndexDecl, type QueryAction, withIndexes } from './queries.js';
 import { type ColType, type ColumnSpec, drawKeyPool, type KeyType, type KeyValue } from './values.js';
 
 export type Mode = 'keyed' | 'append' | 'wal-only';
@@ -36,6 +37,8 @@ export interface SimConfig {
   stall: { chance: number; maxMs: number };
   /** A drain into the model sink follows every writer. */
   drain: boolean;
+  /** Ordered indexes declared with each open whose columns they name (test/sim/queries.ts). */
+  indexes: IndexDecl[];
 }
 
 /** Faults injected at the start of a step; cleared when the step's window ends. */
@@ -95,7 +98,8 @@ export type Action =
   /** Puts issued in flight one after another, `gapMs` apart (within one step: its faults last through them all). */
   | { a: 'burst'; puts: Extract<Action, { a: 'put' }>[]; gapMs: number }
   /** `MemWal.destroy` (`keep` < 0), or one cut short: the manifest gone, each other file left with chance `keep`. */
-  | { a: 'destroy'; keep: number };
+  | { a: 'destroy'; keep: number }
+  | QueryAction;
 
 export interface Step {
   faults: FaultSpec[];
@@ -111,7 +115,7 @@ const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemo
 
 /** The configuration of seed `seed` (its own stream: the steps do not shift it). */
 export function drawConfig(seed: number): SimConfig {
-  return squeeze(drawBaseConfig(seed), seed);
+  return withIndexes(squeeze(drawBaseConfig(seed), seed), seed);
 }
 
 function drawBaseConfig(seed: number): SimConfig {
@@ -154,6 +158,7 @@ function drawBaseConfig(seed: number): SimConfig {
     latencyMs: pick(r, [0, 0, 1, 3, 20]),
     stall: r() < 0.5 ? { chance: 0, maxMs: 0 } : { chance: 0.2, maxMs: pick(r, [1, 5, 50]) },
     drain: mode !== 'keyed' || r() < 0.3 ? r() < 0.5 : false,
+    indexes: [],
   };
 }
 
@@ -177,6 +182,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   const r = rng(seed * 2 + 2);
   // Choices added later draw from their own stream, so the steps drawn before them stay the same.
   const later = rng(seed * 13 + 6);
+  const queries = rng(seed * 17 + 4);
   const n = 20 + int(r, 50);
   const steps: Step[] = [];
   const keyed = config.mode === 'keyed';
@@ -229,6 +235,8 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
       continue;
     }
     steps.push({ faults, action, window });
+    const query = drawQueryStep(queries, config, keys);
+    if (query) steps.push(query);
     if (memtable && later() < 0.05) {
       // A burst while flushes stall: puts pile up against the budget, and some give up waiting
       // (their signal aborts, or backpressureTimeoutMs passes) while others wait it out.
@@ -262,7 +270,7 @@ function drawEvolve(r: () => number): Evolve {
   return { e: 'reset', type: pick(r, COL_TYPES) };
 }
 
-function drawFault(r: () => number, action: Action): FaultSpec {
+export function drawFault(r: () => number, action: Action): FaultSpec {
   const x = r();
   const op = (): FaultOp => (r() < 0.25 ? pick(r, READS) : r() < 0.05 ? 'estimate' : pick(r, WRITES));
   if (x < 0.3) return { f: 'failNext', op: op(), count: r() < 0.15 ? 1000 : 1 + int(r, 3), quota: r() < 0.1, reread: false };

@@ -23,6 +23,7 @@ import { installClock, type Leak, VirtualClock } from './clock.js';
 import { type Action, drawConfig, drawSteps, type Evolve, type FaultSpec, type SimConfig, type Step } from './gen.js';
 import { LatencyStorage } from './latency.js';
 import { type Candidate, diffRow, Model, type ModelRow, type WriteOp } from './model.js';
+import { describeQuery, indexOption, type QueryAction, runQuery } from './queries.js';
 import { ModelSink } from './sink.js';
 import {
   type ColType,
@@ -470,6 +471,7 @@ class Sim {
       steal,
       ...(dropColumns.length > 0 ? { dropColumns } : {}),
       onSchemaMismatch: reset ? ('reset' as const) : ('throw' as const),
+      ...indexOption(c, columns),
       logger: { warn: (message: string) => this.log(`  warn: ${message.slice(0, 300)}`) },
     };
   }
@@ -909,6 +911,8 @@ class Sim {
         return this.damage(a.frac, a.pick);
       case 'destroy':
         return this.destroy(a.keep);
+      case 'query':
+        return this.query(this.current!, a);
       case 'burst':
         for (const put of a.puts) {
           await this.write(put);
@@ -916,6 +920,27 @@ class Sim {
         }
         return;
     }
+  }
+
+  /** An ordered query step, checked against the model (test/sim/queries.ts). */
+  private async query(live: Live, a: QueryAction): Promise<void> {
+    await runQuery(
+      {
+        model: this.model,
+        config: this.config,
+        live,
+        call: async (label, p) => {
+          const call = this.track(label, p);
+          await this.runUntil(call);
+          return call.result! as never;
+        },
+        failed: (what, error) => this.readFailed(live, what, error),
+        flag: (kind, message) => this.flag(kind, message),
+        log: (line) => this.log(line),
+        count: (what) => this.count(what),
+      },
+      a,
+    );
   }
 
   private async steal(writes: number): Promise<void> {
@@ -1637,6 +1662,8 @@ export function describeAction(a: Action): string {
       return `burst of ${a.puts.length} puts ${a.gapMs} ms apart (${a.puts.filter((p) => p.abortMs !== undefined).length} with a signal)`;
     case 'destroy':
       return a.keep < 0 ? 'destroy' : `destroy cut short (each file left with chance ${a.keep.toFixed(2)})`;
+    case 'query':
+      return describeQuery(a);
     default:
       return a.a;
   }

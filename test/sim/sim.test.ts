@@ -72,13 +72,14 @@ describe('simulation', () => {
           expect.fail(report);
         }
       }
-      // The seeds did real work: writes, crashes and recoveries, reopens with other schemas, steals.
+      // The seeds did real work: writes, crashes and recoveries, reopens with other schemas, steals, queries.
       const at = (k: string) => counts[k] ?? 0;
       expect(at('put')).toBeGreaterThan(SEEDS * 10);
       expect(at('crashes')).toBeGreaterThan(SEEDS);
       expect(at('opens')).toBeGreaterThan(SEEDS * 3);
       expect(at('reopen')).toBeGreaterThan(SEEDS);
       expect(at('stale')).toBeGreaterThan(SEEDS / 2);
+      expect(at('query')).toBeGreaterThan(SEEDS * 2); // ordered queries checked (test/sim/queries.ts)
     },
     Math.max(120_000, SEEDS * 2_000),
   );

@@ -3,10 +3,11 @@
 // non-ASCII strings, NUL bytes), and an order of keys computed independently of the engine's
 // encoding (numbers by value, strings by their UTF-8 bytes, composite keys column by column).
 
-import { Binary, Bool, type DataType, Field, Float64, Int32, Int64, Schema, Uint64, Utf8 } from 'apache-arrow';
+import { Binary, Bool, type DataType, Field, Float64, Int32, Int64, List, Schema, Uint64, Utf8 } from 'apache-arrow';
 import { int, rng } from '../../src/testing/rng.js';
 
-export type ColType = 'int32' | 'int64' | 'uint64' | 'float64' | 'utf8' | 'bool' | 'binary';
+/** `list`: a list of strings (a multi-entry index's column, test/sim/queries.ts). */
+export type ColType = 'int32' | 'int64' | 'uint64' | 'float64' | 'utf8' | 'bool' | 'binary' | 'list';
 
 /**
  * One column of the store's schema. `inc` names its incarnation: a column dropped and added again
@@ -20,7 +21,7 @@ export interface ColumnSpec {
 }
 
 export type KeyType = 'int64' | 'int32' | 'uint64' | 'utf8' | 'composite';
-export type Value = null | number | bigint | string | boolean | Uint8Array;
+export type Value = null | number | bigint | string | boolean | Uint8Array | (string | null)[];
 
 export function arrowType(t: ColType): DataType {
   switch (t) {
@@ -38,6 +39,8 @@ export function arrowType(t: ColType): DataType {
       return new Bool();
     case 'binary':
       return new Binary();
+    case 'list':
+      return new List(new Field('item', new Utf8(), true));
   }
 }
 
@@ -65,6 +68,7 @@ const INT32_EDGES = [0, 1, -1, 2147483647, -2147483648, 7, 1000];
 const INT64_EDGES = [0n, 1n, -1n, 2n ** 53n, -(2n ** 53n), 2n ** 53n - 1n, -(2n ** 53n - 1n), 2n ** 63n - 1n, -(2n ** 63n), 42n];
 const UINT64_EDGES = [0n, 1n, 2n ** 53n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 32n];
 const FLOAT_EDGES = [0, -0, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5, -2.25, Number.MAX_VALUE, 5e-324];
+const LIST_ITEMS = ['', 'a', 'ab', 'b', 'é', '\u0000', 'z'];
 const STRING_EDGES = ['', 'a', 'A', 'é', 'ß', '日本語', '😀', '\uFFFF', '\u0000', 'a\u0000b', 'z', ' ', 'ab', 'a'.repeat(70)];
 
 /** A value of `t` from `r`, edge cases often. */
@@ -85,6 +89,9 @@ export function drawValue(r: () => number, t: ColType): Exclude<Value, null> {
       return r() < 0.5;
     case 'binary':
       return Uint8Array.from({ length: int(r, edge ? 3 : 24) }, () => int(r, 256));
+    case 'list':
+      // Few distinct elements (ties, repeats within a row), a null element now and then.
+      return Array.from({ length: int(r, 5) }, () => (r() < 0.05 ? null : LIST_ITEMS[int(r, LIST_ITEMS.length)]!));
   }
 }
 
@@ -192,6 +199,7 @@ export function compareKeyValues(a: KeyValue, b: KeyValue): number {
 /** Are two values the same (NaN equals NaN, -0 differs from 0, bytes by content, 64-bit integers as bigint)? */
 export function sameValue(a: unknown, b: unknown): boolean {
   if (a instanceof Uint8Array && b instanceof Uint8Array) return compareBytes(a, b) === 0;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameValue(x, b[i]));
   return Object.is(a, b);
 }
 
@@ -200,6 +208,7 @@ export function show(v: unknown): string {
   if (typeof v === 'bigint') return `${v}n`;
   if (typeof v === 'string') return JSON.stringify(v.length > 12 ? `${v.slice(0, 12)}…` : v);
   if (v instanceof Uint8Array) return `bytes[${v.length}]`;
+  if (Array.isArray(v)) return `[${v.map(show).join(', ')}]`;
   if (Object.is(v, -0)) return '-0';
   return String(v);
 }

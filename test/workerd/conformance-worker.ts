@@ -1,6 +1,7 @@
 // The conformance worker: runs memwal's adapter conformance cases, plus a few checks specific to
-// Durable Object storage, inside workerd against a real SQLite-backed Durable Object, and answers
-// GET /?chunkBytes=N with the results as JSON. Bundled by test/workerd/build.ts.
+// Durable Object storage and ordered queries over a MemWal on it (test/fixtures/query-conformance.ts),
+// inside workerd against a real SQLite-backed Durable Object, and answers GET /?chunkBytes=N with
+// the results as JSON. Bundled by test/workerd/build.ts.
 
 import { DurableObjectStorageAdapter } from '../../src/cloudflare.js';
 import { crc32c, crc32cJs, crc32cPath } from '../../src/util/crc32c.js';
@@ -8,6 +9,7 @@ import { MemWalError } from '../../src/util/errors.js';
 import type { DurableObjectStorageLike } from '../../src/cloudflare.js';
 import { conformanceCases, testManifest } from '../../src/testing/conformance.js';
 import type { ConformanceCase } from '../../src/testing/conformance.js';
+import { queryConformanceCase } from '../fixtures/query-conformance.js';
 
 /** One case's outcome, as the test in Node reads it. */
 export interface CaseResult {
@@ -136,6 +138,7 @@ export class ConformanceObject {
     const cases = [
       ...conformanceCases(() => new DurableObjectStorageAdapter(this.ctx.storage, { chunkBytes })),
       ...durableObjectCases(this.ctx.storage, chunkBytes),
+      queryConformanceCase(() => new DurableObjectStorageAdapter(this.ctx.storage, { chunkBytes })),
     ];
     const results: CaseResult[] = [];
     for (const c of cases) {
