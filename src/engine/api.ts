@@ -5,6 +5,7 @@ import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/define-schema.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from './query.js';
+import type { SearchHit, SearchOptions } from './search.js';
 import type { MemWalError } from '../util/errors.js';
 import type {
   BackpressureStats,
@@ -154,6 +155,16 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
   query(index: string, opts?: QueryOptions): Promise<RowTypesOf<R>['output'][]>;
   /** How many rows `query(index, filter)` returns (no limit). */
   count(index: string, filter?: QueryFilter): Promise<number>;
+  /**
+   * Full-text search (SPEC §17.2) over a text index: the rows whose text holds every term of
+   * `text` (tokenized as the index's documents are: data/tokenize.ts), with `prefix` the last term
+   * as a prefix, best first by BM25 (k1 1.2, b 0.75, Lucene's IDF) with corpus statistics over the
+   * live rows of every tier, ties by primary key; `where` keeps only rows an ordered query
+   * (`{ index, equals | range | prefix }`) returns; `limit` (default 10, at most 10,000). Never an
+   * overwritten or deleted version. `InvalidArgument` for an unknown index, a bad option, a text
+   * of more than 4,096 characters or 32 terms.
+   */
+  search(index: string, text: string, opts?: SearchOptions): Promise<SearchHit<RowTypesOf<R>['output']>[]>;
   /** Per declared index: entries and estimated bytes (memtables and the table-file sections built so far). */
   indexStats(): Promise<Record<string, IndexStats>>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */

@@ -40,7 +40,7 @@ export class MemtableSet {
   }
 
   private get indexing(): MemTableIndexing {
-    return { indexes: this.ctx.options.indexes, storeSchema: this.ctx.schema };
+    return { indexes: this.ctx.options.indexes, textIndexes: this.ctx.options.textIndexes, storeSchema: this.ctx.schema };
   }
 
   private get keyed(): boolean {

@@ -22,6 +22,7 @@ import { settleWithin } from './limits.js';
 import { MemtableSet } from './memtable-set.js';
 import { ReadView } from './read-view.js';
 import { type IndexStats, IndexQueries, type QueryOptions } from './query.js';
+import { type SearchHit, type SearchOptions, TextSearch } from './search.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { ReadFootprint } from './watch.js';
 import type { WalRecord } from './recovery.js';
@@ -45,6 +46,7 @@ export class MemtableTier implements Tier {
   private readonly background: Background;
   private readonly reads: ReadView;
   private readonly queries: IndexQueries;
+  private readonly searches: TextSearch;
 
   constructor(
     private readonly ctx: ClaimedContext,
@@ -97,6 +99,15 @@ export class MemtableTier implements Tier {
     this.background = new Background(ctx, { memtables: this.memtables, flusher: this.flusher, compactor: this.compactor });
     this.reads = new ReadView(schema, keyEncoder, this.memtables, () => log.manifest.tables, cache);
     this.queries = new IndexQueries(schema, options.indexes, this.reads, this.memtables, () => log.manifest.tables, cache);
+    this.searches = new TextSearch(
+      schema,
+      options.textIndexes,
+      options.indexes,
+      this.reads,
+      this.memtables,
+      () => log.manifest.tables,
+      cache,
+    );
   }
 
   // ------------------------------------------------------------------ the put path
@@ -240,8 +251,12 @@ export class MemtableTier implements Tier {
     return this.queries.watchFootprint(index, filter);
   }
 
+  search(index: string, text: string, opts: SearchOptions | undefined): Promise<SearchHit[]> {
+    return this.searches.search(index, text, opts);
+  }
+
   indexStats(): Record<string, IndexStats> {
-    return this.queries.stats();
+    return { ...this.queries.stats(), ...this.searches.stats() };
   }
 
   memtableStats(): MemTableStats {

@@ -6,6 +6,7 @@ import { MemWalError } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import type { Logger } from '../util/logger.js';
 import { type IndexSpec, type ResolvedIndex, resolveIndexes } from '../data/index-keys.js';
+import { type ResolvedTextIndex, resolveTextIndex } from '../data/tokenize.js';
 import type { SchemaChange } from '../format/schema-versions.js';
 import type { WriterState } from '../metrics/stats.js';
 import type { CompactionPolicy } from './compaction.js';
@@ -147,7 +148,9 @@ export interface MemWalOptions {
    * Ordered (BTree) indexes by name (SPEC §17): `{ column }`, `{ column, multiEntry: true }` (one
    * entry per element of a list column) or `{ columns: [...] }` (compound, in the order given).
    * `'primary'` is reserved (the primary key as an index). Keyed MemTable-mode stores only;
-   * validated before the writer lock is claimed. Queried with `query` and `count`.
+   * validated before the writer lock is claimed. Queried with `query` and `count`. Full-text
+   * indexes (SPEC §17.2): `{ column, kind: 'text', locale?, stopWords? }` on a Utf8 column,
+   * searched with `search` (data/tokenize.ts states the tokenizer's rule and limits).
    */
   indexes?: Record<string, IndexSpec>;
 }
@@ -185,6 +188,8 @@ export interface ResolvedOptions {
   logger: Logger;
   /** The declared indexes, checked against the schema. */
   indexes: ResolvedIndex[];
+  /** The declared full-text indexes (`kind: 'text'`), checked against the schema. */
+  textIndexes: ResolvedTextIndex[];
 }
 
 export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
@@ -310,7 +315,11 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
   const backpressureTimeoutMs =
     o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
   const indexes = resolveIndexes(o.indexes, o.schema, primaryKey);
-  if (indexes.length > 0 && !enableMemtable) invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
+  const textIndexes = Object.entries((o.indexes ?? {}) as Record<string, Record<string, unknown>>)
+    .filter(([, spec]) => spec.kind === 'text')
+    .map(([name, spec]) => resolveTextIndex(name, spec, o.schema));
+  if (indexes.length + textIndexes.length > 0 && !enableMemtable)
+    invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
   const dropColumns = o.dropColumns ?? [];
   if (!Array.isArray(dropColumns) || dropColumns.some((c) => typeof c !== 'string' || c === '')) {
     invalid('dropColumns', 'must be an array of column names');
@@ -377,6 +386,7 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     persist: bool('persist', false),
     logger,
     indexes,
+    textIndexes,
   };
 }
 

@@ -11,6 +11,7 @@ import { MemWalError } from '../util/errors.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { Backpressure } from './backpressure.js';
 import type { IndexStats, QueryOptions } from './query.js';
+import type { SearchHit, SearchOptions } from './search.js';
 import type { ReadFootprint } from './watch.js';
 import type { WalRecord } from './recovery.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
@@ -59,6 +60,8 @@ export interface Tier {
   count(index: string, filter: QueryFilter | undefined): Promise<number>;
   /** What a watched query of `index` with `filter` covers besides its rows (`IndexQueries.watchFootprint`). */
   queryFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint;
+  /** Full-text search over a text index (search.ts). */
+  search(index: string, text: string, opts: SearchOptions | undefined): Promise<SearchHit[]>;
   /** Per declared index: entries and bytes (sync). */
   indexStats(): Record<string, IndexStats>;
   memtableStats(): MemTableStats;
@@ -171,6 +174,10 @@ export class WalOnlyTier implements Tier {
 
   queryFootprint(): ReadFootprint {
     throw walOnly('query');
+  }
+
+  search(): Promise<SearchHit[]> {
+    return Promise.reject(walOnly('search'));
   }
 
   indexStats(): Record<string, IndexStats> {

@@ -10,10 +10,14 @@ import type { Timer } from '../util/schedule.js';
 import type { ResolvedIndex } from '../data/index-keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import { MemIndex } from './memtable-index.js';
+import type { ResolvedTextIndex } from '../data/tokenize.js';
+import { TextMemIndex } from './text-index.js';
 
 /** What a memtable needs to keep ordered indexes (keyed stores with `indexes` declared). */
 export interface MemTableIndexing {
   indexes: readonly ResolvedIndex[];
+  /** Full-text indexes (text-index.ts). */
+  textIndexes?: readonly ResolvedTextIndex[];
   storeSchema: StoreSchema;
 }
 
@@ -110,13 +114,17 @@ export class MemTable {
    * appended, before they turn visible; their bytes count in `estimatedBytes`.
    */
   readonly indexes: MemIndex[];
+  /** Its full-text indexes (text-index.ts), one per declared text index, kept as `indexes` are. */
+  readonly textIndexes: TextMemIndex[];
   private readonly indexing: MemTableIndexing | undefined;
 
   constructor(generation: number, keyed: boolean, indexing?: MemTableIndexing) {
     this.generation = generation;
     this.keyIndex = keyed ? new KeyIndex() : undefined;
-    this.indexing = keyed && indexing && indexing.indexes.length > 0 ? indexing : undefined;
+    const declared = (indexing?.indexes.length ?? 0) + (indexing?.textIndexes?.length ?? 0);
+    this.indexing = keyed && declared > 0 ? indexing : undefined;
     this.indexes = this.indexing ? this.indexing.indexes.map((ix) => new MemIndex(ix)) : [];
+    this.textIndexes = this.indexing?.textIndexes?.map((ix) => new TextMemIndex(ix)) ?? [];
   }
 
   /** Append batches (with their keys and estimates) and index them; not yet visible. Returns the new batch count. */
@@ -130,6 +138,8 @@ export class MemTable {
       this.rows += b.numRows;
       this.estimatedBytes += bytes[i]!;
       if (this.indexing && keys) for (const ix of this.indexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
+      if (this.indexing && keys)
+        for (const ix of this.textIndexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
     }
     return this.batches.length;
   }

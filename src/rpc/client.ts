@@ -360,6 +360,9 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
     return this.call('count', (r) => r.count(index, filter));
   }
 
+  /** As `MemWal.search`: the text and options go in one message, the hits come back in one. */
+  search: MemWalApi<R>['search'] = (index, text, opts) => this.call('search', (r) => r.search(index, text, opts) as never);
+
   /** As `MemWal.indexStats`. */
   indexStats(): Promise<Record<string, IndexStats>> {
     return this.call('indexStats', (r) => r.indexStats());

@@ -12,6 +12,7 @@ import { nowMs, setRepeating } from '../util/schedule.js';
 import type { WalEntry } from '../engine/api.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { QueryOptions } from '../engine/query.js';
+import type { SearchOptions } from '../engine/search.js';
 import { MemWalError, errorToWire } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
@@ -448,6 +449,7 @@ export function makeHostApi(
     getMany: wire((keys: Record<string, unknown>[]) => need().getMany(keys)),
     query: wire((index: string, opts?: QueryOptions) => need().query(index, opts)),
     count: wire((index: string, filter?: QueryFilter) => need().count(index, filter)),
+    search: wire((index: string, text: string, opts?: SearchOptions) => need().search(index, text, opts)),
     indexStats: wire(() => need().indexStats()),
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
 

@@ -26,6 +26,7 @@ export const TAB_ROUTES = {
   getMany: 'call',
   query: 'call',
   count: 'call',
+  search: 'call',
   indexStats: 'call',
   scan: 'call',
   watch: 'call',
