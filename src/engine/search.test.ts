@@ -202,6 +202,8 @@ describe('full-text search across tiers', () => {
       await w.waitForFlushDrain();
       await w.put([{ id: 2, body: 'green pear', cat: 'a' }]); // overwrite in the memtable
       await w.put([{ id: 2, body: 'green plum', cat: 'a' }]); // and again in the same memtable
+      expect(await w.search('text', 'pear')).toEqual([]);
+      expect((await w.search('text', 'green')).map((h) => h.row.body)).toEqual(['green plum']);
       await w.delete([{ id: 3 }]);
       await w.forceSealActive();
       await w.waitForFlushDrain(); // the delete marker in a newer file than document 3
