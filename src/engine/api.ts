@@ -75,14 +75,17 @@ export type Role = 'leader' | 'follower' | 'in-process';
 /**
  * One read for `watch` to keep live, named by its method and given its arguments:
  * `{ get: key }`, `{ getMany: keys }`, `{ scan: { columns? } }` (`{ scan: {} }`: every column),
- * `{ query: index, ...QueryOptions }` and `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1).
+ * `{ query: index, ...QueryOptions }`, `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1) and
+ * `{ search: index, text, ...SearchOptions }` (§17.2; woken by every commit: any write moves the
+ * corpus statistics).
  */
 export type WatchSpec<R extends RowsParam = UntypedRows> =
   | { get: RowTypesOf<R>['key'] }
   | { getMany: readonly RowTypesOf<R>['key'][] }
   | { scan: { columns?: ColumnName<R>[] } }
   | ({ query: string } & QueryOptions)
-  | ({ count: string } & QueryFilter);
+  | ({ count: string } & QueryFilter)
+  | ({ search: string; text: string } & SearchOptions);
 
 /** What `watch(spec)` delivers: what the read `spec` names resolves to. */
 export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
@@ -95,7 +98,9 @@ export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
         ? RowTypesOf<R>['output'][]
         : S extends { count: string }
           ? number
-          : never;
+          : S extends { search: string }
+            ? SearchHit<RowTypesOf<R>['output']>[]
+            : never;
 
 /** Options of `watch`. */
 export interface WatchOptions {

@@ -8,6 +8,7 @@ import type { Key } from '../data/keys.js';
 import { MemWalError } from '../util/errors.js';
 import type { WatchInfo, WatchOptions, WatchSpec } from './api.js';
 import type { QueryOptions } from './query.js';
+import type { SearchHit, SearchOptions } from './search.js';
 import type { ReadFootprint, WatchRead, Watches } from './watch.js';
 
 /** The reads of a writer a watch runs (MemWal's). */
@@ -16,6 +17,7 @@ export interface WatchableReads {
   getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]>;
   scan(opts: { columns?: string[] }): Promise<Table>;
   query(index: string, opts?: QueryOptions): Promise<Record<string, unknown>[]>;
+  search(index: string, text: string, opts?: SearchOptions): Promise<SearchHit[]>;
   /** The primary key's columns. */
   readonly primaryKeyColumns: readonly string[];
   /** What a watched query covers besides its rows (`IndexQueries.watchFootprint`). */
@@ -58,10 +60,15 @@ export const WATCH_READS = {
     const keys = rows.map((r) => keyOfRow(db, r));
     return { value: rows.length, touched: { keys, ...db.queryFootprint(index, filter) } satisfies ReadFootprint };
   },
+  // Every commit: any row written or deleted moves the corpus statistics, so every score.
+  search: (db: WatchableReads, spec: { search: string; text: string } & SearchOptions) => async () => {
+    const { search: index, text, ...opts } = spec;
+    return { value: await db.search(index, text, opts), touched: { all: true } satisfies ReadFootprint };
+  },
 } satisfies Record<string, (db: WatchableReads, arg: never) => WatchRead<unknown>>;
 
 /** Reads whose spec carries options beside the read's name (`{ query: index, ...options }`): handed the whole spec. */
-const WITH_OPTIONS: ReadonlySet<string> = new Set(['query', 'count']);
+const WITH_OPTIONS: ReadonlySet<string> = new Set(['query', 'count', 'search']);
 
 /** The encoded primary key of a row a query returned. */
 function keyOfRow(db: WatchableReads, row: Record<string, unknown>): Key {

@@ -8,6 +8,7 @@ import type { SchemaChange, SchemaReset } from '../engine/memwal.js';
 import type { SchemaInfo, SchemaVersionInfo } from '../engine/api.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { QueryOptions } from '../engine/query.js';
+import type { SearchOptions } from '../engine/search.js';
 import type { makeHostApi } from './host.js';
 import type { TabMethod } from './tabs/routes.js';
 
@@ -147,7 +148,8 @@ export type WireWatchSpec =
   | { getMany: Record<string, unknown>[] }
   | { scan: { columns?: string[] } }
   | ({ query: string } & QueryOptions)
-  | ({ count: string } & QueryFilter);
+  | ({ count: string } & QueryFilter)
+  | ({ search: string; text: string } & SearchOptions);
 
 /** Host -> client, posted on the connection port beside comlink's replies (same order). */
 export type HostEvent =
