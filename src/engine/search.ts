@@ -261,7 +261,7 @@ export class TextSearch {
     const t = view.tables[tier - nm]!;
     const s = this.sections.get(t.name)!.get(ix.name)!;
     const open = await this.cache.open(t);
-    const block = await open.block(s.blocks[doc]!, false);
+    const block = await open.block(s.blocks[doc]!);
     return { batch: block.batch, row: s.rows[doc]! };
   }
 
