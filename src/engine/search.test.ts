@@ -9,6 +9,7 @@ import { Field, Int32, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { MAX_DOCUMENT_TOKENS, MAX_QUERY_TERMS, type ResolvedTextIndex, tokenize } from '../data/tokenize.js';
 import { MemoryStorage } from '../storage/memory.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
 import { int, rng } from '../testing/rng.js';
 import { MemWal } from './memwal.js';
 import { bm25, type SearchOptions } from './search.js';
@@ -236,6 +237,35 @@ describe('full-text search across tiers', () => {
         (await w.search('textStop', 'apple')).map((h) => h.row.id),
       );
       expect(await w.search('textStop', 'the')).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe('full-text search and visibility', () => {
+  it('finds a row, and counts it in the statistics, only once it is visible (its WAL entry durable)', async () => {
+    const storage = new FaultInjectingStorage();
+    const w = await MemWal.open({ name: 'vis', schema, primaryKey: ['id'], storage, indexes, logger: quiet } as never);
+    try {
+      await w.put([
+        { id: 1, body: 'apple pie', cat: 'a' },
+        { id: 2, body: 'apple tart', cat: 'a' },
+      ]);
+      const before = await w.search('text', 'apple');
+      const release = storage.hold('walAppend');
+      const pending = w.put([
+        { id: 3, body: 'apple crumble', cat: 'a' },
+        { id: 1, body: 'plum pie', cat: 'a' },
+      ]);
+      for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 1));
+      // Appended and indexed, not durable: the same hits with the same scores as before the put.
+      expect(await w.search('text', 'apple')).toEqual(before);
+      expect(await w.search('text', 'crumble')).toEqual([]);
+      release();
+      await pending;
+      expect((await w.search('text', 'apple')).map((h) => h.row.id)).toEqual([2, 3]);
+      expect((await w.search('text', 'plum')).map((h) => h.row.id)).toEqual([1]);
     } finally {
       await w.close();
     }
