@@ -183,6 +183,7 @@ describe('full-text search across tiers', () => {
       await w.compact(); // one
       expect(scores(await w.search('text', 'apple'))).toEqual(scores(before));
       expect((await w.indexStats()).text).toMatchObject({ tableEntries: 5 }); // its section, built by the search
+      expect((await w.stats()).indexes).toContainEqual(expect.objectContaining({ name: 'text', kind: 'text', entries: 5 }));
       await w.close();
       w = await open(storage, 'tiers');
       expect(scores(await w.search('text', 'apple'))).toEqual(scores(before));
