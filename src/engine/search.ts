@@ -74,6 +74,14 @@ interface TierOf {
   own(doc: number): boolean;
 }
 
+/** A matching live document of a capture: its tier, id there, score; its encoded primary key once a tie needed it. */
+interface Hit {
+  tier: number;
+  doc: number;
+  score: number;
+  pk: string | undefined;
+}
+
 /** One term of a query: exact, or (the last, with `prefix`) every term starting with it. */
 interface Clause {
   term: string;
@@ -93,7 +101,16 @@ interface Corpus {
 
 /** BM25 of one clause in one document (SPEC §17.2): Lucene's IDF times the saturated, length-normalized frequency. */
 export function bm25(tf: number, df: number, docs: number, length: number, avgLength: number): number {
-  const idf = Math.log(1 + (docs - df + 0.5) / (df + 0.5));
+  return bm25Of(idfOf(df, docs), tf, length, avgLength);
+}
+
+/** Lucene's IDF of a clause held by `df` of `docs` documents. */
+function idfOf(df: number, docs: number): number {
+  return Math.log(1 + (docs - df + 0.5) / (df + 0.5));
+}
+
+/** BM25 of one clause of IDF `idf` in a document of `length` terms holding it `tf` times. */
+function bm25Of(idf: number, tf: number, length: number, avgLength: number): number {
   return (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength));
 }
 
@@ -213,7 +230,8 @@ export class TextSearch {
         return n;
       });
       const avg = corpus.terms / corpus.docs;
-      const hits: { tier: number; doc: number; score: number; pk: string }[] = [];
+      const idf = df.map((n) => idfOf(n, corpus.docs));
+      let hits: Hit[] = [];
       tiers.forEach((tier, i) => {
         const maps = matches.map((m) => m[i]!);
         const smallest = maps.reduce((a, b) => (b.size < a.size ? b : a));
@@ -225,12 +243,28 @@ export class TextSearch {
               score = Number.NaN;
               break;
             }
-            score += bm25(tf, df[j]!, corpus.docs, tier.seg.docLengths[doc]!, avg);
+            score += bm25Of(idf[j]!, tf, tier.seg.docLengths[doc]!, avg);
           }
-          if (!Number.isNaN(score)) hits.push({ tier: i, doc, score, pk: keyString(tier.seg.docKeys[doc]!, this.storeSchema) });
+          if (!Number.isNaN(score)) hits.push({ tier: i, doc, score, pk: undefined });
         }
       });
-      hits.sort((a, b) => b.score - a.score || (a.pk < b.pk ? -1 : a.pk > b.pk ? 1 : 0));
+      // Without `where` only the best `limit` (and their ties) are ordered; primary keys are encoded for ties only.
+      if (!where && hits.length > limit) {
+        const scores = Float64Array.from(hits, (h) => h.score).sort();
+        const threshold = scores[scores.length - limit]!;
+        hits = hits.filter((h) => h.score >= threshold);
+      }
+      const keyOf = (h: Hit): Key => tiers[h.tier]!.seg.docKeys[h.doc]!;
+      const pkOf = (h: Hit): string => (h.pk ??= keyString(keyOf(h), this.storeSchema));
+      hits.sort((a, b) => {
+        if (a.score !== b.score) return b.score - a.score;
+        const ka = keyOf(a);
+        const kb = keyOf(b);
+        if (typeof ka === 'number' && typeof kb === 'number') return ka - kb; // number keys sort as numbers (lsm/sorted.ts)
+        const pa = pkOf(a);
+        const pb = pkOf(b);
+        return pa < pb ? -1 : pa > pb ? 1 : 0;
+      });
       // The rows, best first, until `limit` pass `where`.
       const out: SearchHit[] = [];
       for (const h of hits) {
