@@ -61,7 +61,9 @@ for (const tabs of ['exclusive', 'share'] as const) {
   });
 }
 
-test("tabs 'share': a watch in each tab sees the other tab's write (median within 100 ms); writes elsewhere wake nothing", async ({ context }) => {
+test("tabs 'share': a watch in each tab sees the other tab's write (median within 100 ms); writes elsewhere wake nothing", async ({
+  context,
+}) => {
   const name = 'live-watch-share';
   const a = await livePage(await context.newPage());
   const b = await livePage(await context.newPage());

@@ -13,13 +13,19 @@
 
 import { type DataType, type Field, type Schema, Type } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
+import type { TextIndexSpec } from './tokenize.js';
 import { isVectorSpec, type VectorIndexSpec } from './vector-spec.js';
 
 /**
  * An ordered index on one column (`multiEntry`: one entry per element of a list column) or on
- * several, compound in the order given; or a vector index (`kind: 'vector'`, data/vector-spec.ts).
+ * several, compound in the order given; or a full-text index (`kind: 'text'`, data/tokenize.ts);
+ * or a vector index (`kind: 'vector'`, data/vector-spec.ts).
  */
-export type IndexSpec<C extends string = string> = { column: C; multiEntry?: boolean } | { columns: readonly C[] } | VectorIndexSpec<C>;
+export type IndexSpec<C extends string = string> =
+  | { column: C; multiEntry?: boolean }
+  | { columns: readonly C[] }
+  | TextIndexSpec<C>
+  | VectorIndexSpec<C>;
 
 /** The name reserved for the primary key as an ordered index. */
 export const PRIMARY_INDEX = 'primary';
@@ -75,6 +81,9 @@ export function resolveIndexes(indexes: unknown, schema: Schema, primaryKey: rea
     if (primaryKey.length === 0) throw invalid(`${what}: indexes need a primary key (ties are ordered by it)`);
     if (typeof spec !== 'object' || spec === null) throw invalid(`${what}: must be { column } or { columns: [...] }`);
     if (isVectorSpec(spec)) continue; // resolveVectorIndexes (data/vector-spec.ts)
+    const kind = (spec as { kind?: unknown }).kind;
+    if (kind === 'text') continue; // resolveTextIndex (data/tokenize.ts)
+    if (kind !== undefined) throw invalid(`${what}: unknown kind ${JSON.stringify(kind)} (an ordered index has none; 'text', 'vector')`);
     const s = spec as { column?: unknown; columns?: unknown; multiEntry?: unknown };
     for (const k of Object.keys(s)) {
       if (k !== 'column' && k !== 'columns' && k !== 'multiEntry') throw invalid(`${what}: unknown field "${k}"`);

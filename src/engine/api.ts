@@ -6,6 +6,7 @@ import type { ColumnName, RowTypesOf, RowsParam, UntypedRows } from '../data/def
 import type { QueryFilter } from '../data/index-keys.js';
 import type { IndexStats, QueryOptions } from './query.js';
 import type { NearestHit, NearestOptions } from './nearest.js';
+import type { SearchHit, SearchOptions } from './search.js';
 import type { MemWalError } from '../util/errors.js';
 import type {
   BackpressureStats,
@@ -75,8 +76,10 @@ export type Role = 'leader' | 'follower' | 'in-process';
 /**
  * One read for `watch` to keep live, named by its method and given its arguments:
  * `{ get: key }`, `{ getMany: keys }`, `{ scan: { columns? } }` (`{ scan: {} }`: every column),
- * `{ query: index, ...QueryOptions }`, `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1) and
- * `{ nearest: index, vector, ...NearestOptions }` (§17.3: it runs again after every commit).
+ * `{ query: index, ...QueryOptions }`, `{ count: index, ...QueryFilter }` (SPEC §15.1, §17.1),
+ * `{ nearest: index, vector, ...NearestOptions }` (§17.3: it runs again after every commit) and
+ * `{ search: index, text, ...SearchOptions }` (§17.2; woken by every commit: any write moves the
+ * corpus statistics).
  */
 export type WatchSpec<R extends RowsParam = UntypedRows> =
   | { get: RowTypesOf<R>['key'] }
@@ -84,7 +87,8 @@ export type WatchSpec<R extends RowsParam = UntypedRows> =
   | { scan: { columns?: ColumnName<R>[] } }
   | ({ query: string } & QueryOptions)
   | ({ count: string } & QueryFilter)
-  | ({ nearest: string; vector: readonly number[] | Float32Array } & NearestOptions);
+  | ({ nearest: string; vector: readonly number[] | Float32Array } & NearestOptions)
+  | ({ search: string; text: string } & SearchOptions);
 
 /** What `watch(spec)` delivers: what the read `spec` names resolves to. */
 export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
@@ -99,7 +103,9 @@ export type WatchResult<R extends RowsParam, S> = S extends { get: unknown }
           ? number
           : S extends { nearest: string }
             ? NearestHit<RowTypesOf<R>['output']>[]
-            : never;
+            : S extends { search: string }
+              ? SearchHit<RowTypesOf<R>['output']>[]
+              : never;
 
 /** Options of `watch`. */
 export interface WatchOptions {
@@ -168,6 +174,16 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
    * length or with a NaN or infinity, a bad k, ef or where.
    */
   nearest(index: string, vector: readonly number[] | Float32Array, opts: NearestOptions): Promise<NearestHit<RowTypesOf<R>['output']>[]>;
+  /**
+   * Full-text search (SPEC §17.2) over a text index: the rows whose text holds every term of
+   * `text` (tokenized as the index's documents are: data/tokenize.ts), with `prefix` the last term
+   * as a prefix, best first by BM25 (k1 1.2, b 0.75, Lucene's IDF) with corpus statistics over the
+   * live rows of every tier, ties by primary key; `where` keeps only rows an ordered query
+   * (`{ index, equals | range | prefix }`) returns; `limit` (default 10, at most 10,000). Never an
+   * overwritten or deleted version. `InvalidArgument` for an unknown index, a bad option, a text
+   * of more than 4,096 characters or 32 terms.
+   */
+  search(index: string, text: string, opts?: SearchOptions): Promise<SearchHit<RowTypesOf<R>['output']>[]>;
   /** Per declared index: entries and estimated bytes (memtables and the table-file sections built so far). */
   indexStats(): Promise<Record<string, IndexStats>>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */

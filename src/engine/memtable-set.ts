@@ -40,7 +40,12 @@ export class MemtableSet {
   }
 
   private get indexing(): MemTableIndexing {
-    return { indexes: this.ctx.options.indexes, vectorIndexes: this.ctx.options.vectorIndexes, storeSchema: this.ctx.schema };
+    return {
+      indexes: this.ctx.options.indexes,
+      vectorIndexes: this.ctx.options.vectorIndexes,
+      textIndexes: this.ctx.options.textIndexes,
+      storeSchema: this.ctx.schema,
+    };
   }
 
   private get keyed(): boolean {

@@ -22,6 +22,7 @@ import { settleWithin } from './limits.js';
 import { MemtableSet } from './memtable-set.js';
 import { ReadView } from './read-view.js';
 import { type IndexStats, IndexQueries, type QueryOptions } from './query.js';
+import { type SearchHit, type SearchOptions, TextSearch } from './search.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import { type NearestHit, type NearestOptions, VectorSearch } from './nearest.js';
 import type { ReadFootprint } from './watch.js';
@@ -47,6 +48,7 @@ export class MemtableTier implements Tier {
   private readonly reads: ReadView;
   private readonly queries: IndexQueries;
   private readonly vectors: VectorSearch;
+  private readonly searches: TextSearch;
 
   constructor(
     private readonly ctx: ClaimedContext,
@@ -108,6 +110,15 @@ export class MemtableTier implements Tier {
       lanes: ctx.lanes,
       life: ctx.life,
     });
+    this.searches = new TextSearch(
+      schema,
+      options.textIndexes,
+      options.indexes,
+      this.reads,
+      this.memtables,
+      () => log.manifest.tables,
+      cache,
+    );
   }
 
   // ------------------------------------------------------------------ the put path
@@ -257,8 +268,12 @@ export class MemtableTier implements Tier {
     return this.vectors.nearest(index, vector, opts);
   }
 
+  search(index: string, text: string, opts: SearchOptions | undefined): Promise<SearchHit[]> {
+    return this.searches.search(index, text, opts);
+  }
+
   indexStats(): Record<string, IndexStats> {
-    return { ...this.queries.stats(), ...this.vectors.stats() };
+    return { ...this.queries.stats(), ...this.vectors.stats(), ...this.searches.stats() };
   }
 
   memtableStats(): MemTableStats {

@@ -340,10 +340,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
 
   // ------------------------------------------------------------------ reads and the log
 
-  /**
-   * The newest version of the row with this primary key, or undefined (absent or deleted).
-   * `NotSupported` without a primary key or in WAL-only mode; `InvalidArgument` for a bad key.
-   */
+  /** The newest version of the row with this key (`MemWalApi.get`); `NotSupported` in WAL-only mode. */
   get(key: RowTypesOf<R>['key']): Promise<RowTypesOf<R>['output'] | undefined>;
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     this.life.throwIfUnusable();
@@ -351,13 +348,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     return this.view.row(await this.tier.get(key));
   }
 
-  /**
-   * Many point reads from one snapshot: `out[i]` is the newest version of `keys[i]`'s row, or
-   * undefined (absent or deleted); duplicates allowed. The keys the memtables miss are looked
-   * up in key order, so each table block is read at most once. Rejects `InvalidArgument` (not an
-   * array, more than `MAX_GET_MANY_KEYS` keys, or a bad key, named by its index; nothing read),
-   * `NotSupported` without a primary key or in WAL-only mode.
-   */
+  /** Many point reads from one snapshot (`MemWalApi.getMany`, read-view.ts); `NotSupported` in WAL-only mode. */
   getMany(keys: readonly RowTypesOf<R>['key'][]): Promise<(RowTypesOf<R>['output'] | undefined)[]>;
   async getMany(keys: readonly Record<string, unknown>[]): Promise<(Record<string, unknown> | undefined)[]> {
     this.life.throwIfUnusable();
@@ -388,6 +379,14 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     await this.readTurns.turn();
     const hits = await this.tier.nearest(index, vector, opts);
     return (this.view.identity ? hits : hits.map((h) => ({ row: this.view.row(h.row)!, distance: h.distance }))) as never;
+  }
+
+  /** Full-text search over a text index (`MemWalApi.search`, SPEC §17.2; engine/search.ts). */
+  async search(...[index, text, opts]: Parameters<MemWalApi<R>['search']>): ReturnType<MemWalApi<R>['search']> {
+    this.life.throwIfUnusable();
+    await this.readTurns.turn();
+    const hits = await this.tier.search(index, text, opts);
+    return (this.view.identity ? hits : hits.map((h) => ({ row: this.view.row(h.row)!, score: h.score }))) as never;
   }
 
   /** Per declared index: entries and estimated bytes. */

@@ -7,6 +7,7 @@ import type { StorageAdapter } from '../storage/adapter.js';
 import type { Logger } from '../util/logger.js';
 import { type IndexSpec, type ResolvedIndex, resolveIndexes } from '../data/index-keys.js';
 import { type ResolvedVectorIndex, resolveVectorIndexes } from '../data/vector-spec.js';
+import { type ResolvedTextIndex, resolveTextIndex } from '../data/tokenize.js';
 import type { SchemaChange } from '../format/schema-versions.js';
 import type { WriterState } from '../metrics/stats.js';
 import type { CompactionPolicy } from './compaction.js';
@@ -150,7 +151,9 @@ export interface MemWalOptions {
    * `'primary'` is reserved (the primary key as an index). Keyed MemTable-mode stores only;
    * validated before the writer lock is claimed. Queried with `query` and `count`.
    * `{ column, kind: 'vector', distance, m?, efConstruction? }` on a `vector(dim)` column: an HNSW
-   * index queried with `nearest` (SPEC §17.3, data/vector-spec.ts).
+   * index queried with `nearest` (SPEC §17.3, data/vector-spec.ts). Full-text indexes (SPEC
+   * §17.2): `{ column, kind: 'text', locale?, stopWords? }` on a Utf8 column, searched with
+   * `search` (data/tokenize.ts states the tokenizer's rule and limits).
    */
   indexes?: Record<string, IndexSpec>;
 }
@@ -190,6 +193,8 @@ export interface ResolvedOptions {
   indexes: ResolvedIndex[];
   /** The declared vector indexes (`kind: 'vector'`), checked against the schema. */
   vectorIndexes: ResolvedVectorIndex[];
+  /** The declared full-text indexes (`kind: 'text'`), checked against the schema. */
+  textIndexes: ResolvedTextIndex[];
 }
 
 export const DEFAULT_MAX_WAL_BUFFER_BYTES = 2 * MiB;
@@ -315,9 +320,12 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
   const backpressureTimeoutMs =
     o.backpressureTimeoutMs === undefined ? undefined : nonNegativeInt('backpressureTimeoutMs', o.backpressureTimeoutMs, 0);
   const indexes = resolveIndexes(o.indexes, o.schema, primaryKey);
-  if (indexes.length > 0 && !enableMemtable) invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
   const vectorIndexes = resolveVectorIndexes(o.indexes, o.schema, primaryKey);
-  if (vectorIndexes.length > 0 && !enableMemtable) invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
+  const textIndexes = Object.entries((o.indexes ?? {}) as Record<string, Record<string, unknown>>)
+    .filter(([, spec]) => spec.kind === 'text')
+    .map(([name, spec]) => resolveTextIndex(name, spec, o.schema));
+  if (indexes.length + vectorIndexes.length + textIndexes.length > 0 && !enableMemtable)
+    invalid('indexes', 'are not supported in WAL-only mode (enableMemtable: false)');
   const dropColumns = o.dropColumns ?? [];
   if (!Array.isArray(dropColumns) || dropColumns.some((c) => typeof c !== 'string' || c === '')) {
     invalid('dropColumns', 'must be an array of column names');
@@ -385,6 +393,7 @@ export function resolveOptions(o: MemWalOptions, extraKnown: readonly string[] =
     logger,
     indexes,
     vectorIndexes,
+    textIndexes,
   };
 }
 

@@ -166,7 +166,7 @@ export class StatsSource {
       storage: { ...est, tableFileCount: tables.length, tableFileBytes, storeBytes: tableFileBytes + wal.retainedBytes },
       indexes: Object.entries(this.tier.indexStats()).map(([name, ix]) => ({
         name,
-        kind: ix.graphVectors === undefined ? 'ordered' : 'vector',
+        kind: ix.graphVectors !== undefined ? 'vector' : this.ctx.options.textIndexes.some((t) => t.name === name) ? 'text' : 'ordered',
         entries: ix.entries,
         bytes: ix.bytes,
       })),

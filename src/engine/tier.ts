@@ -12,6 +12,7 @@ import type { QueryFilter } from '../data/index-keys.js';
 import type { Backpressure } from './backpressure.js';
 import type { IndexStats, QueryOptions } from './query.js';
 import type { NearestHit, NearestOptions } from './nearest.js';
+import type { SearchHit, SearchOptions } from './search.js';
 import type { ReadFootprint } from './watch.js';
 import type { WalRecord } from './recovery.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
@@ -62,6 +63,8 @@ export interface Tier {
   queryFootprint(index: string, filter: QueryFilter | undefined): ReadFootprint;
   /** The rows nearest to `vector` on a vector index (nearest.ts). */
   nearest(index: string, vector: unknown, opts: NearestOptions): Promise<NearestHit[]>;
+  /** Full-text search over a text index (search.ts). */
+  search(index: string, text: string, opts: SearchOptions | undefined): Promise<SearchHit[]>;
   /** Per declared index: entries and bytes (sync). */
   indexStats(): Record<string, IndexStats>;
   memtableStats(): MemTableStats;
@@ -178,6 +181,10 @@ export class WalOnlyTier implements Tier {
 
   nearest(): Promise<NearestHit[]> {
     return Promise.reject(walOnly('nearest'));
+  }
+
+  search(): Promise<SearchHit[]> {
+    return Promise.reject(walOnly('search'));
   }
 
   indexStats(): Record<string, IndexStats> {

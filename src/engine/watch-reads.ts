@@ -9,6 +9,7 @@ import { MemWalError } from '../util/errors.js';
 import type { WatchInfo, WatchOptions, WatchSpec } from './api.js';
 import type { QueryOptions } from './query.js';
 import type { NearestHit, NearestOptions } from './nearest.js';
+import type { SearchHit, SearchOptions } from './search.js';
 import type { ReadFootprint, WatchRead, Watches } from './watch.js';
 
 /** The reads of a writer a watch runs (MemWal's). */
@@ -18,6 +19,7 @@ export interface WatchableReads {
   scan(opts: { columns?: string[] }): Promise<Table>;
   query(index: string, opts?: QueryOptions): Promise<Record<string, unknown>[]>;
   nearest(index: string, vector: readonly number[] | Float32Array, opts: NearestOptions): Promise<NearestHit[]>;
+  search(index: string, text: string, opts?: SearchOptions): Promise<SearchHit[]>;
   /** The primary key's columns. */
   readonly primaryKeyColumns: readonly string[];
   /** What a watched query covers besides its rows (`IndexQueries.watchFootprint`). */
@@ -65,10 +67,15 @@ export const WATCH_READS = {
     const { nearest: index, vector, ...opts } = spec;
     return { value: await db.nearest(index, vector, opts), touched: { all: true } satisfies ReadFootprint };
   },
+  // Every commit: any row written or deleted moves the corpus statistics, so every score.
+  search: (db: WatchableReads, spec: { search: string; text: string } & SearchOptions) => async () => {
+    const { search: index, text, ...opts } = spec;
+    return { value: await db.search(index, text, opts), touched: { all: true } satisfies ReadFootprint };
+  },
 } satisfies Record<string, (db: WatchableReads, arg: never) => WatchRead<unknown>>;
 
 /** Reads whose spec carries options beside the read's name (`{ query: index, ...options }`): handed the whole spec. */
-const WITH_OPTIONS: ReadonlySet<string> = new Set(['query', 'count', 'nearest']);
+const WITH_OPTIONS: ReadonlySet<string> = new Set(['query', 'count', 'nearest', 'search']);
 
 /** The encoded primary key of a row a query returned. */
 function keyOfRow(db: WatchableReads, row: Record<string, unknown>): Key {

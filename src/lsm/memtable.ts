@@ -12,12 +12,16 @@ import type { StoreSchema } from '../data/schema.js';
 import { MemIndex } from './memtable-index.js';
 import type { ResolvedVectorIndex } from '../data/vector-spec.js';
 import { MemVectorIndex } from './vector-index.js';
+import type { ResolvedTextIndex } from '../data/tokenize.js';
+import { TextMemIndex } from './text-index.js';
 
 /** What a memtable needs to keep ordered indexes (keyed stores with `indexes` declared). */
 export interface MemTableIndexing {
   indexes: readonly ResolvedIndex[];
   /** Vector indexes (vector-index.ts); none when absent. */
   vectorIndexes?: readonly ResolvedVectorIndex[];
+  /** Full-text indexes (text-index.ts). */
+  textIndexes?: readonly ResolvedTextIndex[];
   storeSchema: StoreSchema;
 }
 
@@ -116,15 +120,18 @@ export class MemTable {
   readonly indexes: MemIndex[];
   /** Its vector indexes (vector-index.ts), one per declared vector index, fed as `indexes` are. */
   readonly vectors: MemVectorIndex[];
+  /** Its full-text indexes (text-index.ts), one per declared text index, kept as `indexes` are. */
+  readonly textIndexes: TextMemIndex[];
   private readonly indexing: MemTableIndexing | undefined;
 
   constructor(generation: number, keyed: boolean, indexing?: MemTableIndexing) {
     this.generation = generation;
     this.keyIndex = keyed ? new KeyIndex() : undefined;
-    const declared = (indexing?.indexes.length ?? 0) + (indexing?.vectorIndexes?.length ?? 0);
+    const declared = (indexing?.indexes.length ?? 0) + (indexing?.vectorIndexes?.length ?? 0) + (indexing?.textIndexes?.length ?? 0);
     this.indexing = keyed && indexing && declared > 0 ? indexing : undefined;
     this.indexes = this.indexing ? this.indexing.indexes.map((ix) => new MemIndex(ix)) : [];
     this.vectors = this.indexing?.vectorIndexes?.map((ix) => new MemVectorIndex(ix)) ?? [];
+    this.textIndexes = this.indexing?.textIndexes?.map((ix) => new TextMemIndex(ix)) ?? [];
   }
 
   /** Append batches (with their keys and estimates) and index them; not yet visible. Returns the new batch count. */
@@ -139,6 +146,8 @@ export class MemTable {
       this.estimatedBytes += bytes[i]!;
       if (this.indexing && keys) for (const ix of this.indexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
       if (this.indexing && keys) for (const v of this.vectors) this.estimatedBytes += v.add(b, keys[i]!, base, this.indexing.storeSchema);
+      if (this.indexing && keys)
+        for (const ix of this.textIndexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
     }
     return this.batches.length;
   }

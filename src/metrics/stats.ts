@@ -219,12 +219,13 @@ export interface SnapshotBackpressure extends BackpressureStats {
 
 /**
  * One index's figures (SPEC §17), one per declared index in `StatsSnapshot.indexes`: the ordered
- * indexes report theirs (engine/query.ts `IndexQueries.stats`, the same figures as `indexStats()`).
+ * indexes report theirs (engine/query.ts `IndexQueries.stats`), the text indexes theirs (engine/search.ts
+ * `TextSearch.stats`: documents and bytes), the same figures as `indexStats()`.
  */
 export interface IndexStats {
   /** The index's name. */
   name: string;
-  /** Its kind: `'ordered'` or `'vector'` (later `'text'`). */
+  /** Its kind: `'ordered'`, `'text'` or `'vector'`. */
   kind: string;
   /** Entries indexed (memtables and the table-file sections built so far), where the index tells. */
   entries?: number;

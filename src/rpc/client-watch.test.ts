@@ -155,7 +155,7 @@ describe('MemWalClient.watch', () => {
 
   it('a spec naming no read throws InvalidArgument at once; a bad key reaches onError as final and drops the watch', async () => {
     const db = await open();
-    expect(() => db.watch({ search: 'x' } as never, () => undefined)).toThrow(/spec must name one read/);
+    expect(() => db.watch({ lookup: 'x' } as never, () => undefined)).toThrow(/spec must name one read/);
     const errors: [string, boolean][] = [];
     db.watch({ get: { nope: 1 } as never }, () => undefined, { onError: (e, final) => errors.push([e.code, final]) });
     await until(() => errors.length === 1);

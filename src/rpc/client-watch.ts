@@ -10,10 +10,10 @@ import type { WireArrow, WireWatchSpec } from './protocol.js';
 import type { Remote } from './worker-link.js';
 
 /** The reads `watch` takes (engine/watch-reads.ts WATCH_READS), checked here before anything is posted. */
-export const WATCH_KINDS = ['get', 'getMany', 'scan', 'query', 'count', 'nearest'] as const;
+export const WATCH_KINDS = ['get', 'getMany', 'scan', 'query', 'count', 'nearest', 'search'] as const;
 
 /** Reads whose spec carries options beside the read's name (`{ query: index, ...options }`). */
-const WITH_OPTIONS: readonly string[] = ['query', 'count', 'nearest'];
+const WITH_OPTIONS: readonly string[] = ['query', 'count', 'nearest', 'search'];
 
 /** Watch ids, unique in the page: the clients of one page may share a connection (realm.ts). */
 let nextWatchId = 1;

@@ -364,6 +364,8 @@ export class MemWalClient<R extends RowsParam = UntypedRows> implements MemWalAp
   nearest(...[index, vector, opts]: Parameters<MemWalApi<R>['nearest']>): ReturnType<MemWalApi<R>['nearest']> {
     return this.call('nearest', (r) => r.nearest(index, vector as Float32Array, opts)) as never;
   }
+  /** As `MemWal.search`: the text and options go in one message, the hits come back in one. */
+  search: MemWalApi<R>['search'] = (index, text, opts) => this.call('search', (r) => r.search(index, text, opts) as never);
 
   /** As `MemWal.indexStats`. */
   indexStats(): Promise<Record<string, IndexStats>> {

@@ -13,6 +13,7 @@ import type { WalEntry } from '../engine/api.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { QueryOptions } from '../engine/query.js';
 import type { NearestOptions } from '../engine/nearest.js';
+import type { SearchOptions } from '../engine/search.js';
 import { MemWalError, errorToWire } from '../util/errors.js';
 import type { StorageAdapter } from '../storage/adapter.js';
 import { defaultBrowserStorage, resolveBrowserStorage } from '../io-worker/browser.js';
@@ -450,6 +451,7 @@ export function makeHostApi(
     query: wire((index: string, opts?: QueryOptions) => need().query(index, opts)),
     count: wire((index: string, filter?: QueryFilter) => need().count(index, filter)),
     nearest: wire((index: string, vector: number[] | Float32Array, opts: NearestOptions) => need().nearest(index, vector, opts)),
+    search: wire((index: string, text: string, opts?: SearchOptions) => need().search(index, text, opts)),
     indexStats: wire(() => need().indexStats()),
     scan: wire(async (opts?: { columns?: string[] }) => arrowResult(encodeArrow(await need().scan(opts)))),
 

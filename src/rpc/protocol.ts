@@ -9,6 +9,7 @@ import type { SchemaInfo, SchemaVersionInfo } from '../engine/api.js';
 import type { QueryFilter } from '../data/index-keys.js';
 import type { QueryOptions } from '../engine/query.js';
 import type { NearestOptions } from '../engine/nearest.js';
+import type { SearchOptions } from '../engine/search.js';
 import type { makeHostApi } from './host.js';
 import type { TabMethod } from './tabs/routes.js';
 
@@ -149,7 +150,8 @@ export type WireWatchSpec =
   | { scan: { columns?: string[] } }
   | ({ query: string } & QueryOptions)
   | ({ count: string } & QueryFilter)
-  | ({ nearest: string; vector: number[] | Float32Array } & NearestOptions);
+  | ({ nearest: string; vector: number[] | Float32Array } & NearestOptions)
+  | ({ search: string; text: string } & SearchOptions);
 
 /** Host -> client, posted on the connection port beside comlink's replies (same order). */
 export type HostEvent =

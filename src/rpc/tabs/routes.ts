@@ -27,6 +27,7 @@ export const TAB_ROUTES = {
   query: 'call',
   count: 'call',
   nearest: 'call',
+  search: 'call',
   indexStats: 'call',
   scan: 'call',
   watch: 'call',
