@@ -4,7 +4,8 @@
 // open, the 20 newest by `updatedAt` (the first query: it loads each table file's section), a
 // `count` by tag (the second index's first query) and the 20 newest again (warm), each timed.
 // Alone: `node --import tsx bench/index-reopen.ts --rows=200000 --reps=3`. The same script on a
-// build before table format 3 measures the sections built from the files' rows.
+// build before table format 3 measures the sections built from the files' rows. `KEEP=1` keeps
+// the store's directory and prints it.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,5 +74,6 @@ try {
     await w.close();
   }
 } finally {
-  rmSync(root, { recursive: true, force: true });
+  if (!process.env.KEEP) rmSync(root, { recursive: true, force: true });
+  else console.log(root);
 }
