@@ -1,7 +1,8 @@
-// `npm run example`: the proof that a user's bundler, types and tabs work with the published
-// package. Packs memwal (or takes MEMWAL_TARBALL), installs the tarball into examples/todo as a
-// `file:` dependency, typechecks and builds the app, and runs its Playwright suite against the
-// production build. Extra arguments go to Playwright (e.g. --reporter=list,json).
+// `npm run example [app]`: the proof that a user's bundler, types and tabs work with the published
+// package. Packs memwal (or takes MEMWAL_TARBALL), installs the tarball into examples/<app> (`todo`,
+// the default, or `field-notes`) as a `file:` dependency, typechecks and builds the app, and runs
+// its Playwright suite (against the production build; field-notes' HMR test on `vite dev`). Extra
+// arguments go to Playwright (e.g. --reporter=list,json).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const app = join(root, 'examples', 'todo');
+const APPS = ['todo', 'field-notes'];
+const args = process.argv.slice(2);
+const app = join(root, 'examples', APPS.includes(args[0]) ? args.shift() : 'todo');
 const run = (cmd, args, cwd) => {
   const status =
     spawnSync(cmd, args, { cwd, stdio: 'inherit', env: { ...process.env, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: '1' } }).status ?? 1;
@@ -38,4 +41,4 @@ rmSync(join(app, 'package-lock.json'), { force: true });
 // --prefer-offline: the app's other dependencies are the versions the repository itself uses, in npm's cache.
 run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], app);
 run('npm', ['run', 'build', '--silent'], app);
-run('npx', ['playwright', 'test', ...process.argv.slice(2)], app);
+run('npx', ['playwright', 'test', ...args], app);

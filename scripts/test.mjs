@@ -1,6 +1,6 @@
 // `npm test`: format and lint check (Biome), typecheck, unit tests (vitest, the packed tarball's contents included),
-// browser e2e (Playwright: memwal's e2e/, the example app's suite on memwal/playwright, and the todo app on the
-// packed tarball, scripts/example.mjs), then one closing line `memwal: N passed, N failed` that counts every runner.
+// browser e2e (Playwright: memwal's e2e/, the example app's suite on memwal/playwright, and the todo and
+// field-notes apps on the packed tarball, scripts/example.mjs), then one closing line `memwal: N passed, N failed` that counts every runner.
 // Exits non-zero on any failure.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -61,6 +61,10 @@ if (process.env.MEMWAL_SKIP_E2E !== '1') {
   // examples/todo, typechecks and builds the app, and runs its suite on the production build.
   console.log('== example app on the packed tarball (examples/todo)');
   counted('todo', 'node', ['scripts/example.mjs']);
+  // The same for the React app on memwal/react (examples/field-notes): its suite on the production
+  // build, and its HMR test on `vite dev`.
+  console.log('== React example app on the packed tarball (examples/field-notes)');
+  counted('field-notes', 'node', ['scripts/example.mjs', 'field-notes']);
 }
 
 console.log(`memwal: ${passed} passed, ${failed} failed, ${skipped} skipped`);

@@ -45,7 +45,9 @@ const schema = new Schema([
 const enc = new TextEncoder();
 
 /** Buffers of a good 3-row batch (ids `base`..`base+2`), per column: [offsets, values, bitmap, nullCount]. */
-function goodColumns(base: number): Record<string, [ArrayBufferView | undefined, ArrayBufferView, Uint8Array | undefined, number]> {
+function goodColumns(
+  base: number,
+): Record<'id' | 's' | 'b' | 'v' | 'ok' | 'ls' | 'n', [ArrayBufferView | undefined, ArrayBufferView, Uint8Array | undefined, number]> {
   const s = enc.encode('abé€');
   return {
     id: [undefined, new Int32Array([base, base + 1, base + 2]), undefined, 0],
@@ -60,7 +62,7 @@ function goodColumns(base: number): Record<string, [ArrayBufferView | undefined,
 
 function batchOf(cols: ReturnType<typeof goodColumns>, length = 3): RecordBatch {
   const children = schema.fields.map((f) => {
-    const [offsets, values, bitmap, nullCount] = cols[f.name]!;
+    const [offsets, values, bitmap, nullCount] = cols[f.name as keyof typeof cols];
     return new Data(f.type, 0, length, nullCount, [offsets, values, bitmap] as never);
   });
   return new RecordBatch(

@@ -100,33 +100,43 @@ export class ReadView {
   async get(key: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'get needs a primary key (this store is append-only)');
     const k = encodeKey(key, this.storeSchema);
-    const stats = this.cache.stats;
-    stats.gets++;
+    this.cache.stats.gets++;
     const view = this.capture();
     const hit = this.inMemtables(view, k);
     if (hit) return hit.row;
-    const probe = keyString(k, this.storeSchema);
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
     try {
-      for (const t of view.tables) {
-        const range = keyRange(t);
-        if (range && (probe < range.min || probe > range.max)) continue;
-        const open = await this.cache.open(t);
-        const i = this.candidateBlock(open, k, probe);
-        if (i < 0) continue;
-        const block = await open.block(i);
-        const row = block.find(probe);
-        if (row < 0) {
-          if (open.bloom) stats.bloomFalsePositives++;
-          continue;
-        }
-        return this.isTombstone(block.batch, row) ? undefined : rowObject(block.batch, row);
-      }
-      return undefined;
+      const loc = await this.inTables(view, k);
+      return loc && !this.isTombstone(loc.batch, loc.row) ? rowObject(loc.batch, loc.row) : undefined;
     } finally {
       this.cache.unpin(names);
     }
+  }
+
+  /**
+   * The newest version of key `k` in the captured table files (newest first), as its batch and
+   * row (a delete marker included), or undefined. Skips a file by its key range, then by its Bloom
+   * filter and block index, and counts the read stats of each decision (a get's per-file figures).
+   * The caller pins the files.
+   */
+  private async inTables(view: ViewCapture, k: Key): Promise<{ batch: RecordBatch; row: number } | undefined> {
+    const probe = keyString(k, this.storeSchema);
+    for (const t of view.tables) {
+      const range = keyRange(t);
+      if (range && (probe < range.min || probe > range.max)) continue;
+      const open = await this.cache.open(t);
+      const i = this.candidateBlock(open, k, probe);
+      if (i < 0) continue;
+      const block = await open.block(i);
+      const row = block.find(probe);
+      if (row < 0) {
+        if (open.bloom) this.cache.stats.bloomFalsePositives++;
+        continue;
+      }
+      return { batch: block.batch, row };
+    }
+    return undefined;
   }
 
   /**
@@ -237,18 +247,7 @@ export class ReadView {
         for (let r = keys.length - 1; r >= 0; r--) if (keys[r] === k) return { batch: m.batches[bb]!, row: r };
       }
     }
-    const probe = keyString(k, this.storeSchema);
-    for (const t of view.tables) {
-      const range = keyRange(t);
-      if (range && (probe < range.min || probe > range.max)) continue;
-      const open = await this.cache.open(t);
-      const i = this.candidateBlock(open, k, probe);
-      if (i < 0) continue;
-      const block = await open.block(i);
-      const row = block.find(probe);
-      if (row >= 0) return { batch: block.batch, row };
-    }
-    return undefined;
+    return this.inTables(view, k);
   }
 
   /** Is row `row` of `batch` a delete marker? */

@@ -92,8 +92,27 @@ function fieldFromWire(w: WireField): Field {
   return new Field(w.name, typeFromWire(w.type), w.nullable, new Map(w.metadata));
 }
 
+/** The type parameters a `WireType` carries beside its id (each type reads its own). */
+interface WireTypeParams {
+  isSigned: never;
+  bitWidth: never;
+  precision: never;
+  scale: never;
+  unit: never;
+  timezone: never;
+  byteWidth: never;
+  listSize: never;
+  keysSorted: never;
+  mode: never;
+  typeIds: never;
+  dictionary: never;
+  indices: never;
+  id: never;
+  isOrdered: never;
+}
+
 function typeFromWire(w: WireType): DataType {
-  const p = w as unknown as Record<string, never>;
+  const p = w as unknown as WireTypeParams;
   const children = (w.children ?? []).map(fieldFromWire);
   switch (w.typeId) {
     case Type.Null:

@@ -127,7 +127,8 @@ describe('index sections', () => {
     for (const [o, l] of reads) expect(o >= areaEnd - 64 * 1024 || o + l <= area, `read ${o}+${l}`).toBe(true);
     const s = index.sections[1]!;
     const damaged = built.bytes.slice(area + s.offset, area + s.offset + s.length);
-    damaged[damaged.length >> 1] ^= 0x10;
+    const mid = damaged.length >> 1;
+    damaged[mid] = damaged[mid]! ^ 0x10;
     expect(() => checkSection('t', index, s, damaged)).toThrow(/index section ordered byTag .* fails its checksum/);
     try {
       checkSection('t', index, s, damaged);

@@ -173,7 +173,7 @@ describe('table file format 2', () => {
     const index = await readTableIndex('t', built.bytes.length, reader(built.bytes), storeSchema.internal);
     const info = index.blocks[1]!;
     const bytes = built.bytes.slice(info.offset, info.offset + info.length);
-    bytes[bytes.length - 3] ^= 0x40;
+    bytes[bytes.length - 3] = bytes[bytes.length - 3]! ^ 0x40;
     expect(() => decodeBlock('t', index, 1, bytes)).toThrow(/checksum/);
   });
 

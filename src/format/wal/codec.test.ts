@@ -183,7 +183,7 @@ describe('encodeFrame / scanSegment', () => {
   it('classifies a bit flip in a middle frame as corrupt and keeps the frames before it', () => {
     const { bytes, ends } = segment(mulberry32(5), 3);
     const flipped = bytes.slice();
-    flipped[ends[0]! + FRAME_HEADER_BYTES] ^= 0x10;
+    flipped[ends[0]! + FRAME_HEADER_BYTES] = flipped[ends[0]! + FRAME_HEADER_BYTES]! ^ 0x10;
     const scan = scanSegment(flipped);
     expect(scan.status).toBe('corrupt');
     expect(scan.frames).toHaveLength(1);
@@ -194,7 +194,7 @@ describe('encodeFrame / scanSegment', () => {
   it('classifies a bit flip in the last frame as torn only when nothing but zeros follows', () => {
     const { bytes, ends } = segment(mulberry32(6), 3);
     const flipped = bytes.slice();
-    flipped[bytes.length - 1] ^= 0x01;
+    flipped[bytes.length - 1] = flipped[bytes.length - 1]! ^ 0x01;
     expect(scanSegment(flipped)).toMatchObject({ status: 'torn', validEnd: ends[1] });
     expect(scanSegment(concat(flipped, new Uint8Array(50)))).toMatchObject({ status: 'torn', validEnd: ends[1] });
     expect(scanSegment(concat(flipped, new Uint8Array(50), Uint8Array.of(7)))).toMatchObject({
@@ -269,7 +269,7 @@ describe('encodeFrameHeaderFromCrc', () => {
     const good = encodeFrame(1, 1, randomBytes(rand, 300));
     const payload = randomBytes(rand, 500);
     const other = payload.slice();
-    other[499] ^= 1;
+    other[499] = other[499]! ^ 1;
     const bad = joinFrame(encodeFrameHeaderFromCrc(1, 2, payload.length, crc32c(other)), payload);
     const scan = scanSegment(concat(good, bad));
     expect(scan.frames.map((f) => f.position)).toEqual([1]);
@@ -321,7 +321,7 @@ describe('scanSegment fuzz (seeded)', () => {
       const { bytes, ends } = segment(rand, 1 + int(rand, 5));
       const at = int(rand, bytes.length);
       const input = bytes.slice();
-      input[at] ^= 1 << int(rand, 8);
+      input[at] = input[at]! ^ (1 << int(rand, 8));
       const scan = scanSegment(input);
       checkInvariants(scan, input);
       expect(scan.status).not.toBe('clean');
