@@ -22,7 +22,7 @@ describe('examples/field-notes glue', () => {
     for (const file of ['App.tsx', 'main.tsx']) {
       const text = src(file);
       const imports = [...text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(memwal[^']*)'/g)].flatMap(([, names, from]) =>
-        names.split(',').map((n) => `${from}:${n.replace(/^\s*type\s+/, '').trim()}`),
+        (names ?? '').split(',').map((n) => `${from}:${n.replace(/^\s*type\s+/, '').trim()}`),
       );
       for (const name of imports)
         expect(['memwal:isMemWalError', 'memwal/react:useMemWal', 'memwal/react:useQuery', 'memwal/react:useStats']).toContain(name);

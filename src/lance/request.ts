@@ -237,6 +237,38 @@ function keyOf(data: ArrowData, i: number): string {
   return s;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * The identity of each row of a single key column: for integers (of up to 64 bits) the value as
+ * a number where it is exact (within ±2^53), else {@link keyOf}'s string. Equal values give
+ * equal identities, different ones different identities (a number never equals a string in a
+ * Set). About three times as fast as the string for every row, which made the newest-row pass
+ * most of the server's time under a flood of large keyed requests.
+ */
+function singleKeyOf(data: ArrowData): (i: number) => string | number {
+  const values = data.values as unknown;
+  if (!data.valueOffsets && data.stride === 1 && data.type.typeId !== arrow.Type.Bool) {
+    if (values instanceof BigInt64Array || values instanceof BigUint64Array) {
+      return (i) => {
+        const v = values[i]!;
+        return v >= -MAX_SAFE && v <= MAX_SAFE ? Number(v) : String(v);
+      };
+    }
+    if (
+      values instanceof Int32Array ||
+      values instanceof Int16Array ||
+      values instanceof Int8Array ||
+      values instanceof Uint32Array ||
+      values instanceof Uint16Array ||
+      values instanceof Uint8Array
+    ) {
+      return (i) => values[i]!;
+    }
+  }
+  return (i) => keyOf(data, i);
+}
+
 /**
  * The identity of row `i` of composite key columns: each part prefixed with its length, so that
  * parts holding any character (a "\u0000" included) never run into each other.
@@ -261,7 +293,7 @@ async function newestPerKey(
   key: readonly string[],
   slices: Slices,
 ): Promise<{ rows: ArrowTable; positions: Float64Array }> {
-  const seen = new Set<string>();
+  const seen = new Set<string | number>();
   const keep = new Uint8Array(t.numRows);
   let kept = 0;
   const batches = t.batches;
@@ -269,10 +301,11 @@ async function newestPerKey(
   for (let b = batches.length - 1; b >= 0; b--) {
     const batch = batches[b]!;
     const cols = key.map((k) => batch.getChild(k)!.data[0]!);
+    const single = cols.length === 1 ? singleKeyOf(cols[0]!) : undefined;
     end -= batch.numRows;
     for (let i = batch.numRows - 1; i >= 0; i--) {
       if (i % SLICE_STEP === 0) await slices.pause();
-      const id = cols.length === 1 ? keyOf(cols[0]!, i) : compositeKeyOf(cols, i);
+      const id = single ? single(i) : compositeKeyOf(cols, i);
       if (seen.has(id)) continue;
       seen.add(id);
       keep[end + i] = 1;
