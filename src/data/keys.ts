@@ -406,3 +406,20 @@ export function keyBytes(key: string): Uint8Array {
 export function keyFromBytes(bytes: Uint8Array): string {
   return bytesToKey(bytes, bytes.length);
 }
+
+/**
+ * A key in its one {@link Key} form from its encoding (the inverse of {@link keyString}): the
+ * number form for a single integer-like key column whose value is a safe integer, else the
+ * encoding itself. For keys stored encoded (a table file's index sections). Any runtime.
+ */
+export function keyFromString(s: string, storeSchema: StoreSchema): Key {
+  if (storeSchema.keyIndices.length !== 1) return s;
+  const kind = kindOf(storeSchema.base.fields[storeSchema.keyIndices[0]!]!.type);
+  if (kind.kind !== 'int' || s.length !== kind.width) return s;
+  let u = 0n;
+  for (let i = 0; i < s.length; i++) u = (u << 8n) | BigInt(s.charCodeAt(i));
+  const bits = BigInt(kind.width * 8);
+  const v = kind.signed ? u - (1n << (bits - 1n)) : u;
+  const n = numberKey(Number(v));
+  return n !== undefined && BigInt(n) === v ? n : s;
+}

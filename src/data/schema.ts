@@ -2,6 +2,7 @@
 // entries and table files hold (base + `_tombstone` when there is a primary key), plus schema
 // equality, a readable difference, and the base64 Arrow IPC encoding kept in the manifest.
 
+import type { ResolvedIndex } from './index-keys.js';
 import { Bool, Field, Schema, Table, Type, tableFromIPC, tableToIPC } from 'apache-arrow';
 import type { DataType } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
@@ -28,6 +29,11 @@ export interface StoreSchema {
    * to them. Absent: none. Only the put path's view of the schema has any (data/column-view.ts).
    */
   hidden?: ReadonlySet<string>;
+  /**
+   * The ordered indexes whose sections the store's table builds write (SPEC §17; the engine's
+   * declared indexes, given to its jobs). Absent: none.
+   */
+  indexes?: readonly ResolvedIndex[];
 }
 
 /**

@@ -1,5 +1,5 @@
 // Stores written by release 0.1 (test/fixtures/release-0.1: manifest format 1, table files of
-// format 1) open unchanged, read right, and are rewritten in format 2 by compaction.
+// format 1) open unchanged, read right, and are rewritten in the current table format (3) by compaction.
 
 import { cp, mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -47,12 +47,12 @@ describe('stores written by release 0.1', () => {
     expect(await w.get({ id: 42 })).toMatchObject({ name: 'r2-42' });
     expect(await w.get({ id: 5 })).toBeUndefined();
     expect(await w.get({ id: 201 })).toMatchObject({ name: 'tail-201' });
-    // Compaction rewrites the format-1 files into format 2, and nothing changes for readers.
+    // Compaction rewrites the format-1 files into format 3, and nothing changes for readers.
     await w.compact();
     await w.close();
     const m = await newestManifest(root, 'keyed');
-    expect(m.formatVersion).toBe(3); // manifest format 3 (SPEC §9.1); table files stay format 2
-    expect(m.tables.every((x) => x.format === 2)).toBe(true); // the close flushed the tail into level 0
+    expect(m.formatVersion).toBe(3); // manifest format 3 (SPEC §9.1)
+    expect(m.tables.every((x) => x.format === 3)).toBe(true); // table format 3; the close flushed the tail into level 0
     expect(m.tables.some((x) => x.level === 1)).toBe(true);
     const again = await MemWal.open({ name: 'keyed', schema, primaryKey: ['id'], storage: new NodeFileStorage(root), logger: quiet });
     expect(Array.from((await again.scan()).getChild('id')!.toArray(), Number)).toEqual(expected);

@@ -78,9 +78,11 @@ export class MemtableTier implements Tier {
     );
     const cache = this.tableCache;
     const m = log.manifest;
+    // The jobs build each table file's index sections for the declared indexes (SPEC §17).
+    const built = options.indexes.length > 0 ? { ...schema, indexes: options.indexes } : schema;
     const jobs =
-      parts.jobsPlace?.backgroundJobs(handle, schema, recordedVersions(m), m.schemaVersion ?? 1) ??
-      new InlineJobs(schema, keyEncoder, (t) => cache.open(t));
+      parts.jobsPlace?.backgroundJobs(handle, built, recordedVersions(m), m.schemaVersion ?? 1) ??
+      new InlineJobs(built, keyEncoder, (t) => cache.open(t));
     this.memtables = new MemtableSet(
       ctx,
       wal,

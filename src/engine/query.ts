@@ -1,7 +1,8 @@
 // Ordered queries (SPEC §17.1, docs/impl.md "Indexes"): `query` and `count` over a secondary index
 // or the primary key. One capture of the read view; the candidates of every tier in the filter's
 // key range (memtables: their MemIndex entries below the captured visible prefix, taken in the
-// capture's step; table files: their index section, built from the file's blocks on first use and
+// capture's step; table files: their index section — read from the file when it carries one for
+// the index as defined now (format 3), else built from the file's blocks — on first use, and
 // cached), in (index key, primary key) order, forward or reversed; each candidate is checked
 // against the newest version of its key across every tier (a delete marker or a version whose
 // index keys no longer give this one drops it), so no query returns an overwritten or deleted
@@ -17,10 +18,12 @@ import {
   type QueryFilter,
   type ResolvedIndex,
 } from '../data/index-keys.js';
-import { encodeKey, type Key, keyString } from '../data/keys.js';
+import { encodeKey, type Key, keyFromString, keyString } from '../data/keys.js';
 import { rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
+import { decodeOrderedSection, orderedSectionId } from '../format/table/ordered-section.js';
+import { findSection } from '../format/table/sections.js';
 import type { MemIndex } from '../lsm/memtable-index.js';
 import { INDEX_ENTRY_BYTES } from '../lsm/memtable-index.js';
 import type { TableCache } from '../lsm/table-cache.js';
@@ -47,19 +50,29 @@ export interface IndexStats {
   bytes: number;
   memtableEntries: number;
   memtableBytes: number;
-  /** Entries and bytes of the table files' sections built so far (built on a file's first query). */
+  /** Entries and bytes of the table files' sections loaded so far (on a file's first query). */
   tableEntries: number;
   tableBytes: number;
   /** Vector indexes: vectors in HNSW graphs so far (built in the background; the rest are scanned exactly). */
   graphVectors?: number;
+  /**
+   * Ordered indexes: of the live table files whose section is loaded, how many were read from the
+   * file's own section, how many built from its rows (no section for the index as defined now).
+   * Text and vector indexes build every file's section from its rows (not yet persisted).
+   */
+  tableSectionsRead?: number;
+  tableSectionsBuilt?: number;
 }
 
-/** The sorted entries of one table file for one index (built from its blocks). */
+/** The sorted entries of one table file for one index (read from its section, or built from its blocks). */
 interface Section {
   keys: string[];
   pks: string[];
-  pkKeys: Key[];
+  /** Entry `i`'s primary key in its {@link Key} form. */
+  pkKey(i: number): Key;
   bytes: number;
+  /** Read from the file's own section (else built from its rows). */
+  read: boolean;
 }
 
 /** One candidate: an entry of some tier. */
@@ -381,7 +394,7 @@ export class IndexQueries {
           ...slice(s.keys.length, (i) => s.keys[i]!, bounds),
           key: (i) => s.keys[i]!,
           pk: (i) => s.pks[i]!,
-          k: (i) => s.pkKeys[i]!,
+          k: (i) => s.pkKey(i),
           ok: () => true,
         });
       }
@@ -421,17 +434,50 @@ export class IndexQueries {
     }
   }
 
-  /** The section of table file `t` for `ix`, built from its blocks on first use. */
+  /**
+   * The section of table file `t` for `ix` on first use: the file's own when it carries one for
+   * `ix` as defined now (same kind, name, columns, encodings), else built from its blocks.
+   */
   private async sectionOf(t: TableFileEntry, ix: ResolvedIndex): Promise<Section> {
     let byIndex = this.sections.get(t.name);
     const hit = byIndex?.get(ix.name);
     if (hit) return hit;
     const open = await this.cache.open(t);
+    const own = ix === this.primary ? undefined : findSection(open.sections, orderedSectionId(ix));
+    const section = own
+      ? this.readSection(t, ix, await open.section(own))
+      : await this.buildSection(open.blocks.length, (b) => open.block(b, false), ix);
+    // Sections of files no longer in the manifest (compacted away) are dropped.
+    const live = new Set(this.tables().map((f) => f.name));
+    for (const name of this.sections.keys()) if (!live.has(name)) this.sections.delete(name);
+    if (live.has(t.name)) {
+      byIndex = this.sections.get(t.name) ?? new Map();
+      byIndex.set(ix.name, section);
+      this.sections.set(t.name, byIndex);
+    }
+    return section;
+  }
+
+  /** A section as the file carries it (ordered-section.ts), its keys decoded on demand. */
+  private readSection(t: TableFileEntry, ix: ResolvedIndex, bytes: Uint8Array): Section {
+    const { keys, pks } = decodeOrderedSection(bytes, t.name, ix.name, t.rows);
+    let bytesIn = 0;
+    for (let i = 0; i < keys.length; i++) bytesIn += INDEX_ENTRY_BYTES + 2 * (keys[i]!.length + pks[i]!.length);
+    const schema = this.storeSchema;
+    return { keys, pks, pkKey: (i) => keyFromString(pks[i]!, schema), bytes: bytesIn, read: true };
+  }
+
+  /** A section built from a file's rows (a file without one for `ix`: older format, or built for another definition). */
+  private async buildSection(
+    blocks: number,
+    block: (b: number) => Promise<{ batch: RecordBatch; keys: ArrayLike<Key> | undefined }>,
+    ix: ResolvedIndex,
+  ): Promise<Section> {
     const entries: { key: string; pk: string; k: Key }[] = [];
-    for (let b = 0; b < open.blocks.length; b++) {
-      const block = await open.block(b, false);
-      const keys = block.keys!;
-      const batch = block.batch;
+    for (let b = 0; b < blocks; b++) {
+      const one = await block(b);
+      const keys = one.keys!;
+      const batch = one.batch;
       for (let r = 0; r < batch.numRows; r++) {
         if (this.reads.deleted(batch, r)) continue;
         const k = keys[r]!;
@@ -443,21 +489,8 @@ export class IndexQueries {
     entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.pk < b.pk ? -1 : a.pk > b.pk ? 1 : 0));
     let bytes = 0;
     for (const e of entries) bytes += INDEX_ENTRY_BYTES + 2 * (e.key.length + e.pk.length);
-    const section: Section = {
-      keys: entries.map((e) => e.key),
-      pks: entries.map((e) => e.pk),
-      pkKeys: entries.map((e) => e.k),
-      bytes,
-    };
-    // Sections of files no longer in the manifest (compacted away) are dropped.
-    const live = new Set(this.tables().map((f) => f.name));
-    for (const name of this.sections.keys()) if (!live.has(name)) this.sections.delete(name);
-    if (live.has(t.name)) {
-      byIndex = this.sections.get(t.name) ?? new Map();
-      byIndex.set(ix.name, section);
-      this.sections.set(t.name, byIndex);
-    }
-    return section;
+    const pkKeys = entries.map((e) => e.k);
+    return { keys: entries.map((e) => e.key), pks: entries.map((e) => e.pk), pkKey: (i) => pkKeys[i]!, bytes, read: false };
   }
 
   /** Per declared index: entries and estimated bytes in memtables (active and frozen) and in the table-file sections built so far. */
@@ -475,11 +508,15 @@ export class IndexQueries {
       }
       let tableEntries = 0;
       let tableBytes = 0;
+      let tableSectionsRead = 0;
+      let tableSectionsBuilt = 0;
       for (const [name, byIndex] of this.sections) {
         const s = live.has(name) ? byIndex.get(ix.name) : undefined;
         if (!s) continue;
         tableEntries += s.keys.length;
         tableBytes += s.bytes;
+        if (s.read) tableSectionsRead++;
+        else tableSectionsBuilt++;
       }
       out[ix.name] = {
         entries: memtableEntries + tableEntries,
@@ -488,6 +525,8 @@ export class IndexQueries {
         memtableBytes,
         tableEntries,
         tableBytes,
+        tableSectionsRead,
+        tableSectionsBuilt,
       };
     });
     return out;

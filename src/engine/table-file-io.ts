@@ -5,7 +5,7 @@
 
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { StoreHandle } from '../storage/adapter.js';
-import { TABLE_FORMAT_V2 } from '../format/table/format.js';
+import { TABLE_FORMAT_V3 } from '../format/table/format.js';
 import type { JobTable } from '../lsm/jobs.js';
 import { keyToHex } from '../data/keys.js';
 import { settleWithin } from './limits.js';
@@ -38,7 +38,7 @@ export async function writeTableFile(handle: StoreHandle, built: JobTable, p: Ta
     bytes: built.length,
     rows: built.rows,
     checksum: built.crc.toString(16).padStart(8, '0'),
-    format: TABLE_FORMAT_V2,
+    format: TABLE_FORMAT_V3,
     level: p.level,
     minGeneration: p.minGeneration,
     maxGeneration: p.maxGeneration,

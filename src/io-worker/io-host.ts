@@ -366,11 +366,12 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
  */
 export function storeSchemaCache(): (wire: WireStoreSchema) => StoreSchema {
   const schemas = new Map<string, StoreSchema>();
-  return ({ schema, primaryKey }) => {
-    const key = `${schema}|${primaryKey.join('\u0000')}`;
+  return ({ schema, primaryKey, indexes }) => {
+    const key = `${schema}|${primaryKey.join('\u0000')}|${indexes ? JSON.stringify(indexes) : ''}`;
     let storeSchema = schemas.get(key);
     if (!storeSchema) {
       storeSchema = makeStoreSchema(decodeSchema(schema), primaryKey);
+      if (indexes && indexes.length > 0) storeSchema = { ...storeSchema, indexes };
       schemas.set(key, storeSchema);
     }
     return storeSchema;

@@ -3,6 +3,7 @@
 // (`makeIoHost`), as rpc/protocol.ts derives the page's from its host: a request names a method
 // of the host and carries exactly its parameters, so the two sides cannot drift.
 
+import type { ResolvedIndex } from '../data/index-keys.js';
 import type { SchemaVersion } from '../format/manifest/manifest.js';
 import type { WireError } from '../util/errors.js';
 import type { makeIoHost } from './io-host.js';
@@ -32,6 +33,8 @@ export type IoEvent =
 export interface WireStoreSchema {
   schema: string;
   primaryKey: string[];
+  /** The indexes whose sections its table builds write (`StoreSchema.indexes`). Absent: none. */
+  indexes?: ResolvedIndex[];
 }
 
 /** A store's schema versions, for jobs that read data written in older ones. */

@@ -351,6 +351,7 @@ class RemoteJobs implements BackgroundJobs {
     private readonly versions: WireSchemaVersions,
   ) {
     this.schema = { schema: encodeSchema(schema.base), primaryKey: schema.primaryKey };
+    if (schema.indexes && schema.indexes.length > 0) this.schema.indexes = [...schema.indexes];
   }
 
   async buildFlush(job: FlushJob): Promise<JobTable> {

@@ -13,6 +13,8 @@ import { BLOCK_MAX_ROWS, blockTargetBytes } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
 import { type IndexEntries, indexEntries, sortedOrder } from './sorted.js';
 import { type BuiltTable, cutBlockSteps, cutSelectionSteps, encodeTableSteps } from '../format/table/writer.js';
+import { orderedSectionBuilder } from '../format/table/ordered-section.js';
+import type { SectionBuilder } from '../format/table/sections.js';
 import { runStepsSliced, type Steps, yieldToEventLoop } from '../util/schedule.js';
 import { type Key, type KeyEncoder, makeKeyEncoder } from '../data/keys.js';
 import type { MemTable } from './memtable.js';
@@ -185,7 +187,16 @@ function* flushTableSteps(
     const order = sortedOrder(storeSchema, batches, batches.length, index);
     yield;
     const blocks = yield* cutSelectionSteps(storeSchema.internal, order.rows, order.ordinals, blockTargetBytes(true));
-    return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, generation, generation, order.keys);
+    return yield* encodeTableSteps(
+      storeSchema,
+      storeSchema.internal,
+      keyEncoder,
+      blocks,
+      generation,
+      generation,
+      order.keys,
+      sectionBuilders(storeSchema),
+    );
   }
   return yield* tableSteps(storeSchema, undefined, batches, generation, generation);
 }
@@ -221,7 +232,25 @@ function* tableSteps(
   maxGeneration: number,
 ): Steps<BuiltTable> {
   const blocks = yield* cutBlockSteps(storeSchema.internal, rows, blockTargetBytes(storeSchema.primaryKey.length > 0), true);
-  return yield* encodeTableSteps(storeSchema, storeSchema.internal, keyEncoder, blocks, minGeneration, maxGeneration);
+  return yield* encodeTableSteps(
+    storeSchema,
+    storeSchema.internal,
+    keyEncoder,
+    blocks,
+    minGeneration,
+    maxGeneration,
+    undefined,
+    sectionBuilders(storeSchema),
+  );
+}
+
+/**
+ * The builders of a table file's index sections: one per index of `storeSchema.indexes`, fed the
+ * very blocks the file holds (a flush's or a compaction's output alike), so a file and its
+ * sections never disagree.
+ */
+function sectionBuilders(storeSchema: StoreSchema): SectionBuilder[] {
+  return (storeSchema.indexes ?? []).map((ix) => orderedSectionBuilder(ix, storeSchema));
 }
 
 /** A block-by-block source over one table file's rows (bypassing the block cache). */

@@ -3,8 +3,10 @@
 // schemas (every column type a store takes, nulls, empty strings, all-null columns, keyed and
 // append-only, schema versions with added and dropped columns) and batch shapes (one row, many
 // tiny batches, ≈1 MiB batches, blocks spanning batches, sliced batches), the SHA-256 of each
-// table equals the one main 99c8d28 built of the same input (GOLDEN, written to FILE by
-// `TABLE_BYTES_PRINT=FILE npx vitest run src/lsm/table-bytes.test.ts` on that commit).
+// table's blocks equals what main built of the same input (GOLDEN_BLOCKS, main c66d05d, format 2,
+// whose whole files still hashed as main 99c8d28's), and the whole file is this build's format-3
+// file (GOLDEN; both written to FILE by `TABLE_BYTES_PRINT=FILE npx vitest run
+// src/lsm/table-bytes.test.ts`).
 
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -38,6 +40,7 @@ import { toBatches, tombstoneBatch } from '../data/rows.js';
 import { encodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
 import { SchemaVersions } from '../format/schema-versions.js';
 import { buildFlushFromWal, buildFlushTable } from './jobs.js';
+import { readFooter } from '../format/table/footer.js';
 
 function lcg(seed: number): () => number {
   let s = seed;
@@ -185,17 +188,28 @@ function cases(): Case[] {
   return out;
 }
 
-const sha = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex').slice(0, 24);
+const shaOf = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex').slice(0, 24);
+
+/** Hashes of a table's bytes, whole and of its blocks (first block to the end of the end-of-stream marker). */
+function sha(bytes: Uint8Array, blocks: Record<string, string>, name: string): string {
+  const footerLength = new DataView(bytes.buffer, bytes.byteOffset).getInt32(bytes.length - 10, true);
+  const f = readFooter(bytes.subarray(bytes.length - 10 - footerLength, bytes.length - 10));
+  const first = f.blocks[0]?.offset ?? 8;
+  const last = f.blocks.length > 0 ? f.blocks[f.blocks.length - 1]! : undefined;
+  const end = (last ? last.offset + last.metaDataLength + last.bodyLength : first) + 8;
+  blocks[name] = shaOf(bytes.subarray(first, end));
+  return shaOf(bytes);
+}
 
 /** SHA-256 of each case's table, built in memory and from WAL payloads (`name` then `name (wal)`). */
-async function hashes(): Promise<Record<string, string>> {
+async function hashes(blocks: Record<string, string>): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const c of cases()) {
     const storeSchema = makeStoreSchema(c.schema, c.key);
     const enc = c.key.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
     const batches = c.batches(storeSchema);
     const built = await buildFlushTable(storeSchema, enc, batches, 5);
-    out[c.name] = sha(built.bytes);
+    out[c.name] = sha(built.bytes, blocks, c.name);
     const versions = new SchemaVersions(storeSchema, 1, [{ version: 1, schema: encodeSchema(c.schema) }]);
     const entries = batches.map((b, i) => ({
       position: i + 1,
@@ -203,7 +217,7 @@ async function hashes(): Promise<Record<string, string>> {
       payload: tableToIPC(new Table(storeSchema.internal, [b]), 'stream'),
     }));
     const fromWal = await buildFlushFromWal(storeSchema, versions, entries, 5);
-    out[`${c.name} (wal)`] = sha(fromWal.bytes);
+    out[`${c.name} (wal)`] = sha(fromWal.bytes, blocks, `${c.name} (wal)`);
     expect(fromWal.crc).toBe(built.crc);
   }
   // Schema versions: v1 (id, gone, kept), v2 (id, kept, added); entries of both, flushed in v2.
@@ -235,51 +249,97 @@ async function hashes(): Promise<Record<string, string>> {
       entries.push({ position: e + 1, epoch: old ? 1 : 2, payload: tableToIPC(new Table(s.internal, toBatches(rows, s)), 'stream') });
     }
     const built = await buildFlushFromWal(s2, versions, entries, 7);
-    out[`${key.length > 0 ? 'keyed' : 'append'} schema versions (wal)`] = sha(built.bytes);
+    const name = `${key.length > 0 ? 'keyed' : 'append'} schema versions (wal)`;
+    out[name] = sha(built.bytes, blocks, name);
   }
   return out;
 }
 
-/** The tables' SHA-256 (first 24 hex digits) as main 99c8d28 built them. */
+/**
+ * The tables' SHA-256 (first 24 hex digits) at table format 3 (an empty section directory in the
+ * metadata, no sections: these stores declare no indexes), as this build writes them.
+ */
 const GOLDEN: Record<string, string> = {
-  'append wide, 1 row': '69ecf82b385bf1bfea13bcb1',
-  'append wide, 1 row (wal)': '69ecf82b385bf1bfea13bcb1',
-  'append wide, 300 tiny batches': '9bc9a2519285021c62081826',
-  'append wide, 300 tiny batches (wal)': '9bc9a2519285021c62081826',
-  'append wide, blocks spanning batches': '3af4f47affaf5fb92e30d785',
-  'append wide, blocks spanning batches (wal)': '3af4f47affaf5fb92e30d785',
-  'append wide, no nulls': 'c444edbd5c5e0e687f75ba4e',
-  'append wide, no nulls (wal)': 'c444edbd5c5e0e687f75ba4e',
-  'append wide, sliced batches': 'fd4670866901ace963b0b8d6',
-  'append wide, sliced batches (wal)': 'fd4670866901ace963b0b8d6',
-  'append narrow, ≈1 MiB batches': '1d4a32503947233d185c9ffd',
-  'append narrow, ≈1 MiB batches (wal)': '1d4a32503947233d185c9ffd',
-  'append narrow, all-null columns': 'db7f596869faee232bc04c27',
-  'append narrow, all-null columns (wal)': 'db7f596869faee232bc04c27',
-  'keyed wide, 1 row': '93c3b25e699d393ceae59260',
-  'keyed wide, 1 row (wal)': '93c3b25e699d393ceae59260',
-  'keyed wide, 300 tiny batches': '6a9f394f6ebdb37c49f27938',
-  'keyed wide, 300 tiny batches (wal)': '6a9f394f6ebdb37c49f27938',
-  'keyed wide, blocks spanning batches': '841aaf2b23005adfb2ef0898',
-  'keyed wide, blocks spanning batches (wal)': '841aaf2b23005adfb2ef0898',
-  'keyed wide, no nulls': 'b37813983de2eb345d95d0c1',
-  'keyed wide, no nulls (wal)': 'b37813983de2eb345d95d0c1',
-  'keyed wide, sliced batches': '108a3bdb910bbce0b4cd0771',
-  'keyed wide, sliced batches (wal)': '108a3bdb910bbce0b4cd0771',
-  'keyed narrow, ≈1 MiB batches': '85d6d31f93934b67f2d61526',
-  'keyed narrow, ≈1 MiB batches (wal)': '85d6d31f93934b67f2d61526',
-  'keyed narrow, all-null columns': '103594fd6a0b1951511acce3',
-  'keyed narrow, all-null columns (wal)': '103594fd6a0b1951511acce3',
-  'keyed by name, repeats and deletes': '17c4805ee3d394f63808539b',
-  'keyed by name, repeats and deletes (wal)': '17c4805ee3d394f63808539b',
-  'append schema versions (wal)': 'c7c9e4497161d69c667ddf19',
-  'keyed schema versions (wal)': 'fdac21939c4f840768b3a276',
+  'append wide, 1 row': '354077cd5c3e400006c8176b',
+  'append wide, 1 row (wal)': '354077cd5c3e400006c8176b',
+  'append wide, 300 tiny batches': 'd0d98d73e61f89b9ddd04faa',
+  'append wide, 300 tiny batches (wal)': 'd0d98d73e61f89b9ddd04faa',
+  'append wide, blocks spanning batches': '594295477f654cbbea29ea5f',
+  'append wide, blocks spanning batches (wal)': '594295477f654cbbea29ea5f',
+  'append wide, no nulls': '1bfaae67af847b86b893ca43',
+  'append wide, no nulls (wal)': '1bfaae67af847b86b893ca43',
+  'append wide, sliced batches': '73b3d3e1bf2f8ae7a3b7c812',
+  'append wide, sliced batches (wal)': '73b3d3e1bf2f8ae7a3b7c812',
+  'append narrow, ≈1 MiB batches': '2aa8ef0f852d70af696dbe04',
+  'append narrow, ≈1 MiB batches (wal)': '2aa8ef0f852d70af696dbe04',
+  'append narrow, all-null columns': '2fe7e88aabe9bd40c1323f2f',
+  'append narrow, all-null columns (wal)': '2fe7e88aabe9bd40c1323f2f',
+  'keyed wide, 1 row': 'b734f09ab16ce15caea03d5a',
+  'keyed wide, 1 row (wal)': 'b734f09ab16ce15caea03d5a',
+  'keyed wide, 300 tiny batches': '19ce905a30907569780825f5',
+  'keyed wide, 300 tiny batches (wal)': '19ce905a30907569780825f5',
+  'keyed wide, blocks spanning batches': 'a3d6db5f35b555e0601d9cb6',
+  'keyed wide, blocks spanning batches (wal)': 'a3d6db5f35b555e0601d9cb6',
+  'keyed wide, no nulls': '7b4b020306a3c727ff533b83',
+  'keyed wide, no nulls (wal)': '7b4b020306a3c727ff533b83',
+  'keyed wide, sliced batches': 'f9bcf0b5f7d6af6563ee2d2c',
+  'keyed wide, sliced batches (wal)': 'f9bcf0b5f7d6af6563ee2d2c',
+  'keyed narrow, ≈1 MiB batches': '11819fe3bea519114ba867e4',
+  'keyed narrow, ≈1 MiB batches (wal)': '11819fe3bea519114ba867e4',
+  'keyed narrow, all-null columns': '8eda668474f0748945d21df1',
+  'keyed narrow, all-null columns (wal)': '8eda668474f0748945d21df1',
+  'keyed by name, repeats and deletes': '1914f8bbca34a466dc93f4be',
+  'keyed by name, repeats and deletes (wal)': '1914f8bbca34a466dc93f4be',
+  'append schema versions (wal)': '1a4a5499682613cbf027314f',
+  'keyed schema versions (wal)': '0fcad6ad868b511fc5fc6515',
+};
+
+/**
+ * SHA-256 of each table's blocks (first block to the end of the end-of-stream marker), as main
+ * c66d05d built them at format 2 (its whole files still had main 99c8d28's hashes): format 3
+ * changed the metadata around the blocks, not one byte of them.
+ */
+const GOLDEN_BLOCKS: Record<string, string> = {
+  'append wide, 1 row': '82fad7e9a5e237f030ef3031',
+  'append wide, 1 row (wal)': '82fad7e9a5e237f030ef3031',
+  'append wide, 300 tiny batches': '5ee206b0d2b6ae1b136f1df9',
+  'append wide, 300 tiny batches (wal)': '5ee206b0d2b6ae1b136f1df9',
+  'append wide, blocks spanning batches': 'ae896f6ebe12923c7d7b7e9c',
+  'append wide, blocks spanning batches (wal)': 'ae896f6ebe12923c7d7b7e9c',
+  'append wide, no nulls': '3be4f764c08d8019d4382353',
+  'append wide, no nulls (wal)': '3be4f764c08d8019d4382353',
+  'append wide, sliced batches': '46bb9faf5117c8cf08e510ee',
+  'append wide, sliced batches (wal)': '46bb9faf5117c8cf08e510ee',
+  'append narrow, ≈1 MiB batches': 'a43b09a6e0911140489493ca',
+  'append narrow, ≈1 MiB batches (wal)': 'a43b09a6e0911140489493ca',
+  'append narrow, all-null columns': '0be0ed0941c103da89075ad5',
+  'append narrow, all-null columns (wal)': '0be0ed0941c103da89075ad5',
+  'keyed wide, 1 row': '03ab4ffb7cbaacb4475c5742',
+  'keyed wide, 1 row (wal)': '03ab4ffb7cbaacb4475c5742',
+  'keyed wide, 300 tiny batches': '3e360fc6d0c80d6ecd676dc0',
+  'keyed wide, 300 tiny batches (wal)': '3e360fc6d0c80d6ecd676dc0',
+  'keyed wide, blocks spanning batches': '8079f1c4d31294ee926a00ab',
+  'keyed wide, blocks spanning batches (wal)': '8079f1c4d31294ee926a00ab',
+  'keyed wide, no nulls': 'e078a887ec0e314ce4911f12',
+  'keyed wide, no nulls (wal)': 'e078a887ec0e314ce4911f12',
+  'keyed wide, sliced batches': '2e8e53e5516949cd8e48d338',
+  'keyed wide, sliced batches (wal)': '2e8e53e5516949cd8e48d338',
+  'keyed narrow, ≈1 MiB batches': '66615c6cb9f2b9fb43d9e1aa',
+  'keyed narrow, ≈1 MiB batches (wal)': '66615c6cb9f2b9fb43d9e1aa',
+  'keyed narrow, all-null columns': '59e6440b2dfe7b3d665ce431',
+  'keyed narrow, all-null columns (wal)': '59e6440b2dfe7b3d665ce431',
+  'keyed by name, repeats and deletes': 'a60ad78e32d9d5307d8111a9',
+  'keyed by name, repeats and deletes (wal)': 'a60ad78e32d9d5307d8111a9',
+  'append schema versions (wal)': 'e29d5aea02370fc5eb1463ff',
+  'keyed schema versions (wal)': 'ee8c9627f5d737b48d9be050',
 };
 
 describe('table file bytes', () => {
   it('are what main built, for every schema and batch shape', { timeout: 120_000 }, async () => {
-    const got = await hashes();
-    if (process.env.TABLE_BYTES_PRINT) writeFileSync(process.env.TABLE_BYTES_PRINT, JSON.stringify(got, null, 2));
+    const blocks: Record<string, string> = {};
+    const got = await hashes(blocks);
+    if (process.env.TABLE_BYTES_PRINT) writeFileSync(process.env.TABLE_BYTES_PRINT, JSON.stringify({ got, blocks }, null, 2));
+    expect(blocks).toEqual(GOLDEN_BLOCKS);
     expect(got).toEqual(GOLDEN);
   });
 });

@@ -9,7 +9,8 @@ import { MemWalError } from '../util/errors.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { BloomFilter } from '../format/table/bloom.js';
 import { blockTargetBytes, TABLE_FORMAT_V1 } from '../format/table/format.js';
-import { decodeBlock, readTableIndex, type TableIndex } from '../format/table/reader.js';
+import { checkSection, decodeBlock, readTableIndex, type TableIndex } from '../format/table/reader.js';
+import type { SectionInfo } from '../format/table/sections.js';
 import { sortKeys } from './sorted.js';
 import { cutBlocks } from '../format/table/writer.js';
 import { crc32c } from '../util/crc32c.js';
@@ -72,6 +73,10 @@ export interface OpenTable {
    * neither fills the cache nor counts in the read stats.
    */
   block(i: number, fill?: boolean): Promise<Block>;
+  /** Its index sections (format 3; none before). */
+  readonly sections: readonly SectionInfo[];
+  /** The bytes of section `s` (one ranged read, checked against its CRC; not cached here). */
+  section(s: SectionInfo): Promise<Uint8Array>;
 }
 
 /** How the cache reaches storage (already time-limited by the caller). */
@@ -253,6 +258,9 @@ export class TableCache {
       blocks: index.blocks,
       bloom: index.bloom,
       block: (i, fill = true) => this.blockV2(entry, index, i, fill),
+      sections: index.sections,
+      section: async (sec) =>
+        checkSection(entry.name, index, sec, await this.reads.range(entry.name, index.sectionAreaStart + sec.offset, sec.length)),
     };
   }
 
@@ -317,7 +325,14 @@ export class TableCache {
       first: b.keys && b.keys.length > 0 ? keyString(b.keys[0]!, this.storeSchema) : '',
       last: b.keys && b.keys.length > 0 ? keyString(b.keys[b.keys.length - 1]!, this.storeSchema) : '',
     }));
-    return { entry, blocks: bounds, bloom: undefined, block: (i) => Promise.resolve(decoded[i]!) };
+    return {
+      entry,
+      blocks: bounds,
+      bloom: undefined,
+      block: (i) => Promise.resolve(decoded[i]!),
+      sections: [],
+      section: () => Promise.reject(new MemWalError('NotSupported', `table file ${entry.name}: format 1 has no index sections`)),
+    };
   }
 
   private block(batch: RecordBatch): Block {

@@ -1,12 +1,15 @@
-// Table file format 2 (docs/format.md §8): constants written to disk. Never renumber or rename.
-// A table file is a standard Arrow IPC file; its index (block key bounds, Bloom filter,
+// Table file formats 2 and 3 (docs/format.md §8): constants written to disk. Never renumber or
+// rename. A table file is a standard Arrow IPC file; its index (block key bounds, Bloom filter,
 // generation range) rides in the footer schema's custom metadata, so any Arrow reader still reads
-// the rows and memwal reaches the index with one ranged read of the footer.
+// the rows and memwal reaches the index with one ranged read of the footer. Format 3 adds index
+// sections between the end-of-stream marker and the footer, listed in the footer's metadata.
 
 /** `format` of a table entry written before format 2: one record batch per put, unsorted. */
 export const TABLE_FORMAT_V1 = 1;
 /** Sorted by key (keyed stores), bounded blocks, block index and Bloom filter in the footer. */
 export const TABLE_FORMAT_V2 = 2;
+/** Format 2 plus index sections (one per declared index, `sections.ts`); what this build writes. */
+export const TABLE_FORMAT_V3 = 3;
 
 /** Footer schema metadata keys (values are strings). */
 export const META_FORMAT = 'memwal.table.format';
@@ -16,6 +19,8 @@ export const META_GENERATIONS = 'memwal.table.generations';
 export const META_BLOCKS = 'memwal.table.blocks';
 /** base64 of the Bloom filter of the file's keys (keyed stores only). */
 export const META_BLOOM = 'memwal.table.bloom';
+/** base64 of the section directory (format 3; grammar in docs/format.md §8, `sections.ts`). */
+export const META_SECTIONS = 'memwal.table.sections';
 
 /**
  * A block of an append-only store is cut at this many estimated bytes (about 64 KiB: scans read

@@ -1,7 +1,8 @@
-// Reads table files of format 2 (docs/format.md §8) without reading them whole: the footer gives
-// the block offsets (Arrow's own) and memwal's block index and Bloom filter (schema metadata); a
-// block is one ranged read, checked against its CRC, decoded on its own: its columns are views of
-// the block's bytes, nothing copied or materialised. Pure; any runtime.
+// Reads table files of formats 2 and 3 (docs/format.md §8) without reading them whole: the footer
+// gives the block offsets (Arrow's own) and memwal's block index, Bloom filter and (format 3)
+// section directory (schema metadata); a block is one ranged read, checked against its CRC,
+// decoded on its own: its columns are views of the block's bytes, nothing copied or materialised.
+// An index section is one ranged read too, checked against its CRC. Pure; any runtime.
 
 import { type Data, type DataType, type RecordBatch, type Schema, Table, Type, makeData, tableFromIPC, tableToIPC } from 'apache-arrow';
 import { MemWalError } from '../../util/errors.js';
@@ -11,7 +12,17 @@ import { crc32c, crc32cCombine } from '../../util/crc32c.js';
 import { BloomFilter } from './bloom.js';
 import { type FooterInfo, type RecordBatchHeader, readFooter, readRecordBatchHeader } from './footer.js';
 import { makeBatch } from '../../data/select.js';
-import { ARROW_FILE_TRAILER_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
+import {
+  ARROW_FILE_TRAILER_BYTES,
+  META_BLOCKS,
+  META_BLOOM,
+  META_FORMAT,
+  META_GENERATIONS,
+  META_SECTIONS,
+  TABLE_FORMAT_V2,
+  TABLE_FORMAT_V3,
+} from './format.js';
+import { decodeSectionDirectory, type SectionInfo } from './sections.js';
 
 /** Where one block lives in the file, and what memwal's index says of it. */
 export interface BlockInfo {
@@ -36,6 +47,12 @@ export interface TableIndex {
   streamHead: Uint8Array;
   /** Bytes of the footer (counted against the block cache's neighbours: indexes stay resident). */
   footerBytes: number;
+  /** The file's format: 2, or 3 (with index sections). */
+  format: number;
+  /** Its index sections (format 3; none in format 2), each at `sectionAreaStart + offset`. */
+  sections: SectionInfo[];
+  /** Where the section area starts in the file (just before the footer). */
+  sectionAreaStart: number;
 }
 
 const EOS = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
@@ -118,8 +135,9 @@ export async function readTableIndex(
   }
   const footer = decodeFooter(tail.subarray(tail.length - ARROW_FILE_TRAILER_BYTES - length, tail.length - ARROW_FILE_TRAILER_BYTES), name);
   const meta = footer.metadata;
-  if (meta.get(META_FORMAT) !== String(TABLE_FORMAT_V2))
-    throw corrupt(name, `footer says format ${meta.get(META_FORMAT) ?? 'none'}, not ${TABLE_FORMAT_V2}`);
+  const format = Number(meta.get(META_FORMAT));
+  if (meta.get(META_FORMAT) !== String(format) || (format !== TABLE_FORMAT_V2 && format !== TABLE_FORMAT_V3))
+    throw corrupt(name, `footer says format ${meta.get(META_FORMAT) ?? 'none'}, not ${TABLE_FORMAT_V2} or ${TABLE_FORMAT_V3}`);
   const gens = /^(\d+)-(\d+)$/.exec(meta.get(META_GENERATIONS) ?? '');
   if (!gens) throw corrupt(name, 'no generation range in the footer');
   let described: Omit<BlockInfo, 'offset' | 'length'>[];
@@ -132,9 +150,25 @@ export async function readTableIndex(
     if (e instanceof MemWalError) throw e;
     throw corrupt(name, `its index is not base64 (${String(e)})`);
   }
+  const footerAt = size - ARROW_FILE_TRAILER_BYTES - length;
+  let area = { areaLength: 0, areaCrc: 0, sections: [] as SectionInfo[] };
+  if (format === TABLE_FORMAT_V3) {
+    const dir = meta.get(META_SECTIONS);
+    if (dir === undefined) throw corrupt(name, 'format 3 without a section directory');
+    let dirBytes: Uint8Array;
+    try {
+      dirBytes = fromBase64(dir);
+    } catch (e) {
+      throw corrupt(name, `its section directory is not base64 (${String(e)})`);
+    }
+    area = decodeSectionDirectory(dirBytes, name);
+  }
+  const sectionAreaStart = footerAt - area.areaLength;
   const ranges = footer.blocks;
   if (ranges.length !== described.length) throw corrupt(name, `${ranges.length} record batches but ${described.length} indexed blocks`);
   const blocks = ranges.map((r, i) => ({ ...described[i]!, offset: r.offset, length: r.metaDataLength + r.bodyLength }));
+  const dataEnd = blocks.reduce((end, b) => Math.max(end, b.offset + b.length), 0);
+  if (sectionAreaStart < dataEnd) throw corrupt(name, `its ${area.areaLength}-byte section area overlaps its blocks`);
   if (checksum !== undefined) {
     const tailStart = size - tail.length;
     const span = (from: number, to: number): Uint8Array | Promise<Uint8Array> =>
@@ -147,7 +181,9 @@ export async function readTableIndex(
       crc = crc32cCombine(crc32c(await span(at, b.offset), crc), b.crc, b.length);
       at = b.offset + b.length;
     }
-    const whole = (crc32c(await span(at, size), crc) >>> 0).toString(16).padStart(8, '0');
+    // The section area counts by its own CRC (not read here: a query reads a section when it needs it).
+    crc = crc32cCombine(crc32c(await span(at, sectionAreaStart), crc), area.areaCrc, area.areaLength);
+    const whole = (crc32c(await span(footerAt, size), crc) >>> 0).toString(16).padStart(8, '0');
     if (whole !== checksum) {
       throw corrupt(name, `its footer, block index or Bloom filter is damaged (CRC-32C ${whole} from them, ${checksum} in the manifest)`);
     }
@@ -161,7 +197,17 @@ export async function readTableIndex(
     schema,
     streamHead: head.subarray(0, head.length - EOS.length),
     footerBytes: length + (bloom?.bits.length ?? 0),
+    format,
+    sections: area.sections,
+    sectionAreaStart,
   };
+}
+
+/** Section `s` of `index` from its bytes (one ranged read), checked against its CRC: `Corruption` naming the file and section. */
+export function checkSection(name: string, index: TableIndex, s: SectionInfo, bytes: Uint8Array): Uint8Array {
+  if (bytes.length !== s.length || crc32c(bytes) !== s.crc)
+    throw corrupt(name, `index section ${s.kind} ${s.name} (at byte ${index.sectionAreaStart + s.offset}) fails its checksum`);
+  return bytes;
 }
 
 /**

@@ -24,6 +24,7 @@ import { buildFlushTable } from '../../lsm/jobs.js';
 import { makeKeyEncoder } from '../../data/keys.js';
 import { rowObject, toBatches, tombstoneBatch } from '../../data/rows.js';
 import { makeStoreSchema } from '../../data/schema.js';
+import { resolveIndexes } from '../../data/index-keys.js';
 import { makeBatch } from '../../data/select.js';
 import { crc32c } from '../../util/crc32c.js';
 import { BloomFilter } from './bloom.js';
@@ -200,7 +201,8 @@ describe('table file format 2', () => {
   });
 
   it('encodes the worked example of docs/format.md §8 byte for byte', async () => {
-    const example = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
+    const base = makeStoreSchema(new Schema([new Field('id', new Int64(), false), new Field('name', new Utf8(), true)]), ['id']);
+    const example = { ...base, indexes: resolveIndexes({ byName: { column: 'name' } }, base.base, ['id']) };
     const puts = toBatches(
       [
         { id: 3, name: 'c' },
@@ -213,18 +215,39 @@ describe('table file format 2', () => {
     const b = built.bytes;
     const footerLength = new DataView(b.buffer, b.byteOffset).getInt32(b.length - 10, true);
     const f = readFooter(b.subarray(b.length - 10 - footerLength, b.length - 10));
-    expect([b.length, footerLength, built.rows]).toEqual([906, 560, 3]);
+    expect([b.length, footerLength, built.rows]).toEqual([1138, 752, 3]);
     expect(f.blocks).toEqual([{ offset: 8, metaDataLength: 256, bodyLength: 64 }]);
     expect(Object.fromEntries(f.metadata)).toEqual({
-      'memwal.table.format': '2',
+      'memwal.table.format': '3',
       'memwal.table.generations': '7-7',
       'memwal.table.blocks': 'AQAAAAMAAACTxi2eCAAAAIAAAAAAAAABCAAAAIAAAAAAAAAD',
       'memwal.table.bloom': 'B2KIZSiOABRD',
+      'memwal.table.sections':
+        'KAAAAIizwHwBAAAABwBvcmRlcmVkBgBieU5hbWU3AAAAeyJjb2x1bW5zIjpbIm5hbWUiXSwia2luZHMiOlsic3RyIl0sIm11bHRpRW50cnkiOmZhbHNlfQAAAAAiAAAAs8v1vg==',
     });
     expect(crc32c(b.subarray(8, 8 + 256 + 64))).toBe(0x9e2dc693);
-    // The end-of-stream marker between the last block and the footer (§8's grammar).
+    // The end-of-stream marker between the last block and the section area (§8's grammar).
     expect(Array.from(b.subarray(328, 336))).toEqual([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
-    expect(b.length - 10 - footerLength).toBe(336);
+    // The section area: the byName section (34 bytes: rows 0 'a' and 2 'c'; row 1 is the delete), 6 bytes of padding.
+    expect(Buffer.from(b.subarray(336, 376)).toString('hex')).toBe(
+      '02000000' +
+        '00' +
+        '03' +
+        '610001' +
+        '08' +
+        '8000000000000001' +
+        '00' +
+        '00' +
+        '03' +
+        '630001' +
+        '08' +
+        '8000000000000003' +
+        '02' +
+        '000000000000',
+    );
+    expect(crc32c(b.subarray(336, 370))).toBe(0xbef5cbb3);
+    expect(b.length - 10 - footerLength).toBe(376);
+    expect(built.crc).toBe(crc32c(b));
   });
 
   it('the Bloom filter has no false negatives and about 1 % false positives', () => {

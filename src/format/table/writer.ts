@@ -1,7 +1,8 @@
-// Writes table files of format 2 (docs/format.md §8): rows cut into bounded blocks (one Arrow
-// record batch each), the block index and Bloom filter in the footer schema's metadata. The rows
-// come in final order: sorted by key with one row per key for keyed stores, insertion order for
-// append-only ones. Pure; any runtime.
+// Writes table files of format 3 (docs/format.md §8): rows cut into bounded blocks (one Arrow
+// record batch each), the block index and Bloom filter in the footer schema's metadata, and the
+// index sections the caller's builders make of those same blocks (sections.ts) between the
+// end-of-stream marker and the footer. The rows come in final order: sorted by key with one row
+// per key for keyed stores, insertion order for append-only ones. Pure; any runtime.
 
 import { Data, RecordBatch, RecordBatchFileWriter, Schema, Type } from 'apache-arrow';
 import { type Key, type KeyEncoder, keyBytes, keyString } from '../../data/keys.js';
@@ -13,7 +14,18 @@ import { crc32c, crc32cCombine } from '../../util/crc32c.js';
 import { runSteps, type Steps } from '../../util/schedule.js';
 import { BloomFilter } from './bloom.js';
 import { blockRanges } from './reader.js';
-import { BLOCK_MAX_ROWS, BLOCK_TARGET_BYTES, META_BLOCKS, META_BLOOM, META_FORMAT, META_GENERATIONS, TABLE_FORMAT_V2 } from './format.js';
+import {
+  ARROW_FILE_TRAILER_BYTES,
+  BLOCK_MAX_ROWS,
+  BLOCK_TARGET_BYTES,
+  META_BLOCKS,
+  META_BLOOM,
+  META_FORMAT,
+  META_GENERATIONS,
+  META_SECTIONS,
+  TABLE_FORMAT_V3,
+} from './format.js';
+import { encodeSectionDirectory, SECTION_AREA_ALIGN, type SectionBuilder, type SectionInfo } from './sections.js';
 
 /** A table file ready to write, with what the manifest records of it. */
 export interface BuiltTable {
@@ -279,9 +291,10 @@ export function encodeBlockIndex(blocks: readonly BlockBounds[]): Uint8Array {
 }
 
 /**
- * Encode `blocks` (from {@link cutBlocks}, rows in final order) as a format-2 table file holding
+ * Encode `blocks` (from {@link cutBlocks}, rows in final order) as a format-3 table file holding
  * generations `minGeneration..maxGeneration`. With `keyEncoder` (keyed stores) the blocks' key
- * bounds and a Bloom filter of every key go into the footer. Any runtime.
+ * bounds and a Bloom filter of every key go into the footer; `sections` build the file's index
+ * sections from the same blocks. Any runtime.
  */
 export function encodeTable(
   storeSchema: StoreSchema,
@@ -290,14 +303,16 @@ export function encodeTable(
   blocks: readonly RecordBatch[],
   minGeneration: number,
   maxGeneration: number,
+  sections: readonly SectionBuilder[] = [],
 ): BuiltTable {
-  return runSteps(encodeTableSteps(storeSchema, schema, keyEncoder, blocks, minGeneration, maxGeneration));
+  return runSteps(encodeTableSteps(storeSchema, schema, keyEncoder, blocks, minGeneration, maxGeneration, undefined, sections));
 }
 
 /**
  * {@link encodeTable} as steps of about one block each (a caller may pause between them).
  * `sortedKeys`, when the caller has them: the keys of every row of `blocks`, in order (a flush's
- * sort made them), so the blocks' keys are not encoded again.
+ * sort made them), so the blocks' keys are not encoded again. Each of `sections` is fed every
+ * block with its first row's position and its keys, in file order, then finished.
  */
 export function* encodeTableSteps(
   storeSchema: StoreSchema,
@@ -307,6 +322,7 @@ export function* encodeTableSteps(
   minGeneration: number,
   maxGeneration: number,
   sortedKeys?: ArrayLike<Key>,
+  sections: readonly SectionBuilder[] = [],
 ): Steps<BuiltTable> {
   let rows = 0;
   for (const b of blocks) rows += b.numRows;
@@ -315,17 +331,24 @@ export function* encodeTableSteps(
   let at = 0;
   for (const b of blocks) {
     if (!keyEncoder) {
+      for (const s of sections) s.addBlock(b, at, undefined);
       bounds.push({ rows: b.numRows, crc: 0, first: '', last: '' });
+      at += b.numRows;
       continue;
     }
     const keys: ArrayLike<Key> = sortedKeys ?? keyEncoder(b);
     const from = sortedKeys ? at : 0;
     const to = from + b.numRows;
     bloom!.addRange(keys, from, to);
+    if (sections.length > 0) {
+      const own = sortedKeys ? subKeys(sortedKeys, from, to) : keys;
+      for (const s of sections) s.addBlock(b, at, own);
+    }
     bounds.push({ rows: b.numRows, crc: 0, first: keyString(keys[from]!, storeSchema), last: keyString(keys[to - 1]!, storeSchema) });
-    at = to;
+    at += b.numRows;
     yield;
   }
+  const area = yield* sectionArea(sections);
   // The block CRCs cover the blocks' bytes in the file, which only an encoding tells, and the
   // block index that holds them is in the file's metadata. The index has the same length
   // whatever its CRCs are, so: encode once with zero CRCs, checksum the blocks where they landed,
@@ -333,11 +356,12 @@ export function* encodeTableSteps(
   // footer's schema; the same length, so nothing moves). Encoding twice would cost a copy of the
   // whole table.
   const metadata = new Map<string, string>([
-    [META_FORMAT, String(TABLE_FORMAT_V2)],
+    [META_FORMAT, String(TABLE_FORMAT_V3)],
     [META_GENERATIONS, `${minGeneration}-${maxGeneration}`],
     [META_BLOCKS, toBase64(encodeBlockIndex(bounds))],
   ]);
   if (bloom) metadata.set(META_BLOOM, toBase64(bloom.encode()));
+  metadata.set(META_SECTIONS, toBase64(area.directory));
   const placeholder = metadata.get(META_BLOCKS)!;
   let bytes = yield* encode(schema, blocks, metadata);
   const located = blockRanges(bytes);
@@ -354,10 +378,12 @@ export function* encodeTableSteps(
   if (overwrite(bytes, placeholder, index, last, bytes.length) === 0) {
     // Not where it should be (an Arrow writer that lays metadata out otherwise): encode again.
     metadata.set(META_BLOCKS, index);
-    bytes = yield* encode(schema, blocks, metadata);
+    bytes = withArea(yield* encode(schema, blocks, metadata), area.bytes);
     crc = crc32c(bytes);
   } else {
-    // The file's checksum: the bytes around the blocks, with the blocks' own checksums combined in.
+    // The file's checksum: the bytes around the blocks and the section area, with the blocks'
+    // and the area's own checksums combined in.
+    const footerAt = footerStart(bytes);
     crc = crc32c(bytes.subarray(0, first));
     let at = first;
     for (let i = 0; i < located.length; i++) {
@@ -365,7 +391,10 @@ export function* encodeTableSteps(
       crc = crc32cCombine(crc32c(bytes.subarray(at, r.offset), crc), bounds[i]!.crc, r.length);
       at = r.offset + r.length;
     }
-    crc = crc32c(bytes.subarray(at), crc);
+    crc = crc32c(bytes.subarray(at, footerAt), crc);
+    crc = crc32cCombine(crc, area.crc, area.bytes.length);
+    crc = crc32c(bytes.subarray(footerAt), crc);
+    bytes = withArea(bytes, area.bytes);
   }
   const built: BuiltTable = { bytes, crc, rows, blocks: blocks.length };
   if (keyEncoder && bounds.length > 0) {
@@ -373,6 +402,55 @@ export function* encodeTableSteps(
     built.maxKey = bounds[bounds.length - 1]!.last;
   }
   return built;
+}
+
+/** `keys[from, to)` (a view when typed). */
+function subKeys(keys: ArrayLike<Key>, from: number, to: number): ArrayLike<Key> {
+  if (keys instanceof Float64Array) return keys.subarray(from, to);
+  return Array.prototype.slice.call(keys, from, to) as Key[];
+}
+
+/** The section area of `sections` (each finished, a step each), padded, with its directory and CRC-32C. */
+function* sectionArea(sections: readonly SectionBuilder[]): Steps<{ bytes: Uint8Array; crc: number; directory: Uint8Array }> {
+  const parts: Uint8Array[] = [];
+  const infos: SectionInfo[] = [];
+  let length = 0;
+  for (const s of sections) {
+    const bytes = s.finish();
+    infos.push({ kind: s.kind, name: s.name, spec: s.spec, offset: length, length: bytes.length, crc: crc32c(bytes) });
+    parts.push(bytes);
+    length += bytes.length;
+    yield;
+  }
+  const padded = Math.ceil(length / SECTION_AREA_ALIGN) * SECTION_AREA_ALIGN;
+  const bytes = new Uint8Array(padded);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  const crc = crc32c(bytes);
+  return { bytes, crc, directory: encodeSectionDirectory({ areaLength: padded, areaCrc: crc, sections: infos }) };
+}
+
+/** Where the footer of Arrow file `bytes` starts. */
+function footerStart(bytes: Uint8Array): number {
+  return (
+    bytes.length -
+    ARROW_FILE_TRAILER_BYTES -
+    new DataView(bytes.buffer, bytes.byteOffset).getInt32(bytes.length - ARROW_FILE_TRAILER_BYTES, true)
+  );
+}
+
+/** Arrow file `bytes` with `area` between its end-of-stream marker and its footer (itself when empty). */
+function withArea(bytes: Uint8Array, area: Uint8Array): Uint8Array {
+  if (area.length === 0) return bytes;
+  const at = footerStart(bytes);
+  const out = new Uint8Array(bytes.length + area.length);
+  out.set(bytes.subarray(0, at), 0);
+  out.set(area, at);
+  out.set(bytes.subarray(at), at + area.length);
+  return out;
 }
 
 /**
