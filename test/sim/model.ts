@@ -37,6 +37,8 @@ export interface ModelRow {
   tag?: string;
   /** Values by column incarnation, as written. */
   vals: Map<number, Value>;
+  /** A row its own put overwrote (a later row of the put has its key): in the WAL, never read back. */
+  shadowed?: true;
 }
 
 /** The outcome a read may show for one key: a row, or the key absent (a delete, or never written). */
@@ -75,8 +77,9 @@ export class Model {
     };
     for (const r of rows) {
       const row: ModelRow = { ...r, op };
-      op.rows.push(row);
       if (row.tag !== undefined) this.byTag.set(row.tag, row);
+      if (row.shadowed) continue;
+      op.rows.push(row);
       if (row.keyId !== undefined) {
         const list = this.byKey.get(row.keyId) ?? [];
         list.push(row);

@@ -12,6 +12,7 @@ import { encodeSchema } from '../../src/data/schema.js';
 import { type DrainHandle, drain } from '../../src/drain/drain.js';
 import { MemWalError, quotaExceededError } from '../../src/util/errors.js';
 import type { Manifest } from '../../src/format/manifest/manifest.js';
+import type { StatsSnapshot } from '../../src/metrics/stats.js';
 import { recordedVersions } from '../../src/format/schema-versions.js';
 import { MemoryStorage } from '../../src/storage/memory.js';
 import type { FaultOp } from '../../src/testing/fault-controller.js';
@@ -87,6 +88,8 @@ interface Live {
   hung?: boolean;
   /** A call of this writer may never settle (hangNext, hangAfter: only a crash ends it; holds end with their step). */
   hangsForEver?: boolean;
+  /** The faults that fired, by operation, since its open; undefined once they cannot be told apart (hangs, steals, outages). */
+  ledger?: Map<FaultOp, number>;
   /** Its puts rejected `BackpressureTimeout` or `Aborted` (a wait that ended without admission) so far. */
   gaveUp?: number;
   drain?: DrainHandle;
@@ -284,6 +287,10 @@ class Sim {
       s.faults.every(retried) &&
       !['close', 'abort', 'crash', 'reopen', 'stale', 'damage', 'destroy'].includes(a.a) &&
       this.writerIsWell(before);
+    // The retry counters are compared with the faults that fired while the writer lived (a writer
+    // that hangs, steals or is stolen from, or meets an outage leaves the ledger).
+    const counted = before?.ledger !== undefined && !['stale', 'damage', 'destroy'].includes(a.a) && this.writerIsWell(before);
+    if (before && !counted) before.ledger = undefined;
     this.arm(s.faults);
     this.log(`#${i} ${describeAction(a)}${s.faults.length ? ` with ${s.faults.map(describeFault).join(', ')}` : ''}`);
     this.count(a.a);
@@ -291,8 +298,15 @@ class Sim {
     else await this.act(a);
     if (s.window > 0) await this.clock.advance(s.window);
     await this.afterCrash();
+    const fired = this.firedFaults(s.faults);
     this.disarm();
-    if (live && this.current === before && this.storage.crashed === this.crashesSeen) await this.checkLive(before);
+    if (before?.ledger && counted) {
+      if (this.outage || before.hung) before.ledger = undefined;
+      else for (const [op, n] of fired) before.ledger.set(op, (before.ledger.get(op) ?? 0) + n);
+    }
+    const quiet = live && this.current === before && this.storage.crashed === this.crashesSeen;
+    if (quiet) await this.checkLive(before);
+    if (before?.ledger && this.current === before && this.writerIsWell(before)) this.checkCounters(before, before.ledger, quiet === true);
     await this.check(`after step ${i}`);
   }
 
@@ -335,6 +349,55 @@ class Sim {
       this.fail('liveness', `after faults the engine retries in place, the flush failed: ${this.codeOf(e, 'flush')} ${e.message}`);
     }
     this.log('  (liveness) seal + waitForFlushDrain after retried faults: ok');
+  }
+
+  /**
+   * How many of each operation's injected faults fired (failed, lost their reply or tore a call)
+   * during the step: what was armed less what is still queued. Read before the faults are cleared.
+   */
+  private firedFaults(faults: readonly FaultSpec[]): Map<FaultOp, number> {
+    const fired = new Map<FaultOp, number>();
+    const add = (op: FaultOp, n: number) => fired.set(op, (fired.get(op) ?? 0) + n);
+    for (const f of faults) {
+      if (f.f === 'failNext' || f.f === 'failAfter') add(f.op, f.count);
+      if (f.f === 'failAfter' && f.reread) add('manifestLoad', 1);
+      if (f.f === 'tearNext') add(f.op, 1);
+    }
+    const controller = (this.storage as unknown as { faults: { faults: Map<FaultOp, Queued[]>; faultsAfter: Map<FaultOp, Queued[]> } }).faults;
+    for (const table of [controller.faults, controller.faultsAfter]) {
+      for (const [op, queue] of table) for (const q of queue) if (q.fault.kind !== 'hang') add(op, -q.remaining);
+    }
+    return fired;
+  }
+
+  /**
+   * The writer's retry counters against the faults that fired since it opened (docs/impl.md,
+   * "Faults: retry or poison"). Each failed WAL append is one `walAppendRetries` (and so is the
+   * append after a failed truncate back, which meets the segment's old length); each failed table
+   * write is one failed flush or compaction; no flush or compaction fails without a fault of an
+   * operation it issues. Upper bounds hold after every step (a fault with no effect yet counts
+   * nothing); after a liveness check's flush (`settled`) the failures have surfaced, so the lower
+   * bounds hold too: a retried fault is counted.
+   */
+  private checkCounters(live: Live, fired: Map<FaultOp, number>, settled: boolean): void {
+    const now = retryCounters(live);
+    const n = (op: FaultOp) => fired.get(op) ?? 0;
+    const appends = now.walAppendRetries;
+    const failed = now.flushFailures + now.compactionFailures;
+    const background = (['tableWrite', 'manifestCommit', 'manifestLoad', 'tableRead', 'tableList', 'walRead', 'walList'] as const).reduce((t, op) => t + n(op), 0);
+    this.count('counter checks');
+    if (appends > n('walAppend') + n('walTruncate') || (settled && appends < n('walAppend'))) {
+      this.fail(
+        'counters',
+        `${n('walAppend')} WAL append and ${n('walTruncate')} truncate fault(s) fired since the open; walAppendRetries is ${appends}`,
+      );
+    }
+    if (failed > background || (settled && failed < n('tableWrite'))) {
+      this.fail(
+        'counters',
+        `${n('tableWrite')} table write fault(s) of ${background} a flush or compaction may meet fired since the open; flushFailureCount + compaction failureCount is ${failed}`,
+      );
+    }
   }
 
   async finish(): Promise<void> {
@@ -709,6 +772,7 @@ class Sim {
     this.inDoubt = undefined;
     const hung = this.hangArms !== o.hangArms;
     const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung, hangsForEver: hung };
+    if (!faulty && !hung) live.ledger = new Map();
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
     if (this.config.drain) await this.startDrain(live);
@@ -940,13 +1004,15 @@ class Sim {
     const input: Record<string, unknown>[] = [];
     const seen = new Set<string>();
     if (a.a === 'put') {
+      // Several rows of one key in one put: the last one wins (SPEC: puts are upserts, newest
+      // wins); the model knows only that one, so a read showing an earlier one's tag is a violation.
+      const last = new Map<string, number>();
+      if (keyed) a.rows.forEach((d, i) => last.set(keyId(this.config.keyPool[d.key % this.config.keyPool.length]!), i));
       a.rows.forEach((d, i) => {
         const key = keyed ? this.config.keyPool[d.key % this.config.keyPool.length]! : undefined;
         const id = key ? keyId(key) : undefined;
-        if (id !== undefined) {
-          if (seen.has(id)) return;
-          seen.add(id);
-        }
+        if (id !== undefined) seen.add(id);
+        const shadowed = id !== undefined && last.get(id) !== i;
         const vals = new Map<number, unknown>();
         const obj: Record<string, unknown> = key ? keyObject(this.config.keyType!, key, (d.seed & 1) === 1) : {};
         const tag = `o${opId}r${i}`;
@@ -956,7 +1022,8 @@ class Sim {
           vals.set(c.inc, v);
           if (v !== null || (d.seed & 2) === 0) obj[c.name] = v; // a null is sometimes left out
         }
-        rows.push({ key, keyId: id, tag, vals: vals as Map<number, never> });
+        if (shadowed) this.count('rows shadowed in their put');
+        rows.push({ key, keyId: id, tag, vals: vals as Map<number, never>, ...(shadowed ? { shadowed: true as const } : {}) });
         input.push(obj);
       });
     } else {
@@ -1582,6 +1649,22 @@ class Sim {
 }
 
 /** What a stuck writer is doing (its parts' state), for a hang's report. */
+/** A queued injected fault (FaultController's queues, read by the counter check). */
+interface Queued {
+  remaining: number;
+  fault: { kind: string };
+}
+
+/**
+ * The writer's retry counters now, from its stats snapshot taken without refreshing the storage
+ * estimate (a refresh is a storage call: it would move `crashAt`'s count).
+ */
+function retryCounters(live: Live): { walAppendRetries: number; flushFailures: number; compactionFailures: number } {
+  const source = live.w.statsSource as unknown as { snapshotNow(est: unknown, interval: undefined): StatsSnapshot; estimates: { peek(): unknown } };
+  const s = source.snapshotNow(source.estimates.peek(), undefined);
+  return { walAppendRetries: s.write.walAppendRetries, flushFailures: s.write.flushFailureCount, compactionFailures: s.compaction?.failureCount ?? 0 };
+}
+
 function writerState(w: MemWal): string {
   const x = w as unknown as {
     life: { state: string; stopping: boolean; dead: boolean };
