@@ -111,7 +111,20 @@ const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemo
 
 /** The configuration of seed `seed` (its own stream: the steps do not shift it). */
 export function drawConfig(seed: number): SimConfig {
-  return squeeze(drawBaseConfig(seed), seed);
+  return sized(squeeze(drawBaseConfig(seed), seed), seed);
+}
+
+/**
+ * The sizes dimension: a wide binary column, so that table files hold many blocks (a keyed block
+ * is cut at 16 KiB, an append-only one at 64 KiB) and compactions write several level-1 files.
+ * (Rows of a megabyte would roll a writer's WAL over to new segments, at 8 MiB, but took 10–130 s
+ * a seed: the segment size is a constant, WAL_SEGMENT_TARGET_BYTES.) Its own stream, drawn last.
+ */
+function sized(config: SimConfig, seed: number): SimConfig {
+  const r = rng(seed * 13 + 7);
+  if (r() >= 0.15) return config;
+  const wide: ColumnSpec = { name: 'wide', type: 'binary', nullable: true, inc: config.columns.length + 1, width: pick(r, [700, 2500, 7000]) };
+  return { ...config, columns: [...config.columns, wide] };
 }
 
 function drawBaseConfig(seed: number): SimConfig {

@@ -411,6 +411,8 @@ class Sim {
     this.current = await this.openWriter(undefined, false);
     const live = this.current;
     if (!live) this.fail('open', 'the final fault-free open did not open the store');
+    // The sizes dimension's reach: table files larger than two keyed blocks (16 KiB each).
+    for (const bytes of [...(this.memStore()?.tables.values() ?? [])].map((t) => t.length)) if (bytes > 32 * 1024) this.count('tables of 3+ blocks');
     await this.check('final', true);
     if (live.drain) await this.catchUp(live);
     await this.end(live, 'close');
