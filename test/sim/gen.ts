@@ -63,7 +63,9 @@ export type Evolve =
   | { e: 'nullability'; pick: number }
   | { e: 'key'; how: 'type' | 'nullable' | 'drop' }
   | { e: 'addNonNull'; type: ColType }
-  | { e: 'reset'; type: ColType };
+  | { e: 'reset'; type: ColType }
+  /** A shown column renamed (SPEC §9.1): by `renameColumns`, or by `renamedFrom` field metadata. */
+  | { e: 'rename'; pick: number; how: 'option' | 'metadata' };
 
 export type Action =
   | {
@@ -218,7 +220,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     else if (x < 0.78) action = { a: 'close' };
     else if (x < 0.8) action = { a: 'abort' };
     else if (x < 0.84) action = { a: 'crash' };
-    else if (x < 0.89) action = { a: 'reopen', evolve: r() < 0.5 ? drawEvolve(r) : undefined };
+    else if (x < 0.89) action = { a: 'reopen', evolve: r() < 0.5 ? drawEvolve(r, later) : undefined };
     else if (x < 0.92) action = { a: 'stale', writes: 1 + int(r, 4) };
     else if (x < 0.94 && config.drain) action = { a: 'catchUp' };
     else if (x < 0.945) action = { a: 'damage', frac: r(), pick: int(r, 1000) };
@@ -261,7 +263,9 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   return steps;
 }
 
-function drawEvolve(r: () => number): Evolve {
+function drawEvolve(r: () => number, later: () => number): Evolve {
+  // Renames came later: drawn from the later stream, so the other evolutions stay as they were.
+  if (later() < 0.3) return { e: 'rename', pick: int(later, 100), how: later() < 0.5 ? 'option' : 'metadata' };
   const x = r();
   if (x < 0.3) return { e: 'add', type: pick(r, COL_TYPES), at: int(r, 100) };
   if (x < 0.45) return { e: 'drop', pick: int(r, 100) };

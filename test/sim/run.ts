@@ -8,7 +8,7 @@
 import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { MemWal } from '../../src/engine/memwal.js';
 import { rowObject } from '../../src/data/rows.js';
-import { encodeSchema } from '../../src/data/schema.js';
+import { encodeSchema, RENAMED_FROM } from '../../src/data/schema.js';
 import { type DrainHandle, drain } from '../../src/drain/drain.js';
 import { MemWalError, quotaExceededError } from '../../src/util/errors.js';
 import type { Manifest } from '../../src/format/manifest/manifest.js';
@@ -510,11 +510,17 @@ class Sim {
     return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
   }
 
-  private options(columns: ColumnSpec[], steal: boolean, reset: boolean, keyChange?: KeyChange, dropColumns: string[] = []) {
+  private options(columns: ColumnSpec[], steal: boolean, reset: boolean, keyChange?: KeyChange, dropColumns: string[] = [], rename?: Rename) {
     const c = this.config;
+    let schema = changeKey(storeSchema(c.keyType, columns), c.keyType, keyChange);
+    if (rename?.how === 'metadata') {
+      const meta = new Map([[RENAMED_FROM, rename.from]]);
+      schema = new Schema(schema.fields.map((f) => (f.name === rename.to ? new Field(f.name, f.type, f.nullable, meta) : f)));
+    }
     return {
       name: STORE,
-      schema: changeKey(storeSchema(c.keyType, columns), c.keyType, keyChange),
+      schema,
+      ...(rename?.how === 'option' ? { renameColumns: { [rename.from]: rename.to } } : {}),
       primaryKey: c.keyType ? keyColumns(c.keyType).map((k) => k.name) : [],
       storage: this.storage,
       enableMemtable: c.mode !== 'wal-only',
@@ -548,6 +554,7 @@ class Sim {
     drop?: string[];
     expect: 'open' | 'invalid' | 'reset';
     keyChange?: KeyChange;
+    rename?: Rename;
   } {
     const cols = this.columns.map((c) => ({ ...c }));
     if (!e) return { columns: cols, expect: 'open' };
@@ -619,6 +626,17 @@ class Sim {
         return { columns: cols, expect: 'invalid', keyChange: e.how };
       case 'addNonNull':
         return { columns: [...cols, { name: name(), type: e.type, nullable: false, inc: -1 }], expect: 'invalid' };
+      case 'rename': {
+        // A shown column renamed keeps its identity and values (SPEC §9.1). Its old name is left
+        // out of later draws: an opener naming it reads the renamed column (a release from before).
+        if (cols.length === 0) return { columns: cols, expect: 'open' };
+        const i = e.pick % cols.length;
+        const from = cols[i]!.name;
+        const to = `c${this.nextInc++}`;
+        cols[i] = { ...cols[i]!, name: to };
+        for (let j = this.droppedColumns.length - 1; j >= 0; j--) if (this.droppedColumns[j]!.name === from) this.droppedColumns.splice(j, 1);
+        return { columns: cols, expect: 'open', rename: { from, to, how: e.how } };
+      }
       case 'reset': {
         // An incompatible schema with onSchemaMismatch 'reset': a new store.
         return { columns: [{ name: name(), type: e.type, nullable: false, inc: this.nextInc++ }], expect: 'reset' };
@@ -639,12 +657,13 @@ class Sim {
     view: readonly ColumnSpec[],
     drop: readonly string[],
     incFloor: number,
+    rename?: Rename,
   ): { stored: ColumnSpec[]; view: ColumnSpec[] } {
     if (!base) {
       const fresh = view.map((c) => ({ ...c }));
       return { stored: fresh.map((c) => ({ ...c })), view: fresh };
     }
-    const kept = base.filter((c) => !drop.includes(c.name)).map((c) => ({ ...c }));
+    const kept = base.filter((c) => !drop.includes(c.name)).map((c) => ({ ...c, name: c.name === rename?.from ? rename.to : c.name }));
     const added: ColumnSpec[] = [];
     const out = view.map((c) => {
       const k = kept.find((s) => s.name === c.name);
@@ -672,14 +691,15 @@ class Sim {
     // A store that does not exist (destroyed) is created with the current columns: nothing to evolve.
     const incFloor = this.nextInc;
     const exists = this.memStore()?.manifest !== undefined;
-    const { columns, drop = [], expect, keyChange } = this.evolve(exists ? e : undefined);
+    const { columns, drop = [], expect, keyChange, rename } = this.evolve(exists ? e : undefined);
     if (expect === 'invalid') this.nextInc++; // an invalid column's incarnation is never used
-    const { stored, view } = this.plan(exists && expect !== 'reset' ? this.stored : undefined, columns, drop, incFloor);
+    const { stored, view } = this.plan(exists && expect !== 'reset' ? this.stored : undefined, columns, drop, incFloor, rename);
+    if (rename) this.count(`rename by ${rename.how}`);
     const session = ++this.session;
     const held = this.heldState();
     const call = this.track(
       `open (session ${session})`,
-      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop), { compactionPolicy: this.config.policy }),
+      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop, rename), { compactionPolicy: this.config.policy }),
     );
     return {
       call,
@@ -1651,6 +1671,13 @@ class Sim {
 }
 
 /** What a stuck writer is doing (its parts' state), for a hang's report. */
+/** A column an open renames, and how it asks (`renameColumns`, or `renamedFrom` field metadata). */
+interface Rename {
+  from: string;
+  to: string;
+  how: 'option' | 'metadata';
+}
+
 /** A queued injected fault (FaultController's queues, read by the counter check). */
 interface Queued {
   remaining: number;
