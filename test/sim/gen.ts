@@ -36,6 +36,8 @@ export interface SimConfig {
   stall: { chance: number; maxMs: number };
   /** A drain into the model sink follows every writer. */
   drain: boolean;
+  /** Writes of one key may be in flight at once (keyed stores; otherwise each waits for the earlier ones). */
+  overlap?: boolean;
 }
 
 /** Faults injected at the start of a step; cleared when the step's window ends. */
@@ -113,7 +115,12 @@ const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemo
 
 /** The configuration of seed `seed` (its own stream: the steps do not shift it). */
 export function drawConfig(seed: number): SimConfig {
-  return sized(squeeze(drawBaseConfig(seed), seed), seed);
+  return overlapping(sized(squeeze(drawBaseConfig(seed), seed), seed), seed);
+}
+
+/** Writes of one key in flight at once, in 40% of keyed seeds (a stream of its own, drawn last). */
+function overlapping(config: SimConfig, seed: number): SimConfig {
+  return config.mode === 'keyed' && rng(seed * 13 + 8)() < 0.4 ? { ...config, overlap: true } : config;
 }
 
 /**

@@ -1058,9 +1058,10 @@ class Sim {
         input.push(keyObject(this.config.keyType!, key, (k & 1) === 1));
       }
     }
-    // Writes of one key never overlap: wait for earlier writes of these keys.
-    if (keyed) {
-      const busy = () => this.model.pendingOps().some((o) => o.rows.some((r) => r.keyId !== undefined && seen.has(r.keyId)));
+    // Writes of one key overlap only in seeds drawn so: otherwise wait for earlier writes of these keys.
+    const busy = () => this.model.pendingOps().some((o) => o.rows.some((r) => r.keyId !== undefined && seen.has(r.keyId)));
+    if (keyed && this.config.overlap && busy()) this.count('writes overlapping one of their keys');
+    if (keyed && !this.config.overlap) {
       if (busy()) await this.clock.run(() => !busy() || this.violation !== undefined, this.bound);
       if (busy()) this.fail('hang', `a write of keys ${[...seen].join(', ')} did not settle within ${this.bound} ms`);
     }
@@ -1224,6 +1225,7 @@ class Sim {
       const want = this.model.expectedRow(match.row!, live.columns, key);
       const diff = diffRow(got, want);
       if (diff) return this.flag('read', `${what} of key ${showKey(key)} (op ${match.op!.id}): ${diff}`);
+      this.model.won(id, match, from);
     }
     if (match) this.model.observe(id, match, live.session);
   }
@@ -1297,6 +1299,7 @@ class Sim {
       const want = this.model.expectedRow(match.row!, live.columns, match.row!.key);
       const diff = diffRow(row, want, columns);
       if (diff) return this.flag('read', `${what}: key ${showKey(key)} (op ${match.op!.id}): ${diff}`);
+      this.model.won(id, match, from);
       this.model.observe(id, match, live.session);
     }
     if (rows.length > limit) return this.flag('read', `${what}: ${rows.length} rows past the limit ${limit}`);
