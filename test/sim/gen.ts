@@ -132,7 +132,13 @@ function overlapping(config: SimConfig, seed: number): SimConfig {
 function sized(config: SimConfig, seed: number): SimConfig {
   const r = rng(seed * 13 + 7);
   if (r() >= 0.15) return config;
-  const wide: ColumnSpec = { name: 'wide', type: 'binary', nullable: true, inc: config.columns.length + 1, width: pick(r, [700, 2500, 7000]) };
+  const wide: ColumnSpec = {
+    name: 'wide',
+    type: 'binary',
+    nullable: true,
+    inc: config.columns.length + 1,
+    width: pick(r, [700, 2500, 7000]),
+  };
   return { ...config, columns: [...config.columns, wide] };
 }
 

@@ -172,7 +172,12 @@ export class Model {
   won(id: string, got: Candidate, from: number): void {
     if (!got.row || got.op!.knownSeq >= from) return;
     for (const r of this.byKey.get(id) ?? []) {
-      if (r !== got.row && (r.op.state === 'acked' || r.op.state === 'visible') && r.op.knownSeq < from && r.op.issuedSeq < got.op!.settledSeq) {
+      if (
+        r !== got.row &&
+        (r.op.state === 'acked' || r.op.state === 'visible') &&
+        r.op.knownSeq < from &&
+        r.op.issuedSeq < got.op!.settledSeq
+      ) {
         this.beaten.set(r, got.row);
       }
     }

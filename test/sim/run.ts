@@ -363,7 +363,8 @@ class Sim {
       if (f.f === 'failAfter' && f.reread) add('manifestLoad', 1);
       if (f.f === 'tearNext') add(f.op, 1);
     }
-    const controller = (this.storage as unknown as { faults: { faults: Map<FaultOp, Queued[]>; faultsAfter: Map<FaultOp, Queued[]> } }).faults;
+    const controller = (this.storage as unknown as { faults: { faults: Map<FaultOp, Queued[]>; faultsAfter: Map<FaultOp, Queued[]> } })
+      .faults;
     for (const table of [controller.faults, controller.faultsAfter]) {
       for (const [op, queue] of table) for (const q of queue) if (q.fault.kind !== 'hang') add(op, -q.remaining);
     }
@@ -384,7 +385,10 @@ class Sim {
     const n = (op: FaultOp) => fired.get(op) ?? 0;
     const appends = now.walAppendRetries;
     const failed = now.flushFailures + now.compactionFailures;
-    const background = (['tableWrite', 'manifestCommit', 'manifestLoad', 'tableRead', 'tableList', 'walRead', 'walList'] as const).reduce((t, op) => t + n(op), 0);
+    const background = (['tableWrite', 'manifestCommit', 'manifestLoad', 'tableRead', 'tableList', 'walRead', 'walList'] as const).reduce(
+      (t, op) => t + n(op),
+      0,
+    );
     this.count('counter checks');
     if (appends > n('walAppend') + n('walTruncate') || (settled && appends < n('walAppend'))) {
       this.fail(
@@ -412,7 +416,8 @@ class Sim {
     const live = this.current;
     if (!live) this.fail('open', 'the final fault-free open did not open the store');
     // The sizes dimension's reach: table files larger than two keyed blocks (16 KiB each).
-    for (const bytes of [...(this.memStore()?.tables.values() ?? [])].map((t) => t.length)) if (bytes > 32 * 1024) this.count('tables of 3+ blocks');
+    for (const bytes of [...(this.memStore()?.tables.values() ?? [])].map((t) => t.length))
+      if (bytes > 32 * 1024) this.count('tables of 3+ blocks');
     await this.check('final', true);
     if (live.drain) await this.catchUp(live);
     await this.end(live, 'close');
@@ -510,7 +515,14 @@ class Sim {
     return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
   }
 
-  private options(columns: ColumnSpec[], steal: boolean, reset: boolean, keyChange?: KeyChange, dropColumns: string[] = [], rename?: Rename) {
+  private options(
+    columns: ColumnSpec[],
+    steal: boolean,
+    reset: boolean,
+    keyChange?: KeyChange,
+    dropColumns: string[] = [],
+    rename?: Rename,
+  ) {
     const c = this.config;
     let schema = changeKey(storeSchema(c.keyType, columns), c.keyType, keyChange);
     if (rename?.how === 'metadata') {
@@ -634,7 +646,8 @@ class Sim {
         const from = cols[i]!.name;
         const to = `c${this.nextInc++}`;
         cols[i] = { ...cols[i]!, name: to };
-        for (let j = this.droppedColumns.length - 1; j >= 0; j--) if (this.droppedColumns[j]!.name === from) this.droppedColumns.splice(j, 1);
+        for (let j = this.droppedColumns.length - 1; j >= 0; j--)
+          if (this.droppedColumns[j]!.name === from) this.droppedColumns.splice(j, 1);
         return { columns: cols, expect: 'open', rename: { from, to, how: e.how } };
       }
       case 'reset': {
@@ -1029,7 +1042,9 @@ class Sim {
       // Several rows of one key in one put: the last one wins (SPEC: puts are upserts, newest
       // wins); the model knows only that one, so a read showing an earlier one's tag is a violation.
       const last = new Map<string, number>();
-      if (keyed) a.rows.forEach((d, i) => last.set(keyId(this.config.keyPool[d.key % this.config.keyPool.length]!), i));
+      if (keyed) {
+        for (const [i, d] of a.rows.entries()) last.set(keyId(this.config.keyPool[d.key % this.config.keyPool.length]!), i);
+      }
       a.rows.forEach((d, i) => {
         const key = keyed ? this.config.keyPool[d.key % this.config.keyPool.length]! : undefined;
         const id = key ? keyId(key) : undefined;
@@ -1692,9 +1707,16 @@ interface Queued {
  * estimate (a refresh is a storage call: it would move `crashAt`'s count).
  */
 function retryCounters(live: Live): { walAppendRetries: number; flushFailures: number; compactionFailures: number } {
-  const source = live.w.statsSource as unknown as { snapshotNow(est: unknown, interval: undefined): StatsSnapshot; estimates: { peek(): unknown } };
+  const source = live.w.statsSource as unknown as {
+    snapshotNow(est: unknown, interval: undefined): StatsSnapshot;
+    estimates: { peek(): unknown };
+  };
   const s = source.snapshotNow(source.estimates.peek(), undefined);
-  return { walAppendRetries: s.write.walAppendRetries, flushFailures: s.write.flushFailureCount, compactionFailures: s.compaction?.failureCount ?? 0 };
+  return {
+    walAppendRetries: s.write.walAppendRetries,
+    flushFailures: s.write.flushFailureCount,
+    compactionFailures: s.compaction?.failureCount ?? 0,
+  };
 }
 
 function writerState(w: MemWal): string {
