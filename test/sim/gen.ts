@@ -205,6 +205,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   const r = rng(seed * 2 + 2);
   // Choices added later draw from their own stream, so the steps drawn before them stay the same.
   const later = rng(seed * 13 + 6);
+  const renames = rng(seed * 13 + 9);
   const n = 20 + int(r, 50);
   const steps: Step[] = [];
   const keyed = config.mode === 'keyed';
@@ -233,7 +234,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     else if (x < 0.78) action = { a: 'close' };
     else if (x < 0.8) action = { a: 'abort' };
     else if (x < 0.84) action = { a: 'crash' };
-    else if (x < 0.89) action = { a: 'reopen', evolve: r() < 0.5 ? drawEvolve(r, later) : undefined };
+    else if (x < 0.89) action = { a: 'reopen', evolve: r() < 0.5 ? drawEvolve(r, renames) : undefined };
     else if (x < 0.92) action = { a: 'stale', writes: 1 + int(r, 4) };
     else if (x < 0.94 && config.drain) action = { a: 'catchUp' };
     else if (x < 0.945) action = { a: 'damage', frac: r(), pick: int(r, 1000) };
@@ -276,9 +277,14 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   return steps;
 }
 
-function drawEvolve(r: () => number, later: () => number): Evolve {
-  // Renames came later: drawn from the later stream, so the other evolutions stay as they were.
-  if (later() < 0.3) return { e: 'rename', pick: int(later, 100), how: later() < 0.5 ? 'option' : 'metadata' };
+function drawEvolve(r: () => number, renames: () => number): Evolve {
+  // Renames came later: a stream of their own, drawn after the others, so every other choice stays as it was.
+  const drawn = drawOtherEvolve(r);
+  if (renames() < 0.3) return { e: 'rename', pick: int(renames, 100), how: renames() < 0.5 ? 'option' : 'metadata' };
+  return drawn;
+}
+
+function drawOtherEvolve(r: () => number): Evolve {
   const x = r();
   if (x < 0.3) return { e: 'add', type: pick(r, COL_TYPES), at: int(r, 100) };
   if (x < 0.45) return { e: 'drop', pick: int(r, 100) };
