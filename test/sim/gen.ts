@@ -39,6 +39,8 @@ export interface SimConfig {
   drain: boolean;
   /** Ordered indexes declared with each open whose columns they name (test/sim/queries.ts). */
   indexes: IndexDecl[];
+  /** Writes of one key may be in flight at once (keyed stores; otherwise each waits for the earlier ones). */
+  overlap?: boolean;
 }
 
 /** Faults injected at the start of a step; cleared when the step's window ends. */
@@ -66,7 +68,9 @@ export type Evolve =
   | { e: 'nullability'; pick: number }
   | { e: 'key'; how: 'type' | 'nullable' | 'drop' }
   | { e: 'addNonNull'; type: ColType }
-  | { e: 'reset'; type: ColType };
+  | { e: 'reset'; type: ColType }
+  /** A shown column renamed (SPEC §9.1): by `renameColumns`, or by `renamedFrom` field metadata. */
+  | { e: 'rename'; pick: number; how: 'option' | 'metadata' };
 
 export type Action =
   | {
@@ -115,7 +119,31 @@ const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemo
 
 /** The configuration of seed `seed` (its own stream: the steps do not shift it). */
 export function drawConfig(seed: number): SimConfig {
-  return withIndexes(squeeze(drawBaseConfig(seed), seed), seed);
+  return overlapping(sized(withIndexes(squeeze(drawBaseConfig(seed), seed), seed), seed), seed);
+}
+
+/** Writes of one key in flight at once, in 40% of keyed seeds (a stream of its own, drawn last). */
+function overlapping(config: SimConfig, seed: number): SimConfig {
+  return config.mode === 'keyed' && rng(seed * 13 + 8)() < 0.4 ? { ...config, overlap: true } : config;
+}
+
+/**
+ * The sizes dimension: a wide binary column, so that table files hold many blocks (a keyed block
+ * is cut at 16 KiB, an append-only one at 64 KiB) and compactions write several level-1 files.
+ * (Rows of a megabyte would roll a writer's WAL over to new segments, at 8 MiB, but took 10–130 s
+ * a seed: the segment size is a constant, WAL_SEGMENT_TARGET_BYTES.) Its own stream, drawn last.
+ */
+function sized(config: SimConfig, seed: number): SimConfig {
+  const r = rng(seed * 13 + 7);
+  if (r() >= 0.15) return config;
+  const wide: ColumnSpec = {
+    name: 'wide',
+    type: 'binary',
+    nullable: true,
+    inc: config.columns.length + 1,
+    width: pick(r, [700, 2500, 7000]),
+  };
+  return { ...config, columns: [...config.columns, wide] };
 }
 
 function drawBaseConfig(seed: number): SimConfig {
@@ -183,6 +211,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   // Choices added later draw from their own stream, so the steps drawn before them stay the same.
   const later = rng(seed * 13 + 6);
   const queries = rng(seed * 17 + 4);
+  const renames = rng(seed * 13 + 9);
   const n = 20 + int(r, 50);
   const steps: Step[] = [];
   const keyed = config.mode === 'keyed';
@@ -211,7 +240,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     else if (x < 0.78) action = { a: 'close' };
     else if (x < 0.8) action = { a: 'abort' };
     else if (x < 0.84) action = { a: 'crash' };
-    else if (x < 0.89) action = { a: 'reopen', evolve: r() < 0.5 ? drawEvolve(r) : undefined };
+    else if (x < 0.89) action = { a: 'reopen', evolve: r() < 0.5 ? drawEvolve(r, renames) : undefined };
     else if (x < 0.92) action = { a: 'stale', writes: 1 + int(r, 4) };
     else if (x < 0.94 && config.drain) action = { a: 'catchUp' };
     else if (x < 0.945) action = { a: 'damage', frac: r(), pick: int(r, 1000) };
@@ -256,7 +285,14 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   return steps;
 }
 
-function drawEvolve(r: () => number): Evolve {
+function drawEvolve(r: () => number, renames: () => number): Evolve {
+  // Renames came later: a stream of their own, drawn after the others, so every other choice stays as it was.
+  const drawn = drawOtherEvolve(r);
+  if (renames() < 0.3) return { e: 'rename', pick: int(renames, 100), how: renames() < 0.5 ? 'option' : 'metadata' };
+  return drawn;
+}
+
+function drawOtherEvolve(r: () => number): Evolve {
   const x = r();
   if (x < 0.3) return { e: 'add', type: pick(r, COL_TYPES), at: int(r, 100) };
   if (x < 0.45) return { e: 'drop', pick: int(r, 100) };

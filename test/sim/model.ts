@@ -6,9 +6,9 @@
 //
 // Reads are checked per key (keyed stores) or per operation (append-only, WAL-only): a read may
 // return the newest acked-or-visible version, or any version written after it whose operation is
-// pending or in doubt. Operations on one key never overlap in time (the driver waits), so per key
-// the issue order is the order the engine applied them in. A read that overlaps writes is checked
-// against the window from its issue to its settlement (sequence numbers).
+// pending or in doubt. Operations on one key may overlap in time (seeds with `overlap`): then
+// either order is allowed, until a read shows which one won (`won`). A read that overlaps writes
+// is checked against the window from its issue to its settlement (sequence numbers).
 
 import type { ColumnSpec, KeyType, KeyValue, Value } from './values.js';
 import { compareKeyValues, keyId, keyOfRow, sameValue, show } from './values.js';
@@ -37,6 +37,8 @@ export interface ModelRow {
   tag?: string;
   /** Values by column incarnation, as written. */
   vals: Map<number, Value>;
+  /** A row its own put overwrote (a later row of the put has its key): in the WAL, never read back. */
+  shadowed?: true;
 }
 
 /** The outcome a read may show for one key: a row, or the key absent (a delete, or never written). */
@@ -55,6 +57,8 @@ export class Model {
   /** Keyed stores: every row written per key, in issue order. */
   readonly byKey = new Map<string, ModelRow[]>();
   readonly byTag = new Map<string, ModelRow>();
+  /** Rows a read showed another row (the value) winning over, both applied (overlapping writes: the order is now known). */
+  private readonly beaten = new Map<ModelRow, ModelRow>();
 
   constructor(readonly keyType: KeyType | undefined) {}
 
@@ -75,8 +79,9 @@ export class Model {
     };
     for (const r of rows) {
       const row: ModelRow = { ...r, op };
-      op.rows.push(row);
       if (row.tag !== undefined) this.byTag.set(row.tag, row);
+      if (row.shadowed) continue;
+      op.rows.push(row);
       if (row.keyId !== undefined) {
         const list = this.byKey.get(row.keyId) ?? [];
         list.push(row);
@@ -139,23 +144,43 @@ export class Model {
    */
   candidates(id: string, from: number, to: number): Candidate[] {
     const list = this.byKey.get(id) ?? [];
-    let base = -1;
-    for (let i = list.length - 1; i >= 0; i--) {
-      const op = list[i]!.op;
-      if ((op.state === 'acked' || op.state === 'visible') && op.knownSeq < from) {
-        base = i;
-        break;
-      }
-    }
+    // Rows known applied before the read. Writes of one key may overlap in time (several puts in
+    // flight): their order is the engine's choice (SPEC §5: a put's order is its admission, which a
+    // backpressure wait may move), so a row is out only when one of these certainly came after it
+    // (issued once it had settled) or a read already showed one of these winning over it.
+    const known = list.filter((r) => (r.op.state === 'acked' || r.op.state === 'visible') && r.op.knownSeq < from);
+    const beaten = (r: ModelRow) => {
+      const w = this.beaten.get(r)?.op.state;
+      return w === 'acked' || w === 'visible' || known.some((k) => k !== r && r.op.settledSeq < k.op.issuedSeq);
+    };
     const out: Candidate[] = [];
-    out.push(base < 0 ? { row: undefined, op: undefined, absent: true } : asCandidate(list[base]!));
-    for (let i = base + 1; i < list.length; i++) {
-      const op = list[i]!.op;
+    if (known.length === 0) out.push({ row: undefined, op: undefined, absent: true });
+    for (const r of list) {
+      const op = r.op;
       if (op.issuedSeq > to) break;
-      if (op.state === 'failed' || op.state === 'dropped') continue;
-      out.push(asCandidate(list[i]!));
+      if (op.state === 'failed' || op.state === 'dropped' || beaten(r)) continue;
+      out.push(asCandidate(r));
     }
     return out;
+  }
+
+  /**
+   * A read showed `got` (a row known applied before it) as the newest of its key: every other row
+   * known applied then came before it in the engine's order, whatever their overlap, for as long
+   * as `got` stays (acked, or visible while its writer lives: a crash may lose it).
+   */
+  won(id: string, got: Candidate, from: number): void {
+    if (!got.row || got.op!.knownSeq >= from) return;
+    for (const r of this.byKey.get(id) ?? []) {
+      if (
+        r !== got.row &&
+        (r.op.state === 'acked' || r.op.state === 'visible') &&
+        r.op.knownSeq < from &&
+        r.op.issuedSeq < got.op!.settledSeq
+      ) {
+        this.beaten.set(r, got.row);
+      }
+    }
   }
 
   /** Keys that may be present (for scans): every key with a candidate row. */
@@ -185,6 +210,8 @@ export class Model {
     }
     for (let i = got.row ? list.indexOf(got.row) + 1 : 0; i < list.length; i++) {
       const later = list[i]!.op;
+      // (One that overlapped it may have been applied first, then overwritten by it.)
+      if (op && later.issuedSeq < op.settledSeq) continue;
       if (later.session < session && (later.state === 'doubt' || later.state === 'pending')) later.state = 'dropped';
     }
   }

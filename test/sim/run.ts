@@ -8,10 +8,11 @@
 import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
 import { MemWal } from '../../src/engine/memwal.js';
 import { rowObject } from '../../src/data/rows.js';
-import { encodeSchema } from '../../src/data/schema.js';
+import { encodeSchema, RENAMED_FROM } from '../../src/data/schema.js';
 import { type DrainHandle, drain } from '../../src/drain/drain.js';
 import { MemWalError, quotaExceededError } from '../../src/util/errors.js';
 import type { Manifest } from '../../src/format/manifest/manifest.js';
+import type { StatsSnapshot } from '../../src/metrics/stats.js';
 import { recordedVersions } from '../../src/format/schema-versions.js';
 import { MemoryStorage } from '../../src/storage/memory.js';
 import type { FaultOp } from '../../src/testing/fault-controller.js';
@@ -88,6 +89,8 @@ interface Live {
   hung?: boolean;
   /** A call of this writer may never settle (hangNext, hangAfter: only a crash ends it; holds end with their step). */
   hangsForEver?: boolean;
+  /** The faults that fired, by operation, since its open; undefined once they cannot be told apart (hangs, steals, outages). */
+  ledger?: Map<FaultOp, number>;
   /** Its puts rejected `BackpressureTimeout` or `Aborted` (a wait that ended without admission) so far. */
   gaveUp?: number;
   drain?: DrainHandle;
@@ -285,6 +288,10 @@ class Sim {
       s.faults.every(retried) &&
       !['close', 'abort', 'crash', 'reopen', 'stale', 'damage', 'destroy'].includes(a.a) &&
       this.writerIsWell(before);
+    // The retry counters are compared with the faults that fired while the writer lived (a writer
+    // that hangs, steals or is stolen from, or meets an outage leaves the ledger).
+    const counted = before?.ledger !== undefined && !['stale', 'damage', 'destroy'].includes(a.a) && this.writerIsWell(before);
+    if (before && !counted) before.ledger = undefined;
     this.arm(s.faults);
     this.log(`#${i} ${describeAction(a)}${s.faults.length ? ` with ${s.faults.map(describeFault).join(', ')}` : ''}`);
     this.count(a.a);
@@ -292,8 +299,15 @@ class Sim {
     else await this.act(a);
     if (s.window > 0) await this.clock.advance(s.window);
     await this.afterCrash();
+    const fired = this.firedFaults(s.faults);
     this.disarm();
-    if (live && this.current === before && this.storage.crashed === this.crashesSeen) await this.checkLive(before);
+    if (before?.ledger && counted) {
+      if (this.outage || before.hung) before.ledger = undefined;
+      else for (const [op, n] of fired) before.ledger.set(op, (before.ledger.get(op) ?? 0) + n);
+    }
+    const quiet = live && this.current === before && this.storage.crashed === this.crashesSeen;
+    if (quiet) await this.checkLive(before);
+    if (before?.ledger && this.current === before && this.writerIsWell(before)) this.checkCounters(before, before.ledger, quiet === true);
     await this.check(`after step ${i}`);
   }
 
@@ -338,6 +352,59 @@ class Sim {
     this.log('  (liveness) seal + waitForFlushDrain after retried faults: ok');
   }
 
+  /**
+   * How many of each operation's injected faults fired (failed, lost their reply or tore a call)
+   * during the step: what was armed less what is still queued. Read before the faults are cleared.
+   */
+  private firedFaults(faults: readonly FaultSpec[]): Map<FaultOp, number> {
+    const fired = new Map<FaultOp, number>();
+    const add = (op: FaultOp, n: number) => fired.set(op, (fired.get(op) ?? 0) + n);
+    for (const f of faults) {
+      if (f.f === 'failNext' || f.f === 'failAfter') add(f.op, f.count);
+      if (f.f === 'failAfter' && f.reread) add('manifestLoad', 1);
+      if (f.f === 'tearNext') add(f.op, 1);
+    }
+    const controller = (this.storage as unknown as { faults: { faults: Map<FaultOp, Queued[]>; faultsAfter: Map<FaultOp, Queued[]> } })
+      .faults;
+    for (const table of [controller.faults, controller.faultsAfter]) {
+      for (const [op, queue] of table) for (const q of queue) if (q.fault.kind !== 'hang') add(op, -q.remaining);
+    }
+    return fired;
+  }
+
+  /**
+   * The writer's retry counters against the faults that fired since it opened (docs/impl.md,
+   * "Faults: retry or poison"). Each failed WAL append is one `walAppendRetries` (and so is the
+   * append after a failed truncate back, which meets the segment's old length); each failed table
+   * write is one failed flush or compaction; no flush or compaction fails without a fault of an
+   * operation it issues. Upper bounds hold after every step (a fault with no effect yet counts
+   * nothing); after a liveness check's flush (`settled`) the failures have surfaced, so the lower
+   * bounds hold too: a retried fault is counted.
+   */
+  private checkCounters(live: Live, fired: Map<FaultOp, number>, settled: boolean): void {
+    const now = retryCounters(live);
+    const n = (op: FaultOp) => fired.get(op) ?? 0;
+    const appends = now.walAppendRetries;
+    const failed = now.flushFailures + now.compactionFailures;
+    const background = (['tableWrite', 'manifestCommit', 'manifestLoad', 'tableRead', 'tableList', 'walRead', 'walList'] as const).reduce(
+      (t, op) => t + n(op),
+      0,
+    );
+    this.count('counter checks');
+    if (appends > n('walAppend') + n('walTruncate') || (settled && appends < n('walAppend'))) {
+      this.fail(
+        'counters',
+        `${n('walAppend')} WAL append and ${n('walTruncate')} truncate fault(s) fired since the open; walAppendRetries is ${appends}`,
+      );
+    }
+    if (failed > background || (settled && failed < n('tableWrite'))) {
+      this.fail(
+        'counters',
+        `${n('tableWrite')} table write fault(s) of ${background} a flush or compaction may meet fired since the open; flushFailureCount + compaction failureCount is ${failed}`,
+      );
+    }
+  }
+
   async finish(): Promise<void> {
     if (this.violation) throw this.violation;
     this.disarm();
@@ -349,6 +416,9 @@ class Sim {
     this.current = await this.openWriter(undefined, false);
     const live = this.current;
     if (!live) this.fail('open', 'the final fault-free open did not open the store');
+    // The sizes dimension's reach: table files larger than two keyed blocks (16 KiB each).
+    for (const bytes of [...(this.memStore()?.tables.values() ?? [])].map((t) => t.length))
+      if (bytes > 32 * 1024) this.count('tables of 3+ blocks');
     await this.check('final', true);
     if (live.drain) await this.catchUp(live);
     await this.end(live, 'close');
@@ -446,11 +516,24 @@ class Sim {
     return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
   }
 
-  private options(columns: ColumnSpec[], steal: boolean, reset: boolean, keyChange?: KeyChange, dropColumns: string[] = []) {
+  private options(
+    columns: ColumnSpec[],
+    steal: boolean,
+    reset: boolean,
+    keyChange?: KeyChange,
+    dropColumns: string[] = [],
+    rename?: Rename,
+  ) {
     const c = this.config;
+    let schema = changeKey(storeSchema(c.keyType, columns), c.keyType, keyChange);
+    if (rename?.how === 'metadata') {
+      const meta = new Map([[RENAMED_FROM, rename.from]]);
+      schema = new Schema(schema.fields.map((f) => (f.name === rename.to ? new Field(f.name, f.type, f.nullable, meta) : f)));
+    }
     return {
       name: STORE,
-      schema: changeKey(storeSchema(c.keyType, columns), c.keyType, keyChange),
+      schema,
+      ...(rename?.how === 'option' ? { renameColumns: { [rename.from]: rename.to } } : {}),
       primaryKey: c.keyType ? keyColumns(c.keyType).map((k) => k.name) : [],
       storage: this.storage,
       enableMemtable: c.mode !== 'wal-only',
@@ -485,6 +568,7 @@ class Sim {
     drop?: string[];
     expect: 'open' | 'invalid' | 'reset';
     keyChange?: KeyChange;
+    rename?: Rename;
   } {
     const cols = this.columns.map((c) => ({ ...c }));
     if (!e) return { columns: cols, expect: 'open' };
@@ -556,6 +640,18 @@ class Sim {
         return { columns: cols, expect: 'invalid', keyChange: e.how };
       case 'addNonNull':
         return { columns: [...cols, { name: name(), type: e.type, nullable: false, inc: -1 }], expect: 'invalid' };
+      case 'rename': {
+        // A shown column renamed keeps its identity and values (SPEC §9.1). Its old name is left
+        // out of later draws: an opener naming it reads the renamed column (a release from before).
+        if (cols.length === 0) return { columns: cols, expect: 'open' };
+        const i = e.pick % cols.length;
+        const from = cols[i]!.name;
+        const to = `c${this.nextInc++}`;
+        cols[i] = { ...cols[i]!, name: to };
+        for (let j = this.droppedColumns.length - 1; j >= 0; j--)
+          if (this.droppedColumns[j]!.name === from) this.droppedColumns.splice(j, 1);
+        return { columns: cols, expect: 'open', rename: { from, to, how: e.how } };
+      }
       case 'reset': {
         // An incompatible schema with onSchemaMismatch 'reset': a new store.
         return { columns: [{ name: name(), type: e.type, nullable: false, inc: this.nextInc++ }], expect: 'reset' };
@@ -576,12 +672,13 @@ class Sim {
     view: readonly ColumnSpec[],
     drop: readonly string[],
     incFloor: number,
+    rename?: Rename,
   ): { stored: ColumnSpec[]; view: ColumnSpec[] } {
     if (!base) {
       const fresh = view.map((c) => ({ ...c }));
       return { stored: fresh.map((c) => ({ ...c })), view: fresh };
     }
-    const kept = base.filter((c) => !drop.includes(c.name)).map((c) => ({ ...c }));
+    const kept = base.filter((c) => !drop.includes(c.name)).map((c) => ({ ...c, name: c.name === rename?.from ? rename.to : c.name }));
     const added: ColumnSpec[] = [];
     const out = view.map((c) => {
       const k = kept.find((s) => s.name === c.name);
@@ -609,14 +706,15 @@ class Sim {
     // A store that does not exist (destroyed) is created with the current columns: nothing to evolve.
     const incFloor = this.nextInc;
     const exists = this.memStore()?.manifest !== undefined;
-    const { columns, drop = [], expect, keyChange } = this.evolve(exists ? e : undefined);
+    const { columns, drop = [], expect, keyChange, rename } = this.evolve(exists ? e : undefined);
     if (expect === 'invalid') this.nextInc++; // an invalid column's incarnation is never used
-    const { stored, view } = this.plan(exists && expect !== 'reset' ? this.stored : undefined, columns, drop, incFloor);
+    const { stored, view } = this.plan(exists && expect !== 'reset' ? this.stored : undefined, columns, drop, incFloor, rename);
+    if (rename) this.count(`rename by ${rename.how}`);
     const session = ++this.session;
     const held = this.heldState();
     const call = this.track(
       `open (session ${session})`,
-      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop), { compactionPolicy: this.config.policy }),
+      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop, rename), { compactionPolicy: this.config.policy }),
     );
     return {
       call,
@@ -711,6 +809,7 @@ class Sim {
     this.inDoubt = undefined;
     const hung = this.hangArms !== o.hangArms;
     const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung, hangsForEver: hung };
+    if (!faulty && !hung) live.ledger = new Map();
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
     if (this.config.drain) await this.startDrain(live);
@@ -965,13 +1064,17 @@ class Sim {
     const input: Record<string, unknown>[] = [];
     const seen = new Set<string>();
     if (a.a === 'put') {
+      // Several rows of one key in one put: the last one wins (SPEC: puts are upserts, newest
+      // wins); the model knows only that one, so a read showing an earlier one's tag is a violation.
+      const last = new Map<string, number>();
+      if (keyed) {
+        for (const [i, d] of a.rows.entries()) last.set(keyId(this.config.keyPool[d.key % this.config.keyPool.length]!), i);
+      }
       a.rows.forEach((d, i) => {
         const key = keyed ? this.config.keyPool[d.key % this.config.keyPool.length]! : undefined;
         const id = key ? keyId(key) : undefined;
-        if (id !== undefined) {
-          if (seen.has(id)) return;
-          seen.add(id);
-        }
+        if (id !== undefined) seen.add(id);
+        const shadowed = id !== undefined && last.get(id) !== i;
         const vals = new Map<number, unknown>();
         const obj: Record<string, unknown> = key ? keyObject(this.config.keyType!, key, (d.seed & 1) === 1) : {};
         const tag = `o${opId}r${i}`;
@@ -981,7 +1084,8 @@ class Sim {
           vals.set(c.inc, v);
           if (v !== null || (d.seed & 2) === 0) obj[c.name] = v; // a null is sometimes left out
         }
-        rows.push({ key, keyId: id, tag, vals: vals as Map<number, never> });
+        if (shadowed) this.count('rows shadowed in their put');
+        rows.push({ key, keyId: id, tag, vals: vals as Map<number, never>, ...(shadowed ? { shadowed: true as const } : {}) });
         input.push(obj);
       });
     } else {
@@ -994,9 +1098,10 @@ class Sim {
         input.push(keyObject(this.config.keyType!, key, (k & 1) === 1));
       }
     }
-    // Writes of one key never overlap: wait for earlier writes of these keys.
-    if (keyed) {
-      const busy = () => this.model.pendingOps().some((o) => o.rows.some((r) => r.keyId !== undefined && seen.has(r.keyId)));
+    // Writes of one key overlap only in seeds drawn so: otherwise wait for earlier writes of these keys.
+    const busy = () => this.model.pendingOps().some((o) => o.rows.some((r) => r.keyId !== undefined && seen.has(r.keyId)));
+    if (keyed && this.config.overlap && busy()) this.count('writes overlapping one of their keys');
+    if (keyed && !this.config.overlap) {
       if (busy()) await this.clock.run(() => !busy() || this.violation !== undefined, this.bound);
       if (busy()) this.fail('hang', `a write of keys ${[...seen].join(', ')} did not settle within ${this.bound} ms`);
     }
@@ -1160,6 +1265,7 @@ class Sim {
       const want = this.model.expectedRow(match.row!, live.columns, key);
       const diff = diffRow(got, want);
       if (diff) return this.flag('read', `${what} of key ${showKey(key)} (op ${match.op!.id}): ${diff}`);
+      this.model.won(id, match, from);
     }
     if (match) this.model.observe(id, match, live.session);
   }
@@ -1233,6 +1339,7 @@ class Sim {
       const want = this.model.expectedRow(match.row!, live.columns, match.row!.key);
       const diff = diffRow(row, want, columns);
       if (diff) return this.flag('read', `${what}: key ${showKey(key)} (op ${match.op!.id}): ${diff}`);
+      this.model.won(id, match, from);
       this.model.observe(id, match, live.session);
     }
     if (rows.length > limit) return this.flag('read', `${what}: ${rows.length} rows past the limit ${limit}`);
@@ -1607,6 +1714,36 @@ class Sim {
 }
 
 /** What a stuck writer is doing (its parts' state), for a hang's report. */
+/** A column an open renames, and how it asks (`renameColumns`, or `renamedFrom` field metadata). */
+interface Rename {
+  from: string;
+  to: string;
+  how: 'option' | 'metadata';
+}
+
+/** A queued injected fault (FaultController's queues, read by the counter check). */
+interface Queued {
+  remaining: number;
+  fault: { kind: string };
+}
+
+/**
+ * The writer's retry counters now, from its stats snapshot taken without refreshing the storage
+ * estimate (a refresh is a storage call: it would move `crashAt`'s count).
+ */
+function retryCounters(live: Live): { walAppendRetries: number; flushFailures: number; compactionFailures: number } {
+  const source = live.w.statsSource as unknown as {
+    snapshotNow(est: unknown, interval: undefined): StatsSnapshot;
+    estimates: { peek(): unknown };
+  };
+  const s = source.snapshotNow(source.estimates.peek(), undefined);
+  return {
+    walAppendRetries: s.write.walAppendRetries,
+    flushFailures: s.write.flushFailureCount,
+    compactionFailures: s.compaction?.failureCount ?? 0,
+  };
+}
+
 function writerState(w: MemWal): string {
   const x = w as unknown as {
     life: { state: string; stopping: boolean; dead: boolean };

@@ -80,6 +80,13 @@ describe('simulation', () => {
       expect(at('reopen')).toBeGreaterThan(SEEDS);
       expect(at('stale')).toBeGreaterThan(SEEDS / 2);
       expect(at('query')).toBeGreaterThan(SEEDS * 2); // ordered queries checked (test/sim/queries.ts)
+      // … and the dimensions of issue 34 (200 seeds drew 8,422 shadowed rows, 323 overlapping
+      // writes, 36 renames, 26 tables of 3+ blocks, 2,451 counter checks).
+      expect(at('rows shadowed in their put')).toBeGreaterThan(SEEDS * 10);
+      expect(at('writes overlapping one of their keys')).toBeGreaterThan(SEEDS / 2);
+      expect(at('rename by option') + at('rename by metadata')).toBeGreaterThan(SEEDS / 20);
+      expect(at('tables of 3+ blocks')).toBeGreaterThan(SEEDS / 20);
+      expect(at('counter checks')).toBeGreaterThan(SEEDS * 5);
     },
     Math.max(120_000, SEEDS * 2_000),
   );

@@ -18,6 +18,8 @@ export interface ColumnSpec {
   type: ColType;
   nullable: boolean;
   inc: number;
+  /** A binary column's values are this many bytes (the sizes dimension: many blocks, many segments). */
+  width?: number;
 }
 
 export type KeyType = 'int64' | 'int32' | 'uint64' | 'utf8' | 'composite';
@@ -110,6 +112,12 @@ function randomString(r: () => number): string {
 export function columnValue(rowSeed: number, c: ColumnSpec): Value {
   const r = rng((rowSeed ^ Math.imul(c.inc + 1, 0x9e3779b1)) >>> 0);
   if (c.nullable && r() < 0.2) return null;
+  if (c.width !== undefined && c.type === 'binary') {
+    const out = new Uint8Array(c.width);
+    const x = (r() * 2 ** 32) >>> 0;
+    for (let i = 0; i < out.length; i += 4) out[i] = (x + i) & 0xff; // cheap, and unlike its neighbours
+    return out;
+  }
   return drawValue(r, c.type);
 }
 
