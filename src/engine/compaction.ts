@@ -3,7 +3,9 @@
 // put path; never moves the replay cursor; outputs are orphans until the commit; inputs are
 // deleted only after the commit is known and no reader holds them.
 
+import { checkEpoch } from '../storage/fencing.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
+import { settleWithin } from './limits.js';
 import type { Manifest, TableFileEntry } from '../format/manifest/manifest.js';
 import type { BackgroundJobs } from '../lsm/jobs.js';
 import { keyFromHex } from '../data/keys.js';
@@ -231,7 +233,8 @@ export class Compactor {
       this.retire(inputs);
       return 'committed';
     } catch (raw) {
-      const err = toMemWalError(raw, 'compaction');
+      let err = toMemWalError(raw, 'compaction');
+      if (err.code !== 'Fenced' && err.code !== 'Aborted' && !this.ctx.life.dead) err = (await this.fenceOf()) ?? err;
       if (err.code === 'Fenced' || err.code === 'Corruption' || err.code === 'InvalidArgument' || this.ctx.log.unresolvable) {
         this.counters.failureCount++;
         this.ctx.life.poison(err);
@@ -251,6 +254,24 @@ export class Compactor {
       this.running = false;
       this.ctx.life.progress.notify();
     }
+  }
+
+  /**
+   * After a failed compaction: `Fenced` when another writer has claimed the store since (its own
+   * compactions may have removed this writer's inputs: "table file … does not exist"), found by
+   * reading the stored manifest's writer epoch; else undefined. Without it a stolen writer whose
+   * flushes wait for compaction (level 0 at its stop) retried for ever, and its puts never
+   * settled: only a manifest commit finds the fence, and none was reached. A check that fails or
+   * does not settle within `flushRetry.stallMs` leaves the retry as it was.
+   */
+  private async fenceOf(): Promise<MemWalError | undefined> {
+    try {
+      const stored = await settleWithin(this.ctx.handle.manifestLoad(), this.ctx.options.flushRetry.stallMs, 'manifest load');
+      checkEpoch('compaction', this.ctx.log.epoch, stored?.writerEpoch);
+    } catch (e) {
+      if (e instanceof MemWalError && e.code === 'Fenced') return e;
+    }
+    return undefined;
   }
 
   /** Inputs left the manifest: delete each once no reader holds it (in the background). */
