@@ -234,16 +234,18 @@ export class Compactor {
       return 'committed';
     } catch (raw) {
       let err = toMemWalError(raw, 'compaction');
-      if (err.code !== 'Fenced' && err.code !== 'Aborted' && !this.ctx.life.dead) err = (await this.fenceOf()) ?? err;
-      if (err.code === 'Fenced' || err.code === 'Corruption' || err.code === 'InvalidArgument' || this.ctx.log.unresolvable) {
+      const aborted = err.code === 'Aborted';
+      if (!aborted) {
+        // Counted at once, in the step that met the failure (the fence check below takes a call).
         this.counters.failureCount++;
+        if (err.code !== 'Fenced' && !this.ctx.life.dead) err = (await this.fenceOf()) ?? err;
+      }
+      if (err.code === 'Fenced' || err.code === 'Corruption' || err.code === 'InvalidArgument' || this.ctx.log.unresolvable) {
+        if (aborted) this.counters.failureCount++;
         this.ctx.life.poison(err);
         return 'fatal';
       }
-      if (err.code !== 'Aborted') {
-        this.counters.failureCount++;
-        this.ctx.options.logger.warn(`memwal: ${err.message}; compaction retried later`);
-      }
+      if (!aborted) this.ctx.options.logger.warn(`memwal: ${err.message}; compaction retried later`);
       if (committing && this.ctx.log.inDoubt) {
         this.doubt = { inputs, outputs };
       } else if (!committing || !outputs.every((t) => this.ctx.log.manifest.tables.some((x) => x.name === t.name))) {
