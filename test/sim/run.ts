@@ -219,6 +219,10 @@ class Sim {
   private hangArms = 0;
   /** The step now running armed a hang. */
   private stepHangs = false;
+  /** The faults armed for the step that runs now. */
+  private stepFaults: readonly FaultSpec[] = [];
+  /** The faults that had fired when a waited write's step cleared them early (`runUntilHealed`). */
+  private firedBeforeHealing: Map<FaultOp, number> | undefined;
   private damaged = false;
   private crashesSeen = 0;
   /** The consumer cursor the simulation set itself (no drain). */
@@ -293,13 +297,15 @@ class Sim {
     const counted = before?.ledger !== undefined && !['stale', 'damage', 'destroy'].includes(a.a) && this.writerIsWell(before);
     if (before && !counted) before.ledger = undefined;
     this.arm(s.faults);
+    this.stepFaults = s.faults;
     this.log(`#${i} ${describeAction(a)}${s.faults.length ? ` with ${s.faults.map(describeFault).join(', ')}` : ''}`);
     this.count(a.a);
     if (this.needsWriter(a) && !this.current && !this.route) this.log('  no writer: skipped');
     else await this.act(a);
     if (s.window > 0) await this.clock.advance(s.window);
     await this.afterCrash();
-    const fired = this.firedFaults(s.faults);
+    const fired = this.firedBeforeHealing ?? this.firedFaults(s.faults);
+    this.firedBeforeHealing = undefined;
     this.disarm();
     if (before?.ledger && counted) {
       if (this.outage || before.hung) before.ledger = undefined;
@@ -1117,7 +1123,26 @@ class Sim {
       a.a === 'put' ? live.w.put(input, signal ? { signal } : undefined) : live.w.delete(input),
     );
     void call.settled.then(() => this.settleWrite(live!, op, call.result!));
-    if (a.wait) await this.runUntil(call);
+    if (a.wait) await this.runUntilHealed(call);
+  }
+
+  /**
+   * A waited write under its step's faults. It may wait on the unflushed budget while a flush
+   * retries a fault that lasts (`failNext` 1000 of a table write or a manifest commit): "retry" in
+   * docs/impl.md's table, not a hang. If it has not settled within `bound`, the faults clear, and
+   * from then on it must settle within `bound` (liveness after the faults heal).
+   */
+  private async runUntilHealed(entry: Tracked<unknown>): Promise<void> {
+    if (this.faultsArmed && !this.stepHangs && !this.outage) {
+      await this.clock.run(() => entry.result !== undefined || this.violation !== undefined, this.bound);
+      if (this.violation) throw this.violation;
+      if (entry.result === undefined) {
+        this.log(`  ${entry.label} still waits after ${this.bound} ms: the step's faults clear`);
+        this.firedBeforeHealing = this.firedFaults(this.stepFaults);
+        this.disarm();
+      }
+    }
+    await this.runUntil(entry);
   }
 
   private settleWrite(live: Live, op: WriteOp, result: { ok: true; value: unknown } | { ok: false; error: unknown }): void {
