@@ -221,8 +221,10 @@ class Sim {
   private stepHangs = false;
   /** The faults armed for the step that runs now. */
   private stepFaults: readonly FaultSpec[] = [];
-  /** The faults that had fired when a waited write's step cleared them early (`runUntilHealed`). */
+  /** The faults that had fired when an outage ended within its step (`endOutage`). */
   private firedBeforeHealing: Map<FaultOp, number> | undefined;
+  /** An outage ended within the step that runs now (the writer's ledger is dropped, as for any outage). */
+  private outageEnded = false;
   private damaged = false;
   private crashesSeen = 0;
   /** The consumer cursor the simulation set itself (no drain). */
@@ -305,10 +307,12 @@ class Sim {
     if (s.window > 0) await this.clock.advance(s.window);
     await this.afterCrash();
     const fired = this.firedBeforeHealing ?? this.firedFaults(s.faults);
+    const outage = this.outage || this.outageEnded;
     this.firedBeforeHealing = undefined;
+    this.outageEnded = false;
     this.disarm();
     if (before?.ledger && counted) {
-      if (this.outage || before.hung) before.ledger = undefined;
+      if (outage || before.hung) before.ledger = undefined;
       else for (const [op, n] of fired) before.ledger.set(op, (before.ledger.get(op) ?? 0) + n);
     }
     const quiet = live && this.current === before && this.storage.crashed === this.crashesSeen;
@@ -1133,16 +1137,23 @@ class Sim {
    * from then on it must settle within `bound` (liveness after the faults heal).
    */
   private async runUntilHealed(entry: Tracked<unknown>): Promise<void> {
-    if (this.faultsArmed && !this.stepHangs && !this.outage) {
+    if (this.outage) {
       await this.clock.run(() => entry.result !== undefined || this.violation !== undefined, this.bound);
       if (this.violation) throw this.violation;
       if (entry.result === undefined) {
-        this.log(`  ${entry.label} still waits after ${this.bound} ms: the step's faults clear`);
-        this.firedBeforeHealing = this.firedFaults(this.stepFaults);
-        this.disarm();
+        this.log(`  ${entry.label} still waits after ${this.bound} ms of outage; the outage ends`);
+        this.endOutage();
+        entry.started = this.clock.now();
       }
     }
     await this.runUntil(entry);
+  }
+
+  /** A persistent outage ends within its step: the faults that fired are kept for the ledger (which the outage drops). */
+  private endOutage(): void {
+    this.firedBeforeHealing = this.firedFaults(this.stepFaults);
+    this.outageEnded = true;
+    this.disarm();
   }
 
   private settleWrite(live: Live, op: WriteOp, result: { ok: true; value: unknown } | { ok: false; error: unknown }): void {
@@ -1186,7 +1197,7 @@ class Sim {
       if (this.violation) throw this.violation;
       if (call.result === undefined) {
         this.log(`  ${what}: still waiting after ${this.bound} ms of outage; the outage ends`);
-        this.disarm();
+        this.endOutage();
         call.started = this.clock.now();
       }
     }
