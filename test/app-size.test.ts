@@ -1,5 +1,5 @@
 // README "What an app loads": the example todo app (examples/todo) built for production with Vite
-// from the packed tarball, as a user builds it, ships at most 170 kB of JavaScript in all, each
+// from the packed tarball, as a user builds it, ships at most 180 kB of JavaScript in all, each
 // file gzipped with zlib at level 9 (the page's chunks and the worker script: every .js file of
 // the build, loaded or not). Prints each file's size. And a worker of the app's own on
 // memwal/worker keeps its I/O worker script in such a build (package.json `sideEffects`). Packs
@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { installExamples, packMemwal } from './examples/pack.js';
 
 /** The bound, in gzipped bytes (zlib level 9) summed over the build's JavaScript files. */
-const MAX_GZIP_BYTES = 170 * 1000;
+const MAX_GZIP_BYTES = 180 * 1000;
 
 let work: string;
 let app: string;
@@ -28,7 +28,7 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-it("the example todo app's production build ships at most 170 kB of JavaScript, gzipped", async () => {
+it("the example todo app's production build ships at most 180 kB of JavaScript, gzipped", async () => {
   // The app's own vite.config.ts only sets ports (and imports vite, which --omit=dev leaves out).
   const out = (await build({ root: app, configFile: false, logLevel: 'silent', build: { write: false } })) as Rolldown.RolldownOutput;
   const files = out.output

@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Bool, Field, Int64, RecordBatch, Schema, Struct, Table, Time, TimeUnit, makeData, tableToIPC } from 'apache-arrow';
+import { Bool, Field, Int32, Int64, RecordBatch, Schema, Struct, Table, Time, TimeUnit, makeData, tableToIPC } from 'apache-arrow';
 import type { Data } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { POSITION_COLUMN, drainRequestHeaders, parseDrainHeaders } from '../src/drain/wire.js';
@@ -91,16 +91,23 @@ describe('one store’s parallel uploads', () => {
  * A keyed drain request of `rows` rows (ids from `firstId`) at `position`, as headers' meta and
  * body; `extra` columns go between the key and `_tombstone`.
  */
-function keyedRequest(rows: number, position: number, firstId = 0, extra: { field: Field; data: Data }[] = []) {
+function keyedRequest(rows: number, position: number, firstId = 0, extra: { field: Field; data: Data }[] = [], int32Key = false) {
   const fields = [
-    new Field('id', new Int64(), false),
+    new Field('id', int32Key ? new Int32() : new Int64(), false),
     ...extra.map((c) => c.field),
     new Field('_tombstone', new Bool(), false),
     new Field(POSITION_COLUMN, new Int64(), false),
   ];
   const schema = new Schema(fields);
   const children = [
-    makeData({ type: new Int64(), length: rows, nullCount: 0, data: BigInt64Array.from({ length: rows }, (_, i) => BigInt(firstId + i)) }),
+    int32Key
+      ? makeData({ type: new Int32(), length: rows, nullCount: 0, data: Int32Array.from({ length: rows }, (_, i) => firstId + i) })
+      : makeData({
+          type: new Int64(),
+          length: rows,
+          nullCount: 0,
+          data: BigInt64Array.from({ length: rows }, (_, i) => BigInt(firstId + i)),
+        }),
     ...extra.map((c) => c.data),
     makeData({ type: new Bool(), length: rows, nullCount: 0, data: new Uint8Array(Math.ceil(rows / 8)) }),
     makeData({ type: new Int64(), length: rows, nullCount: 0, data: new BigInt64Array(rows).fill(BigInt(position)) }),
@@ -124,7 +131,9 @@ describe('checking a large request', () => {
     const sink = new LanceSink({ uri, table: 'events', primaryKey: ['id'] });
     const first = keyedRequest(1, 1, 10_000_000);
     await sink.applyEncoded('small', first.meta, first.body); // the table exists
-    const large = keyedRequest(500_000, 5); // refused after its check: positions skip (nothing applied before 5)
+    // Refused only after its check, in its turn: an Int32 key where the table's is Int64 (a request
+    // whose positions skip is refused from its headers, before any check).
+    const large = keyedRequest(500_000, 1, 0, [], true);
     const small = keyedRequest(1, 2, 10_000_000);
     const order: string[] = [];
     const settled = [
