@@ -691,7 +691,9 @@ class Sim {
     const kept = base.filter((c) => !drop.includes(c.name)).map((c) => ({ ...c, name: c.name === rename?.from ? rename.to : c.name }));
     const added: ColumnSpec[] = [];
     const out = view.map((c) => {
-      const k = kept.find((s) => s.name === c.name);
+      // By name; else the same column renamed since (its incarnation): a rename that landed after
+      // its open failed, which this opener, naming the old name, reads as that column (§9.1).
+      const k = kept.find((s) => s.name === c.name) ?? (c.inc >= 0 ? kept.find((s) => s.inc === c.inc) : undefined);
       if (k) return { ...c, inc: c.inc < 0 ? c.inc : k.inc };
       const n = { ...c, inc: c.inc < 0 || c.inc >= incFloor ? c.inc : this.nextInc++ };
       added.push({ ...n });
