@@ -1133,10 +1133,10 @@ class Sim {
   }
 
   /**
-   * A waited write under its step's faults. It may wait on the unflushed budget while a flush
-   * retries a fault that lasts (`failNext` 1000 of a table write or a manifest commit): "retry" in
-   * docs/impl.md's table, not a hang. If it has not settled within `bound`, the faults clear, and
-   * from then on it must settle within `bound` (liveness after the faults heal).
+   * A call that may wait out a persistent outage: a waited write on the unflushed budget while a
+   * flush retries a fault that lasts (`failNext` 1000 of a table write or a manifest commit), or a
+   * wait for background work. "Retry" in docs/impl.md's table, not a hang: if it has not settled
+   * within `bound`, the outage ends, and from then on it must settle within `bound`.
    */
   private async runUntilHealed(entry: Tracked<unknown>): Promise<void> {
     if (this.outage) {
@@ -1191,19 +1191,9 @@ class Sim {
   private async simple(live: Live, what: string, f: (w: MemWal) => Promise<unknown>): Promise<void> {
     if (this.config.mode === 'wal-only') return;
     const call = this.track(`${what} (session ${live.session})`, f(live.w));
-    if (this.outage) {
-      // A wait for background work (waitForFlushDrain, compact) may last as long as a persistent
-      // outage does (failed flushes are retried, never dropped): it must settle once the outage
-      // ends, within the usual limit counted from there.
-      await this.clock.run(() => call.result !== undefined || this.violation !== undefined, this.bound);
-      if (this.violation) throw this.violation;
-      if (call.result === undefined) {
-        this.log(`  ${what}: still waiting after ${this.bound} ms of outage; the outage ends`);
-        this.endOutage();
-        call.started = this.clock.now();
-      }
-    }
-    await this.runUntil(call);
+    // A wait for background work (waitForFlushDrain, compact) may last as long as a persistent
+    // outage does (failed flushes are retried, never dropped).
+    await this.runUntilHealed(call);
     this.note(live, what, call.result!);
   }
 
