@@ -9,7 +9,15 @@
 // encodings), and `takeRows`, the one copy the sink makes. Node only.
 
 import { MemWalError } from '../util/errors.js';
-import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
+import {
+  type ArrowData,
+  type ArrowField,
+  type ArrowRecordBatch,
+  type ArrowSchema,
+  type ArrowTable,
+  type ArrowType,
+  arrow,
+} from './lancedb.js';
 
 const { Type } = arrow;
 
@@ -241,9 +249,16 @@ interface BatchHeader {
 /**
  * Decodes an Arrow IPC stream of `rows` rows after checking its structure against the bytes
  * (see the file header); then checks its values ({@link checkValues}). Throws `InvalidArgument`
- * with a plain message for anything out of place.
+ * with a plain message for anything out of place. Leading record batches for which `applied`
+ * holds (every row applied before: a re-sent request) are left out of the table, their values
+ * unchecked: they are never written, so only the rest of the body costs a check.
  */
-export function decodeStream(body: Uint8Array, rows: number, limits: StreamLimits): ArrowTable {
+export function decodeStream(
+  body: Uint8Array,
+  rows: number,
+  limits: StreamLimits,
+  applied: (batch: ArrowRecordBatch) => boolean = () => false,
+): ArrowTable {
   let schema: ArrowSchema | undefined;
   let total = 0;
   const reader = new arrow.MessageReader(body);
@@ -279,8 +294,10 @@ export function decodeStream(body: Uint8Array, rows: number, limits: StreamLimit
   if (!schema) throw invalid('body: not an Arrow IPC stream (no schema)');
   if (total !== rows) throw invalid(`body: ${total} rows, header memwal-rows says ${rows}`);
   const table = step(() => arrow.tableFromIPC(body));
-  let changed = false;
-  const batches = table.batches.map((batch) => {
+  let skip = 0;
+  while (skip < table.batches.length && applied(table.batches[skip]!)) skip++;
+  let changed = skip > 0;
+  const batches = table.batches.slice(skip).map((batch) => {
     const children = schema!.fields.map((f, i) => checkValues(f, batch.data.children[i]!, quote(f.name)));
     if (children.every((c, i) => c === batch.data.children[i])) return batch;
     changed = true;

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DRAIN_HEADERS, STORE_ID_PATTERN, parseDrainHeaders, parseIncarnation } from '../drain/wire.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { FairBodyBytes } from './body-budget.js';
 import { DEFAULT_MAX_PENDING_PER_STORE, type LanceSink } from './sink.js';
 
 /** What an authorizer decides: go on, 401 (no or unknown credential), 403 (not for this store). */
@@ -53,10 +54,13 @@ export interface DrainRequestHandlerOptions {
   /**
    * Body bytes the handler may hold at once, every request together: a POST reserves its
    * `content-length` (or `maxBodyBytes` without one) before its body is read, and is answered
-   * 503 when the reservation does not fit. Default {@link DEFAULT_MAX_BYTES_IN_FLIGHT}.
+   * 503 when the reservation does not fit. Shared fairly between tokens (src/lance/body-budget.ts):
+   * a token holding bodies takes no more than the budget over the tokens holding bytes, and a
+   * body within its token's share takes back, when the server is full, bodies still arriving
+   * from tokens above theirs (each answered 503 unread). Default {@link DEFAULT_MAX_BYTES_IN_FLIGHT}.
    */
   maxBytesInFlight?: number;
-  /** The same budget per bearer token, so no one token holds the server's. Default {@link DEFAULT_MAX_BYTES_PER_TOKEN}. */
+  /** The most of that budget one bearer token holds, however few others hold any. Default {@link DEFAULT_MAX_BYTES_PER_TOKEN}. */
   maxBytesPerToken?: number;
   /**
    * Longest a POST's body may take to arrive, from its headers; a slower one is answered 408 and
@@ -185,8 +189,10 @@ export function createDrainRequestHandler(
   const perStore = new Budget(positive('maxRequestsPerStore', options.maxRequestsPerStore, DEFAULT_MAX_PENDING_PER_STORE));
   const perToken = new Budget(positive('maxRequestsPerToken', options.maxRequestsPerToken, DEFAULT_MAX_REQUESTS_PER_TOKEN));
   const requests = new Budget(positive('maxRequestsInFlight', options.maxRequestsInFlight, DEFAULT_MAX_REQUESTS_IN_FLIGHT));
-  const bytes = new Budget(positive('maxBytesInFlight', options.maxBytesInFlight, DEFAULT_MAX_BYTES_IN_FLIGHT));
-  const tokenBytes = new Budget(positive('maxBytesPerToken', options.maxBytesPerToken, DEFAULT_MAX_BYTES_PER_TOKEN));
+  const bytes = new FairBodyBytes(
+    positive('maxBytesInFlight', options.maxBytesInFlight, DEFAULT_MAX_BYTES_IN_FLIGHT),
+    positive('maxBytesPerToken', options.maxBytesPerToken, DEFAULT_MAX_BYTES_PER_TOKEN),
+  );
   const bodyTimeoutMs = positive('bodyTimeoutMs', options.bodyTimeoutMs, DEFAULT_BODY_TIMEOUT_MS);
   const cooldownMs = positive('refusalCooldownMs', options.refusalCooldownMs, DEFAULT_REFUSAL_COOLDOWN_MS, 0);
   /** Until when each token's POSTs are turned away after a refusal (`Date.now()` ms). */
@@ -271,11 +277,16 @@ export function createDrainRequestHandler(
         fail(req, res, 413, 'PayloadTooLarge', `body above ${maxBodyBytes} bytes`);
         return true;
       }
-      const reserve = declared ?? maxBodyBytes;
-      hold(tokenBytes, tokenKey, reserve, 'this credential has as many request bodies in flight as it may; retry later');
-      hold(bytes, '', reserve, 'the server holds as many request bodies as it may; retry later');
+      const takenBack = new AbortController();
+      const bodyBytes = bytes.take(tokenKey, declared ?? maxBodyBytes, () => takenBack.abort());
+      if (typeof bodyBytes === 'string') throw new OverBudget(bodyBytes);
+      held.push(() => bodyBytes.release());
       const meta = parseDrainHeaders((name) => single(req.headers[name]));
-      const body = await readBody(req, maxBodyBytes, bodyTimeoutMs);
+      const body = await readBody(req, maxBodyBytes, bodyTimeoutMs, takenBack.signal);
+      bodyBytes.arrived();
+      if (body === 'taken-back') {
+        throw new OverBudget('this credential held more than its share of the server’s body budget while another waited; retry later');
+      }
       if (body === 'too-large') fail(req, res, 413, 'PayloadTooLarge', `body above ${maxBodyBytes} bytes`);
       else if (body === 'too-slow') fail(req, res, 408, 'RequestTimeout', `the body did not arrive within ${bodyTimeoutMs} ms`);
       else reply(req, res, 200, await options.sink.applyEncoded(storeId, meta, body));
@@ -342,14 +353,21 @@ function declaredLength(req: IncomingMessage): number | undefined {
 
 /**
  * The body; `'too-large'` once it passes `limit`, `'too-slow'` if it has not all arrived within
- * `timeoutMs` (in both cases nothing more is read: the caller's answer closes the connection).
+ * `timeoutMs`, `'taken-back'` once `takenBack` aborts (its bytes went to another token's body;
+ * in each case nothing more is read: the caller's answer closes the connection).
  */
-async function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Uint8Array | 'too-large' | 'too-slow'> {
+async function readBody(
+  req: IncomingMessage,
+  limit: number,
+  timeoutMs: number,
+  takenBack: AbortSignal,
+): Promise<Uint8Array | 'too-large' | 'too-slow' | 'taken-back'> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   return new Promise((resolve, reject) => {
-    const done = (outcome: Uint8Array | 'too-large' | 'too-slow' | Error): void => {
+    const done = (outcome: Uint8Array | 'too-large' | 'too-slow' | 'taken-back' | Error): void => {
       clearTimeout(timer);
+      takenBack.removeEventListener('abort', onTakenBack);
       req.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
       if (typeof outcome !== 'string' && !(outcome instanceof Uint8Array)) reject(outcome);
       else {
@@ -369,7 +387,10 @@ async function readBody(req: IncomingMessage, limit: number, timeoutMs: number):
     };
     const onError = (e: Error): void => done(new MemWalError('IOError', `reading the request body: ${e.message}`));
     const onAborted = (): void => done(new MemWalError('IOError', 'reading the request body: the client went away'));
+    const onTakenBack = (): void => done('taken-back');
+    takenBack.addEventListener('abort', onTakenBack);
     req.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
+    if (takenBack.aborted) done('taken-back');
   });
 }
 

@@ -14,6 +14,7 @@ export const lancedb = requireHere('@lancedb/lancedb') as typeof LanceModule;
 export const arrow = createRequire(requireHere.resolve('@lancedb/lancedb'))('apache-arrow') as typeof ArrowModule;
 
 export type ArrowTable = ArrowModule.Table;
+export type ArrowRecordBatch = ArrowModule.RecordBatch;
 export type ArrowSchema = ArrowModule.Schema;
 export type ArrowField = ArrowModule.Field;
 export type ArrowData = ArrowModule.Data;

@@ -11,7 +11,15 @@ import { crc32c } from '../util/crc32c.js';
 import type { DrainRequestMeta } from '../drain/wire.js';
 import { MemWalError } from '../util/errors.js';
 import { checkField, decodeStream, quote, rowBytes, takeRows, withoutMetadata } from './arrow-check.js';
-import { type ArrowData, type ArrowField, type ArrowSchema, type ArrowTable, type ArrowType, arrow } from './lancedb.js';
+import {
+  type ArrowData,
+  type ArrowField,
+  type ArrowRecordBatch,
+  type ArrowSchema,
+  type ArrowTable,
+  type ArrowType,
+  arrow,
+} from './lancedb.js';
 
 /** Column of the data table that names the store a row came from (Utf8, non-null). */
 export const STORE_COLUMN = '_memwal_store';
@@ -86,9 +94,17 @@ class Slices {
 /**
  * Checks a drain request against the sink's rules and reduces it to the rows to write, in time
  * slices (the file header). Rejects `InvalidArgument` with a plain message for anything a client
- * got wrong.
+ * got wrong. `appliedPosition`: the store's applied position — the body's leading record batches
+ * whose rows all lie at or below it (a re-sent request, mostly applied) are left out of `rows`
+ * after the checksum and structure checks, their values and keys never looked at: only the
+ * part still to apply costs a check.
  */
-export async function checkRequest(meta: DrainRequestMeta, body: Uint8Array, rules: SinkRules): Promise<CheckedRequest> {
+export async function checkRequest(
+  meta: DrainRequestMeta,
+  body: Uint8Array,
+  rules: SinkRules,
+  appliedPosition = 0,
+): Promise<CheckedRequest> {
   const slices = new Slices();
   let crc = 0;
   for (let at = 0; at < body.length; at += SLICE_STEP * 1024) {
@@ -98,12 +114,28 @@ export async function checkRequest(meta: DrainRequestMeta, body: Uint8Array, rul
   checkDrainBody(meta, body, crc);
   const userFields = rules.schema ? rules.schema.fields.reduce((n, f) => n + countFields(f), 0) : rules.maxColumns;
   // + _tombstone, _memwal_position; then without metadata: a store brings values, never encodings.
-  const table = withoutMetadata(decodeStream(body, meta.rows, { maxFields: userFields + 2, maxRowBytes: rules.maxRowBytes }));
+  const applied = (batch: ArrowRecordBatch): boolean => allAtOrBelow(batch.getChild(POSITION_COLUMN)?.data, appliedPosition);
+  const table = withoutMetadata(decodeStream(body, meta.rows, { maxFields: userFields + 2, maxRowBytes: rules.maxRowBytes }, applied));
   await slices.pause();
   const columns = checkColumns(table.schema, rules);
   const positions = await checkPositions(table, meta, slices);
-  if (!rules.primaryKey) return { meta, columns, rows: table, positions, bodyRows: table.numRows };
-  return { meta, columns, ...(await newestPerKey(table, positions, rules.primaryKey, slices)), bodyRows: table.numRows };
+  if (!rules.primaryKey) return { meta, columns, rows: table, positions, bodyRows: meta.rows };
+  return { meta, columns, ...(await newestPerKey(table, positions, rules.primaryKey, slices)), bodyRows: meta.rows };
+}
+
+/**
+ * Whether a record batch's position column (before its type is checked: anything but one
+ * non-null signed Int64 chunk answers false, and the batch is checked in full) holds only
+ * positions at or below `position`.
+ */
+function allAtOrBelow(chunks: readonly ArrowData[] | undefined, position: number): boolean {
+  if (position <= 0 || chunks?.length !== 1) return false;
+  const data = chunks[0]!;
+  if (!(data.values instanceof BigInt64Array) || data.nullCount !== 0) return false;
+  const values = data.values.subarray(data.offset, data.offset + data.length);
+  const bound = BigInt(position);
+  for (let i = 0; i < values.length; i++) if (values[i]! > bound) return false;
+  return true;
 }
 
 /** Key column types: those memwal accepts as keys. */

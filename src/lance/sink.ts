@@ -303,7 +303,7 @@ export class LanceSink implements DrainSink {
         if ('duplicate' in start) return start;
         let request: CheckedRequest;
         try {
-          request = await checkRequest(meta, body, this.rules);
+          request = await checkRequest(meta, body, this.rules, start.applied.position);
         } catch (e) {
           throw this.count(toMemWalError(e, `apply to ${storeId}`));
         }
