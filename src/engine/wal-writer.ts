@@ -309,8 +309,9 @@ export class WalWriter {
     const encode = (): Uint8Array => tableToIPC(new Table(this.schema, e.batches), 'stream');
     let payload = encode();
     const handle = this.ctx.handle;
-    // The payload's CRC-32C is taken here, over the bytes just encoded, a slice at a time (the
-    // first after a turn of the event loop: encoding and checksum are separate slices). The frame
+    // The payload's CRC-32C is taken here, over the bytes just encoded: a small payload's in this
+    // task, a large one's a slice at a time (the first after a turn of the event loop: encoding
+    // and checksum are separate slices; WAL_CRC_SAME_TASK_BYTES decides). The frame
     // header is built from it: here, or by an adapter that frames entries itself (its I/O runs
     // elsewhere), which then makes no pass over the payload. Such an adapter may take the payload
     // over (transfer its buffer): a retry encodes it again.
@@ -374,10 +375,23 @@ export class WalWriter {
 const WAL_CRC_SLICE_BYTES = 1024 * 1024;
 
 /**
- * `crc32c(bytes)`, `WAL_CRC_SLICE_BYTES` at a time with a turn of the event loop before each
- * slice, so a large WAL payload's checksum is no long task on the engine's thread.
+ * A payload at most this long is checksummed in the task that encoded it (encoding and checksum
+ * of 256 KiB are well under a millisecond): a small put's append then takes no turn of the event
+ * loop before it is sent, a turn that on a loaded machine costs as much as the write itself.
  */
-async function crc32cInSlices(bytes: Uint8Array): Promise<number> {
+export const WAL_CRC_SAME_TASK_BYTES = 256 * 1024;
+
+/**
+ * `crc32c(bytes)`: in this task when `bytes` is at most {@link WAL_CRC_SAME_TASK_BYTES} long,
+ * else `WAL_CRC_SLICE_BYTES` at a time with a turn of the event loop before each slice, so a
+ * large WAL payload's checksum is no long task on the engine's thread.
+ */
+function crc32cInSlices(bytes: Uint8Array): number | Promise<number> {
+  if (bytes.length <= WAL_CRC_SAME_TASK_BYTES) return crc32c(bytes);
+  return crc32cSliced(bytes);
+}
+
+async function crc32cSliced(bytes: Uint8Array): Promise<number> {
   let crc = 0;
   for (let at = 0; at < bytes.length; at += WAL_CRC_SLICE_BYTES) {
     await yieldToEventLoop();
