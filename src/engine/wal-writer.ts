@@ -7,7 +7,7 @@
 import { type RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../util/errors.js';
 import { appendFrame, segmentName } from '../storage/adapter.js';
-import { backoffMs, clearTimer, nowMs, setTimer, sleep, type Timer, yieldToEventLoop } from '../util/schedule.js';
+import { backoffMs, clearTimer, EventLoopTurns, nowMs, setTimer, sleep, type Timer, yieldToEventLoop } from '../util/schedule.js';
 import { encodeFrameHeaderFromCrc } from '../format/wal/codec.js';
 import { crc32c } from '../util/crc32c.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
@@ -86,6 +86,11 @@ export class WalWriter {
   private readonly schema: Schema;
   /** The append loop, leader-style (the `wal append` lane). */
   private readonly lane: BackgroundLane;
+  /**
+   * A turn of the event loop now and then for appends that take none: a small payload is
+   * checksummed where it was encoded, and an adapter may answer through microtasks only.
+   */
+  private readonly turns = new EventLoopTurns();
 
   /** Appends for the claimed epoch after what recovery found (`recovered`). */
   constructor(
@@ -301,6 +306,17 @@ export class WalWriter {
   }
 
   /**
+   * The payload's CRC-32C: a small one's in this task (after a turn of the event loop only when a
+   * run of appends has had none for a slice, so a loop of awaited puts on an adapter that answers
+   * through microtasks still lets timers and messages in), a large one's in slices.
+   */
+  private checksum(payload: Uint8Array): number | Promise<number> {
+    if (payload.length > WAL_CRC_SAME_TASK_BYTES) return crc32cSliced(payload);
+    const turn = this.turns.turn();
+    return turn ? turn.then(() => crc32c(payload)) : crc32c(payload);
+  }
+
+  /**
    * Append one entry. A failed attempt is retried (after truncating the segment back to its last
    * good length) until walRetry.timeoutMs; then, or on `Fenced` or an attempt that never settles,
    * it throws. Each attempt is limited to walRetry.timeoutMs.
@@ -309,12 +325,13 @@ export class WalWriter {
     const encode = (): Uint8Array => tableToIPC(new Table(this.schema, e.batches), 'stream');
     let payload = encode();
     const handle = this.ctx.handle;
-    // The payload's CRC-32C is taken here, over the bytes just encoded, a slice at a time (the
-    // first after a turn of the event loop: encoding and checksum are separate slices). The frame
+    // The payload's CRC-32C is taken here, over the bytes just encoded: a small payload's in this
+    // task, a large one's a slice at a time (the first after a turn of the event loop: encoding
+    // and checksum are separate slices; WAL_CRC_SAME_TASK_BYTES decides). The frame
     // header is built from it: here, or by an adapter that frames entries itself (its I/O runs
     // elsewhere), which then makes no pass over the payload. Such an adapter may take the payload
     // over (transfer its buffer): a retry encodes it again.
-    let payloadCrc = await crc32cInSlices(payload);
+    let payloadCrc = await this.checksum(payload);
     const frameLength = FRAME_HEADER_BYTES + payload.length;
     const header = handle.walAppendEntry ? undefined : encodeFrameHeaderFromCrc(this.epoch, e.position, payload.length, payloadCrc);
     let seg = this.current;
@@ -350,7 +367,7 @@ export class WalWriter {
         if (this.ctx.life.dead) throw err;
         if (!header) {
           payload = encode();
-          payloadCrc = await crc32cInSlices(payload);
+          payloadCrc = await this.checksum(payload);
         }
         try {
           await settleWithin(handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
@@ -370,14 +387,21 @@ export class WalWriter {
   }
 }
 
-/** Payload bytes checksummed per slice of the event loop by {@link crc32cInSlices} (0.5-1 ms). */
+/** Payload bytes checksummed per slice of the event loop by {@link crc32cSliced} (0.5-1 ms). */
 const WAL_CRC_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * A payload at most this long is checksummed in the task that encoded it (encoding and checksum
+ * of 256 KiB are well under a millisecond): a small put's append then takes no turn of the event
+ * loop before it is sent, a turn that on a loaded machine costs as much as the write itself.
+ */
+export const WAL_CRC_SAME_TASK_BYTES = 256 * 1024;
 
 /**
  * `crc32c(bytes)`, `WAL_CRC_SLICE_BYTES` at a time with a turn of the event loop before each
  * slice, so a large WAL payload's checksum is no long task on the engine's thread.
  */
-async function crc32cInSlices(bytes: Uint8Array): Promise<number> {
+async function crc32cSliced(bytes: Uint8Array): Promise<number> {
   let crc = 0;
   for (let at = 0; at < bytes.length; at += WAL_CRC_SLICE_BYTES) {
     await yieldToEventLoop();
