@@ -143,7 +143,7 @@ describe('the manifest index set and the background index build', () => {
     }
   });
 
-  it('a redefined index (same name, other column) is never read from the old definition\'s sections, and is rebuilt; a dropped one leaves at the next rewrite', async () => {
+  it("a redefined index (same name, other column) is never read from the old definition's sections, and is rebuilt; a dropped one leaves at the next rewrite", async () => {
     const mem = new MemoryStorage();
     const name = storeName('ix-redefine');
     const model = await seed(mem, name);
@@ -290,7 +290,10 @@ describe('the index set (pure)', () => {
   const d = (name: string, spec: string) => ({ kind: 'ordered', name, spec });
   it('keeps the id of a definition it has, gives a new one to a new or redefined index, never reusing a listed id', () => {
     const m = {
-      indexes: [{ id: 1, ...d('a', 'x') }, { id: 2, ...d('b', 'y') }],
+      indexes: [
+        { id: 1, ...d('a', 'x') },
+        { id: 2, ...d('b', 'y') },
+      ],
       tables: [{ indexes: [1, 2, 5] }] as Manifest['tables'],
     };
     expect(claimIndexSet(m, [d('a', 'x'), d('b', 'z'), d('c', 'w')])).toEqual([
@@ -305,7 +308,16 @@ describe('the index set (pure)', () => {
     const base = { formatVersion: 3, layout: 'memory', mode: 'memtable', schema: '', primaryKey: [], writerEpoch: 1, version: 1 };
     const m = { ...base, nextGeneration: 1, replayCursor: 0, consumerCursor: null, positionHint: 0 };
     expect(() => checkManifest({ ...m, tables: [], indexes: [{ id: 0, ...d('a', 'x') }] })).toThrow(/Corruption|positive integer id/);
-    expect(() => checkManifest({ ...m, tables: [], indexes: [{ id: 1, ...d('a', 'x') }, { id: 1, ...d('b', 'x') }] })).toThrow(/twice/);
+    expect(() =>
+      checkManifest({
+        ...m,
+        tables: [],
+        indexes: [
+          { id: 1, ...d('a', 'x') },
+          { id: 1, ...d('b', 'x') },
+        ],
+      }),
+    ).toThrow(/twice/);
     expect(() => checkManifest({ ...m, tables: [{ name: 't', indexes: ['1'] }] })).toThrow(/list of index ids/);
     expect(checkManifest({ ...m, tables: [{ name: 't', indexes: [1] }], indexes: [{ id: 1, ...d('a', 'x') }] }).indexes).toHaveLength(1);
   });
