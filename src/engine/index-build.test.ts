@@ -105,6 +105,16 @@ async function stored(storage: StorageAdapter, name: string): Promise<{ m: Manif
 const NAME_SPEC = 'byName:{"columns":["name"],"kinds":["str"],"multiEntry":false}';
 const VALUE_SPEC = 'byName:{"columns":["value"],"kinds":["num"],"multiEntry":false}';
 
+/** The path of a NodeFileStorage store's newest manifest version. */
+async function newestManifestPath(root: string, name: string): Promise<string> {
+  const dir = join(root, name, 'manifest');
+  const newest = Math.max(...(await readdir(dir)).filter((f) => /^\d+\.json$/.test(f)).map((f) => Number.parseInt(f, 10)));
+  return join(dir, `${newest}.json`);
+}
+
+/** The policy never compacts by itself: only the index build (and compact()) rewrites files. */
+const manualOnly = { compactionPolicy: { level0Trigger: 1_000, spaceAmpTrigger: Number.POSITIVE_INFINITY } };
+
 const built = async (w: MemWal): Promise<boolean> => (await w.indexStats()).byName?.filesPending === 0;
 
 describe('the manifest index set and the background index build', () => {
@@ -114,7 +124,7 @@ describe('the manifest index set and the background index build', () => {
     const model = await seed(mem, name);
     const storage = new FaultInjectingStorage(mem);
     storage.failNext('tableWrite', 1_000); // every rewrite of the build fails while this holds
-    const w = await MemWal.open(options(storage, name, byName));
+    const w = await MemWal.open(options(storage, name, byName), manualOnly);
     const files = (await w.compactionStats()).tableCount;
     await check(w, model, 'before the build');
     let s = (await w.indexStats()).byName!;
@@ -128,8 +138,14 @@ describe('the manifest index set and the background index build', () => {
     expect(snap.indexes.find((i) => i.name === 'byName')).toMatchObject({ kind: 'ordered', filesBuilt: 0, filesPending: files });
     expect(await w.metrics()).toContain(`wal_index_files_pending{store="${name}",index="byName"} ${files}`);
     storage.clearFaults();
-    await w.compact(); // wakes the lane at once (it backs off after failures)
+    await w.put([rowOf(41, 0)]); // a flush commit wakes the lane at once (it backs off after failures)
+    model.set(41, rowOf(41, 0));
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
     await until(() => built(w), 10_000, 'the index build');
+    // The seed's level-0 files went down by a compaction of level 0 (their delete markers met the
+    // rows they hide); level 0 holds only the flush made after the faults cleared.
+    expect((await w.compactionStats()).levels.find((l) => l.level === 0)?.files).toBe(1);
     s = (await w.indexStats()).byName!;
     expect(s.filesBuilt).toBe((await w.compactionStats()).tableCount);
     await check(w, model, 'after the build');
@@ -269,6 +285,26 @@ describe('the manifest index set and the background index build', () => {
     expect(after.m.tables.map((t) => t.name).sort()).toEqual(names);
     expect(after.m.indexes).toEqual([{ id: 1, kind: 'ordered', name: 'byName', spec: NAME_SPEC.slice(7) }]);
     for (const t of after.m.tables) expect(t.indexes).toEqual([1]);
+  });
+
+  it('a manifest written before the index set was kept, of files without the section: their directories are read, and they are rebuilt', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'memwal-ix-old-'));
+    const storage = new NodeFileStorage(root);
+    const name = 'old';
+    const model = await seed(storage, name); // written with no index: no file holds a section
+    const path = await newestManifestPath(root, name);
+    const m = JSON.parse(await readFile(path, 'utf8')) as Manifest;
+    delete m.indexes;
+    for (const t of m.tables) delete t.indexes;
+    await writeFile(path, JSON.stringify(m));
+    const w = await MemWal.open(options(storage, name, byName), manualOnly);
+    await check(w, model, 'older manifest, files without sections');
+    await until(() => built(w), 10_000, 'the build');
+    expect((await w.compactionStats()).completedCount).toBeGreaterThan(0);
+    await check(w, model, 'built');
+    await w.close();
+    const after = await stored(storage, name);
+    for (const t of after.m.tables) expect([t.indexes, after.sections.get(t.name)], t.name).toEqual([[1], [NAME_SPEC]]);
   });
 
   it('a manifest of a newer format is refused with NotSupported and left as it was', async () => {
