@@ -184,7 +184,10 @@ export interface MemWalApi<R extends RowsParam = UntypedRows> {
    * of more than 4,096 characters or 32 terms.
    */
   search(index: string, text: string, opts?: SearchOptions): Promise<SearchHit<RowTypesOf<R>['output']>[]>;
-  /** Per declared index: entries and estimated bytes (memtables and the table-file sections built so far). */
+  /**
+   * Per declared index: entries and estimated bytes (memtables and the table-file sections built so
+   * far); ordered indexes also their background build (`filesBuilt`, `filesPending`).
+   */
   indexStats(): Promise<Record<string, IndexStats>>;
   /** Every live row across all tiers (newest version per key), as one Arrow `Table`; `columns` projects. */
   scan<C extends ColumnName<R> = ColumnName<R>>(opts?: { columns?: C[] }): Promise<Table<Pick<RowTypesOf<R>['columns'], C>>>;

@@ -7,12 +7,13 @@
 import { MemWalError } from '../util/errors.js';
 import { backoffMs, sleep } from '../util/schedule.js';
 import type { CompactionResult } from '../metrics/stats.js';
-import { type CompactionPlan, type Compactor, compactionBehind, planCompaction } from './compaction.js';
+import { type CompactionOutcome, type CompactionPlan, type Compactor, compactionBehind, planCompaction } from './compaction.js';
 import type { ClaimedContext } from './context.js';
 import type { Flusher } from './flusher.js';
 import type { BackgroundLane, LaneStep } from './lane.js';
 import type { MemtableSet } from './memtable-set.js';
 import type { MemTable } from '../lsm/memtable.js';
+import type { IndexBuild } from './index-build.js';
 
 /** Runs the flushes and compactions of one writer. */
 export class Background {
@@ -33,7 +34,7 @@ export class Background {
 
   constructor(
     private readonly ctx: ClaimedContext,
-    private readonly parts: { memtables: MemtableSet; flusher: Flusher; compactor: Compactor },
+    private readonly parts: { memtables: MemtableSet; flusher: Flusher; compactor: Compactor; indexBuild: IndexBuild },
   ) {
     ctx.life.onTerminal(() => this.stop.abort());
     this.flushLane = ctx.lanes.add('flush', () => this.flushPass(), { atClose: 'stop' });
@@ -103,9 +104,14 @@ export class Background {
   }
 
   private plan(force: boolean): CompactionPlan | undefined {
+    return planCompaction(this.ctx.log.manifest, this.ctx.keyEncoder !== undefined, this.held(), force, this.ctx.policy);
+  }
+
+  /** Generations still held in memory (frozen memtables, grace included): compaction must not take them. */
+  private held(): Set<number> {
     const held = new Set<number>();
     for (const f of this.parts.memtables.frozen) held.add(f.generation);
-    return planCompaction(this.ctx.log.manifest, this.ctx.keyEncoder !== undefined, held, force, this.ctx.policy);
+    return held;
   }
 
   /** One pass of the flush lane (synchronous while it finds nothing to do). */
@@ -156,17 +162,21 @@ export class Background {
   private compactionPass(): LaneStep | Promise<LaneStep> {
     // 0. Closing or dead: no new compaction.
     if (this.ctx.life.dead || this.ctx.life.stopping) return 'stop';
-    // 1. Nothing due by the policy: the lane rests until the next flush commits.
+    // 1. A compaction due by the policy first.
     const plan = this.plan(false);
-    if (!plan) return 'idle';
-    return this.compactStep(plan);
+    if (plan) return this.compactStep(() => this.parts.compactor.run(plan, this.stop.signal));
+    // 2. Else one piece of the index build (index-build.ts): table files lacking a section of an
+    //    index the store declares. Nothing left: the lane rests until the next flush commits.
+    const piece = this.parts.indexBuild.next(this.ctx.log.manifest, this.held());
+    if (!piece) return 'idle';
+    return this.compactStep(() => this.parts.indexBuild.run(piece, this.stop.signal));
   }
 
-  private async compactStep(plan: CompactionPlan): Promise<LaneStep> {
+  private async compactStep(run: () => Promise<CompactionOutcome>): Promise<LaneStep> {
     const { life, options } = this.ctx;
-    // 2. Merge; a failure backs off (the stats count it) and is retried: a compaction that keeps
-    //    failing never blocks flushes below the stop trigger, and is visible.
-    const outcome = await this.parts.compactor.run(plan, this.stop.signal);
+    // 3. Merge (or build); a failure backs off (the stats count it) and is retried: a compaction
+    //    that keeps failing never blocks flushes below the stop trigger, and is visible.
+    const outcome = await run();
     if (outcome === 'fatal') return 'stop';
     if (outcome === 'failed') {
       this.compactionFailures++;

@@ -12,6 +12,7 @@ import { keyFromHex } from '../data/keys.js';
 import type { ClaimedContext } from './context.js';
 import type { CompactionStats, LevelStats } from '../metrics/stats.js';
 import { generationsOf, levelOf, removeTableFile, writeTableFile } from './table-file-io.js';
+import { indexIds } from '../format/manifest/index-set.js';
 import type { TableCache } from '../lsm/table-cache.js';
 
 const MiB = 1024 * 1024;
@@ -217,7 +218,14 @@ export class Compactor {
             throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
           }
           const name = `c${maxGeneration}-${this.ctx.log.epoch}-${++this.seq}.arrow`;
-          const placement = { name, level: 1, minGeneration, maxGeneration, schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1 };
+          const placement = {
+            name,
+            level: 1,
+            minGeneration,
+            maxGeneration,
+            schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1,
+            indexes: indexIds(this.ctx.log.manifest),
+          };
           outputs.push(await writeTableFile(this.ctx.handle, built, placement, this.ctx.options.flushRetry.stallMs));
         }
       } finally {

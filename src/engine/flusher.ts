@@ -11,6 +11,7 @@ import type { ClaimedContext } from './context.js';
 import type { MemTable } from '../lsm/memtable.js';
 import type { MemtableSet } from './memtable-set.js';
 import { removeTableFile, writeTableFile } from './table-file-io.js';
+import { indexIds } from '../format/manifest/index-set.js';
 
 /** What one flush attempt ended with. */
 export type FlushOutcome = 'committed' | 'failed' | 'fatal';
@@ -77,6 +78,7 @@ export class Flusher {
           minGeneration: m.generation,
           maxGeneration: m.generation,
           schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1,
+          indexes: indexIds(this.ctx.log.manifest),
         },
         this.ctx.options.flushRetry.stallMs,
       );

@@ -18,6 +18,7 @@ import { Background } from './background.js';
 import { Compactor } from './compaction.js';
 import type { ClaimedContext } from './context.js';
 import { Flusher } from './flusher.js';
+import { IndexBuild } from './index-build.js';
 import { settleWithin } from './limits.js';
 import { MemtableSet } from './memtable-set.js';
 import { ReadView } from './read-view.js';
@@ -45,6 +46,7 @@ export class MemtableTier implements Tier {
   private readonly compactor: Compactor;
   private readonly flusher: Flusher;
   private readonly background: Background;
+  private readonly indexBuild: IndexBuild;
   private readonly reads: ReadView;
   private readonly queries: IndexQueries;
   private readonly vectors: VectorSearch;
@@ -100,7 +102,13 @@ export class MemtableTier implements Tier {
       durablePosition: () => wal.durablePosition,
       onCommitted: parts.onFlushed,
     });
-    this.background = new Background(ctx, { memtables: this.memtables, flusher: this.flusher, compactor: this.compactor });
+    this.indexBuild = new IndexBuild(ctx, { cache, compactor: this.compactor });
+    this.background = new Background(ctx, {
+      memtables: this.memtables,
+      flusher: this.flusher,
+      compactor: this.compactor,
+      indexBuild: this.indexBuild,
+    });
     this.reads = new ReadView(schema, keyEncoder, this.memtables, () => log.manifest.tables, cache);
     this.queries = new IndexQueries(schema, options.indexes, this.reads, this.memtables, () => log.manifest.tables, cache);
     this.vectors = new VectorSearch(schema, options.vectorIndexes, {
@@ -275,7 +283,12 @@ export class MemtableTier implements Tier {
   }
 
   indexStats(): Record<string, IndexStats> {
-    return { ...this.queries.stats(), ...this.vectors.stats(), ...this.searches.stats() };
+    const ordered = this.queries.stats();
+    for (const [name, p] of this.indexBuild.progress(this.ctx.log.manifest)) {
+      const s = ordered[name];
+      if (s) Object.assign(s, p);
+    }
+    return { ...ordered, ...this.vectors.stats(), ...this.searches.stats() };
   }
 
   memtableStats(): MemTableStats {

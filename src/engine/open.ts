@@ -6,7 +6,10 @@
 import { ColumnView } from '../data/column-view.js';
 import { makeKeyEncoder } from '../data/keys.js';
 import { decodeSchema, makeStoreSchema } from '../data/schema.js';
+import { claimIndexSet } from '../format/manifest/index-set.js';
 import { cloneManifest, MANIFEST_FORMAT_VERSION, type Manifest, newIncarnationId, type StoreMode } from '../format/manifest/manifest.js';
+import { orderedSectionId } from '../format/table/ordered-section.js';
+import type { SectionId } from '../format/table/sections.js';
 import { planSchema, recordedVersions, type SchemaChange, type SchemaPlan, SchemaVersions } from '../format/schema-versions.js';
 import { jobsPlaceOf } from '../lsm/jobs.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
@@ -90,7 +93,7 @@ async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, hand
     check: (stored) => checkStored(ctx, adapter.layout, mode, stored, plan),
     claimOf: (stored) => {
       claimPlan = plan(stored);
-      return claimOf(adapter.layout, mode, schema.primaryKey, stored, claimPlan);
+      return claimOf(adapter.layout, mode, schema.primaryKey, stored, claimPlan, options.indexes.map(orderedSectionId));
     },
     expectations: (m) => ({ mustKeepAfter: retainedFrom(mode, m), durableUpTo: m.positionHint }),
     schemasOf: (stored) => {
@@ -177,13 +180,24 @@ function checkStored(
 /**
  * The manifest that claims the store: epoch + 1 over `stored` with the schema `plan` decided
  * (with an incarnation id if it had none, as manifests written before they were kept), or a new
- * store's first, a new incarnation.
+ * store's first, a new incarnation. In MemTable mode it records the index set the opener declares
+ * (`declared`, index-set.ts: added and redefined indexes get new ids, dropped ones leave the set;
+ * the background index build then brings the table files up to it).
  */
-function claimOf(layout: string, mode: StoreMode, primaryKey: string[], stored: Manifest | undefined, plan: SchemaPlan): Manifest {
+function claimOf(
+  layout: string,
+  mode: StoreMode,
+  primaryKey: string[],
+  stored: Manifest | undefined,
+  plan: SchemaPlan,
+  declared: readonly SectionId[],
+): Manifest {
+  const indexes = mode === 'memtable' ? { indexes: claimIndexSet(stored, declared) } : {};
   if (stored) {
     return {
       ...cloneManifest(stored),
       ...plan.manifest,
+      ...indexes,
       writerEpoch: stored.writerEpoch + 1,
       version: stored.version + 1,
       incarnation: stored.incarnation ?? newIncarnationId(),
@@ -203,6 +217,7 @@ function claimOf(layout: string, mode: StoreMode, primaryKey: string[], stored: 
     consumerCursor: null,
     positionHint: 0,
     incarnation: newIncarnationId(),
+    ...indexes,
     tables: [],
   };
 }

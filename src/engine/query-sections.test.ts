@@ -11,6 +11,7 @@ import { Field, Float64, Int32, List, Schema, Utf8 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { NodeFileStorage } from '../node.js';
 import { MemoryStorage } from '../storage/memory.js';
+import { FaultInjectingStorage } from '../testing/fault.js';
 import { MemWal } from './memwal.js';
 
 const quiet = { warn: () => undefined };
@@ -136,7 +137,10 @@ describe('index sections of table files', () => {
       byTag: { column: 'title' },
       byQtyTitle: { columns: ['title', 'qty'] },
     };
-    const again = await MemWal.open({ name: 's', schema, primaryKey: ['id'], storage, indexes: swapped, logger: quiet } as never);
+    // The background build (index-build.ts) cannot write meanwhile: the file stays as it was.
+    const held = new FaultInjectingStorage(storage);
+    held.failNext('tableWrite', 1_000);
+    const again = await MemWal.open({ name: 's', schema, primaryKey: ['id'], storage: held, indexes: swapped, logger: quiet } as never);
     const ids = (rs: Record<string, unknown>[]): number[] => rs.map((r) => r.id as number);
     expect(ids(await again.query('byTitle', { equals: 'g1' }))).toEqual(byTag(model, 'g1'));
     expect(ids(await again.query('byTag', { equals: 't3' }))).toEqual(byTitle(model, 't3'));
@@ -157,11 +161,15 @@ describe('index sections of table files', () => {
     model.set(2, row(2, 2));
     model.set(61, row(61, 2));
     model.delete(3);
-    const opts = { name: 'indexed', schema, primaryKey: ['id'], storage: new NodeFileStorage(root), indexes, logger: quiet } as never;
+    // The background build (index-build.ts) cannot write until the stats below are read.
+    const storage = new FaultInjectingStorage(new NodeFileStorage(root));
+    storage.failNext('tableWrite', 1_000);
+    const opts = { name: 'indexed', schema, primaryKey: ['id'], storage, indexes, logger: quiet } as never;
     const w = await MemWal.open(opts);
     await check(w, model, 'format-2 files');
     let s = await indexStats(w);
     expect([s.tableSectionsRead, s.tableSectionsBuilt]).toEqual([0, 2]);
+    storage.clearFaults();
     await w.put([row(5, 4)]);
     model.set(5, row(5, 4));
     await w.forceSealActive();

@@ -62,6 +62,13 @@ export interface IndexStats {
    */
   tableSectionsRead?: number;
   tableSectionsBuilt?: number;
+  /**
+   * Ordered indexes, the background build (engine/index-build.ts): live table files whose
+   * manifest entry says they hold the index's section as defined now, and those that do not yet
+   * (queries build those files' entries from their rows meanwhile). 0 pending: built.
+   */
+  filesBuilt?: number;
+  filesPending?: number;
 }
 
 /** The sorted entries of one table file for one index (read from its section, or built from its blocks). */

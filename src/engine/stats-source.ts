@@ -169,6 +169,7 @@ export class StatsSource {
         kind: ix.graphVectors !== undefined ? 'vector' : this.ctx.options.textIndexes.some((t) => t.name === name) ? 'text' : 'ordered',
         entries: ix.entries,
         bytes: ix.bytes,
+        ...(ix.filesBuilt !== undefined && { filesBuilt: ix.filesBuilt, filesPending: ix.filesPending }),
       })),
     };
     if (memtable) snapshot.memtable = memtable;

@@ -20,6 +20,11 @@ export interface TablePlacement {
   maxGeneration: number;
   /** The schema version the rows are written in (the current one). */
   schemaVersion: number;
+  /**
+   * Ids of the manifest's index set whose sections the file holds: the set as claimed
+   * (`indexIds`), since every build writes the declared indexes' sections.
+   */
+  indexes: number[];
 }
 
 /**
@@ -43,6 +48,7 @@ export async function writeTableFile(handle: StoreHandle, built: JobTable, p: Ta
     minGeneration: p.minGeneration,
     maxGeneration: p.maxGeneration,
     schemaVersion: p.schemaVersion,
+    indexes: [...p.indexes],
   };
   if (built.minKey !== undefined && built.maxKey !== undefined) {
     entry.minKey = keyToHex(built.minKey);

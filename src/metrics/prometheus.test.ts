@@ -211,6 +211,26 @@ describe('renderMetrics', () => {
   });
 });
 
+describe('index build metrics', () => {
+  it('render each ordered index build progress with an escaped index label; indexes without one (text, vector) have none', () => {
+    const text = renderMetrics(
+      snapshot({
+        indexes: [
+          { name: 'by"Tag', kind: 'ordered', entries: 9, bytes: 900, filesBuilt: 2, filesPending: 3 },
+          { name: 'body', kind: 'text', entries: 4, bytes: 100 },
+        ],
+      }),
+    );
+    const lines = samples(text).filter((l) => l.startsWith('wal_index_'));
+    expect(lines).toEqual([
+      'wal_index_files_built{store="orders",index="by\\"Tag"} 2',
+      'wal_index_files_pending{store="orders",index="by\\"Tag"} 3',
+    ]);
+    expect(text).toContain('# TYPE wal_index_files_pending gauge');
+    expect(samples(renderMetrics(snapshot())).some((l) => l.startsWith('wal_index_'))).toBe(false);
+  });
+});
+
 describe('promtool check metrics', () => {
   const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
   const available = promtool.error === undefined && promtool.status === 0;
@@ -226,6 +246,10 @@ describe('promtool check metrics', () => {
 
   const cases: Array<[string, MetricsSnapshot]> = [
     ['a MemTable-mode snapshot', snapshot()],
+    [
+      'a snapshot with an index being built',
+      snapshot({ indexes: [{ name: 'byTag', kind: 'ordered', entries: 1, bytes: 2, filesBuilt: 1, filesPending: 4 }] }),
+    ],
     [
       'a WAL-only snapshot without storage figures',
       snapshot({

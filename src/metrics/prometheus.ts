@@ -209,6 +209,17 @@ export function renderMetrics(s: MetricsSnapshot): string {
     header('wal_level_bytes', 'gauge', 'Table bytes per LSM level.');
     for (const l of s.compaction.levels) lines.push(`wal_level_bytes{${store},level="${l.level}"} ${l.bytes}`);
   }
+  const building = s.indexes.filter((ix) => ix.filesBuilt !== undefined);
+  if (building.length > 0) {
+    header('wal_index_files_built', 'gauge', 'Table files holding the ordered index section as the index is defined now.');
+    for (const ix of building) lines.push(`wal_index_files_built{${store},index="${escapeLabelValue(ix.name)}"} ${ix.filesBuilt}`);
+    header(
+      'wal_index_files_pending',
+      'gauge',
+      'Table files the background index build has yet to give the section (queries read their rows meanwhile).',
+    );
+    for (const ix of building) lines.push(`wal_index_files_pending{${store},index="${escapeLabelValue(ix.name)}"} ${ix.filesPending ?? 0}`);
+  }
   header('wal_backpressure_cause', 'gauge', 'Why puts wait right now: 1 for the cause of the current waits, 0 otherwise.');
   for (const cause of CAUSES) lines.push(`wal_backpressure_cause{${store},cause="${cause}"} ${s.backpressure.cause === cause ? 1 : 0}`);
 

@@ -231,6 +231,13 @@ export interface IndexStats {
   entries?: number;
   /** Bytes the index holds in memory and in storage, where it tells. */
   bytes?: number;
+  /**
+   * Ordered indexes, the background build: live table files holding the index's section as
+   * defined now, and those still without one (read from their rows until built). Absent for
+   * text and vector indexes (their sections are not persisted).
+   */
+  filesBuilt?: number;
+  filesPending?: number;
 }
 
 /**

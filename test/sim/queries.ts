@@ -75,10 +75,17 @@ export function withIndexes(config: SimConfig, seed: number): SimConfig {
   return { ...config, columns, indexes };
 }
 
-/** The `indexes` option of an open whose view is `columns`: the declared indexes it can have. */
-export function indexOption(config: SimConfig, columns: readonly ColumnSpec[]): { indexes?: Record<string, IndexSpec> } {
+/**
+ * Whether session `session` leaves the seed's `i`-th index out of its declaration (about one in
+ * five per index and open, so indexes are dropped and added back across reopens: the manifest's
+ * index set changes and the background index build runs, SPEC §17).
+ */
+const leftOut = (session: number, i: number): boolean => (session * 7 + i * 13) % 5 === 0;
+
+/** The `indexes` option of session `session`'s open whose view is `columns`: the declared indexes it can have. */
+export function indexOption(config: SimConfig, columns: readonly ColumnSpec[], session = 0): { indexes?: Record<string, IndexSpec> } {
   const out: Record<string, IndexSpec> = {};
-  for (const ix of usable(config, columns)) {
+  for (const ix of usable(config, columns, session)) {
     out[ix.name] = ix.multiEntry
       ? { column: ix.columns[0]!, multiEntry: true }
       : ix.columns.length > 1
@@ -88,13 +95,15 @@ export function indexOption(config: SimConfig, columns: readonly ColumnSpec[]): 
   return Object.keys(out).length > 0 ? { indexes: out } : {};
 }
 
-function usable(config: SimConfig, columns: readonly ColumnSpec[]): IndexDecl[] {
+function usable(config: SimConfig, columns: readonly ColumnSpec[], session: number): IndexDecl[] {
   const typeOf = (name: string): ColType | undefined => (name === 'v' ? 'utf8' : columns.find((c) => c.name === name)?.type);
-  return config.indexes.filter((ix) =>
-    ix.columns.every((n) => {
-      const t = typeOf(n);
-      return t !== undefined && (ix.multiEntry ? t === 'list' : SCALARS.includes(t));
-    }),
+  return config.indexes.filter(
+    (ix, i) =>
+      !leftOut(session, i) &&
+      ix.columns.every((n) => {
+        const t = typeOf(n);
+        return t !== undefined && (ix.multiEntry ? t === 'list' : SCALARS.includes(t));
+      }),
   );
 }
 
@@ -229,7 +238,7 @@ export interface QueryHost {
 /** Run one query step against the current writer and check it (pages, then count). */
 export async function runQuery(host: QueryHost, a: QueryAction): Promise<void> {
   const { model, config, live } = host;
-  const declared = usable(config, live.columns);
+  const declared = usable(config, live.columns, live.session);
   const i = a.index % (declared.length + 1);
   const keyCols = keyColumns(config.keyType!);
   const typeOf = (n: string): ColType => (n === 'v' ? 'utf8' : live.columns.find((c) => c.name === n)!.type);

@@ -564,7 +564,7 @@ class Sim {
       steal,
       ...(dropColumns.length > 0 ? { dropColumns } : {}),
       onSchemaMismatch: reset ? ('reset' as const) : ('throw' as const),
-      ...indexOption(c, columns),
+      ...indexOption(c, columns, this.session),
       logger: { warn: (message: string) => this.log(`  warn: ${message.slice(0, 300)}`) },
     };
   }

@@ -3,6 +3,7 @@
 
 import { MemWalError } from '../../util/errors.js';
 import { wallClockMs } from '../../util/schedule.js';
+import { checkIndexSet, type IndexRecord } from './index-set.js';
 
 /**
  * Written to disk: never renumber. Version 2 adds `commitId`, schema versions and the table
@@ -40,6 +41,12 @@ export interface TableFileEntry {
   maxGeneration?: number;
   /** The schema version the file was written with (`Manifest.schemas`). Absent: 1. */
   schemaVersion?: number;
+  /**
+   * Ids of the `Manifest.indexes` records whose section the file holds (format 3, index-set.ts):
+   * set when the file is written; an id no longer in the set is a dropped index's section (ignored,
+   * gone at the file's next rewrite). Absent: not recorded (written before the set was kept).
+   */
+  indexes?: number[];
 }
 
 export type StoreMode = 'memtable' | 'wal-only';
@@ -95,6 +102,12 @@ export interface Manifest {
    * the old store's. Absent in manifests written before it was kept; the next claim adds one.
    */
   incarnation?: string;
+  /**
+   * The ordered indexes the last claiming writer declared, each under an id for its definition
+   * (format 3, index-set.ts; docs/format.md §9 "Index set"). Absent: not recorded (a manifest
+   * written before it was kept; the next claim in MemTable mode records it).
+   */
+  indexes?: IndexRecord[];
   tables: TableFileEntry[];
 }
 
@@ -138,6 +151,7 @@ export function checkManifest(value: unknown): Manifest {
   if (m.mode !== 'memtable' && m.mode !== 'wal-only') bad('mode');
   if (!Array.isArray(m.primaryKey) || !Array.isArray(m.tables)) bad('primaryKey/tables');
   if (m.incarnation !== undefined && (typeof m.incarnation !== 'string' || !/^[0-9a-f]{32}$/.test(m.incarnation))) bad('incarnation');
+  checkIndexSet(m.indexes, m.tables as unknown[]);
   return m as Manifest;
 }
 
@@ -146,7 +160,8 @@ export function cloneManifest(m: Manifest): Manifest {
   return {
     ...m,
     primaryKey: [...m.primaryKey],
-    tables: m.tables.map((t) => ({ ...t })),
+    tables: m.tables.map((t) => ({ ...t, ...(t.indexes ? { indexes: [...t.indexes] } : {}) })),
+    ...(m.indexes ? { indexes: m.indexes.map((r) => ({ ...r })) } : {}),
     ...(m.schemas ? { schemas: m.schemas.map((v) => ({ ...v, ...(v.renamed ? { renamed: { ...v.renamed } } : {}) })) } : {}),
   };
 }
