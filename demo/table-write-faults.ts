@@ -29,7 +29,10 @@ export class TableWriteFaults implements StorageAdapter {
   /** Delays in progress; turning the delay off and a handle's release end them early. */
   private readonly sleepers = new Set<() => void>();
 
-  /** `inner` also lets memwal find the wrapped adapter's I/O worker, where table files are built. */
+  /**
+   * A wrapper is an adapter of its own: its stores are placed inline (src/lsm/io-plane.ts), so
+   * their tables are built on the demo worker's thread and every table write passes through here.
+   */
   constructor(readonly inner: StorageAdapter) {
     this.layout = inner.layout;
   }
@@ -100,15 +103,10 @@ export class TableWriteFaults implements StorageAdapter {
 
 /** A store handle that asks TableWriteFaults before each table write and forwards everything. */
 class TableWriteFaultHandle implements StoreHandle {
-  readonly walAppendEntry: StoreHandle['walAppendEntry'];
-
   constructor(
     private readonly faults: TableWriteFaults,
     readonly inner: StoreHandle,
-  ) {
-    // Optional in the interface: offer it only where the inner handle does.
-    this.walAppendEntry = inner.walAppendEntry?.bind(inner);
-  }
+  ) {}
 
   async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     await this.faults.beforeTableWrite(name);

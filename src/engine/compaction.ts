@@ -218,7 +218,7 @@ export class Compactor {
           }
           const name = `c${maxGeneration}-${this.ctx.log.epoch}-${++this.seq}.arrow`;
           const placement = { name, level: 1, minGeneration, maxGeneration, schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1 };
-          outputs.push(await writeTableFile(this.ctx.handle, built, placement, this.ctx.options.flushRetry.stallMs));
+          outputs.push(await writeTableFile(built, placement, this.ctx.options.flushRetry.stallMs));
         }
       } finally {
         this.parts.cache.unpin(inputs.map((t) => t.name));

@@ -12,6 +12,8 @@ import { opfsSyncHandlesAvailable } from '../storage/opfs-files.js';
 import { serveTableWriter, TableWriterClient } from './table-writer.js';
 import { type IoScope, serveStorage } from './io-host.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
+import { opfsPlacement } from './opfs-plane.js';
+import { placeStorage } from '../lsm/io-plane.js';
 
 /** The browser layouts, as named by the `storage` option. */
 export type BrowserLayout = 'opfs' | 'indexeddb';
@@ -126,10 +128,14 @@ export function serveIoRole(scope: IoRoleScope): void {
       const first = ev.data as IoRoleStart;
       if (first.layout === undefined) return serveTableWriter(first.tableWriter);
       const { layout, tableWriter } = first;
-      // The OPFS table writer thread also builds flush tables (their handle writes them there).
-      const writer = layout === 'opfs' && tableWriter ? new TableWriterClient(tableWriter) : undefined;
-      const adapter = layout === 'opfs' ? new OpfsStorage({ tableWriter: writer }) : new IndexedDbStorage();
-      serveStorage(scope, adapter, writer);
+      if (layout === 'opfs') {
+        // The OPFS table writer thread also builds flush tables (the store's plane writes them there).
+        const writer = tableWriter ? new TableWriterClient(tableWriter) : undefined;
+        const adapter = new OpfsStorage({ tableWriter: writer });
+        const placement = opfsPlacement(adapter);
+        placeStorage(adapter, placement);
+        serveStorage(scope, adapter, writer && { builder: writer, placement });
+      } else serveStorage(scope, new IndexedDbStorage());
       scope.postMessage({ ready: layout }, []);
     },
     { once: true },
@@ -147,7 +153,11 @@ export function resolveBrowserStorage(layout: BrowserLayout, options: BrowserSto
   let adapter = instances.get(key);
   if (!adapter) {
     if (start) adapter = new RemoteStorage(layout, () => spawnIoWorker(start, layout));
-    else adapter = layout === 'opfs' ? new OpfsStorage() : new IndexedDbStorage();
+    else if (layout === 'opfs') {
+      const opfs = new OpfsStorage();
+      placeStorage(opfs, opfsPlacement(opfs)); // its WAL entries appended in two parts, without a joined copy
+      adapter = opfs;
+    } else adapter = new IndexedDbStorage();
     instances.set(key, adapter);
   }
   return adapter;
