@@ -149,7 +149,7 @@ function payloadBuffers(entries: readonly WalPayload[]): ArrayBuffer[] {
  * worker builds them itself). Each request resolves with the thread's answer or rejects with its
  * error. The thread's death is the engine's to see: it treats it as the I/O worker's
  * (io-worker/browser.ts). As the I/O worker's `TableBuilder` (io-host.ts) it builds flush tables
- * and keeps them; the OPFS handle writes a kept one (`tableWriteKept`).
+ * and keeps them; the OPFS plane writes a kept one (`KeptPlane.writeKept`, opfs-plane.ts).
  */
 export class TableWriterClient implements TableBuilder, OpfsTableWriter {
   private ready = false;

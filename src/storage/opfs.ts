@@ -114,6 +114,9 @@ interface Segment {
  *   manifest (its commit is fenced) and is swept as an orphan. A remove checks first; the engine
  *   removes only files that no manifest at or after its own names, so a remove racing a claim
  *   cannot take a file the successor uses.
+ * Beyond the contract it appends in parts (`walAppendParts`) and writes tables handed over whole or
+ * kept on the table writer thread (`tableWriteBytes`, `tableWriteKept`): its I/O plane's paths
+ * (io-worker/opfs-plane.ts).
  */
 export class OpfsStoreHandle implements StoreHandle {
   private readonly store: string;
