@@ -2,8 +2,8 @@
 // by kind, and a flush and a compaction both end in a `tableWrite`; what tells them apart is the
 // file name: compaction outputs are named `c<generation>-<epoch>-<seq>.arrow`
 // (src/engine/compaction.ts), flushes `<generation>-<epoch>-<attempt>.arrow` (src/engine/flusher.ts).
-// This wrapper, around the demo worker's FaultInjectingStorage, fails or delays table writes by
-// that name and passes everything else through.
+// This wrapper, around the FaultInjectingStorage of the demo's fault stack (fault-stack.ts, in the
+// stores' I/O worker), fails or delays table writes by that name and passes everything else through.
 //
 // - A failed flush is retried in place with backoff; younger frozen memtables queue behind it.
 // - A failed compaction output fails that compaction: the engine counts it in
@@ -30,8 +30,9 @@ export class TableWriteFaults implements StorageAdapter {
   private readonly sleepers = new Set<() => void>();
 
   /**
-   * A wrapper is an adapter of its own: its stores are placed inline (src/lsm/io-plane.ts), so
-   * their tables are built on the demo worker's thread and every table write passes through here.
+   * A wrapper is an adapter of its own: its stores are placed inline where it is
+   * (src/lsm/io-plane.ts), so every table write passes through here. The demo puts it in the I/O
+   * worker (demo-io.worker.ts), where the tables are built.
    */
   constructor(readonly inner: StorageAdapter) {
     this.layout = inner.layout;
