@@ -2,8 +2,8 @@
 // by kind, and a flush and a compaction both end in a `tableWrite`; what tells them apart is the
 // file name: compaction outputs are named `c<generation>-<epoch>-<seq>.arrow`
 // (src/engine/compaction.ts), flushes `<generation>-<epoch>-<attempt>.arrow` (src/engine/flusher.ts).
-// This wrapper, around the demo worker's FaultInjectingStorage, fails or delays table writes by
-// that name and passes everything else through.
+// This wrapper, around the FaultInjectingStorage of the demo's fault stack (fault-stack.ts, in the
+// stores' I/O worker), fails or delays table writes by that name and passes everything else through.
 //
 // - A failed flush is retried in place with backoff; younger frozen memtables queue behind it.
 // - A failed compaction output fails that compaction: the engine counts it in
@@ -29,7 +29,11 @@ export class TableWriteFaults implements StorageAdapter {
   /** Delays in progress; turning the delay off and a handle's release end them early. */
   private readonly sleepers = new Set<() => void>();
 
-  /** `inner` also lets memwal find the wrapped adapter's I/O worker, where table files are built. */
+  /**
+   * A wrapper is an adapter of its own: its stores are placed inline where it is
+   * (src/lsm/io-plane.ts), so every table write passes through here. The demo puts it in the I/O
+   * worker (demo-io.worker.ts), where the tables are built.
+   */
   constructor(readonly inner: StorageAdapter) {
     this.layout = inner.layout;
   }
@@ -100,15 +104,10 @@ export class TableWriteFaults implements StorageAdapter {
 
 /** A store handle that asks TableWriteFaults before each table write and forwards everything. */
 class TableWriteFaultHandle implements StoreHandle {
-  readonly walAppendEntry: StoreHandle['walAppendEntry'];
-
   constructor(
     private readonly faults: TableWriteFaults,
     readonly inner: StoreHandle,
-  ) {
-    // Optional in the interface: offer it only where the inner handle does.
-    this.walAppendEntry = inner.walAppendEntry?.bind(inner);
-  }
+  ) {}
 
   async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     await this.faults.beforeTableWrite(name);

@@ -9,6 +9,8 @@ import type { LockOptions, StorageAdapter, StoreHandle } from '../../src/storage
 import { resolveBrowserStorage } from '../../src/worker.js';
 import { OpfsStorage } from '../../src/storage/opfs.js';
 import { TableWriterClient } from '../../src/io-worker/table-writer.js';
+import { opfsPlacement } from '../../src/io-worker/opfs-plane.js';
+import { placeStorage } from '../../src/lsm/io-plane.js';
 import { conformanceCases } from '../../src/testing/conformance.js';
 import type { CaseResult, Layout, Outcome, QuotaResult } from './protocol.js';
 
@@ -62,7 +64,9 @@ function opfsWithTableWriter(broken: boolean): OpfsStorage {
   const { port1, port2 } = new MessageChannel();
   worker.postMessage({ port: port1 }, [port1]);
   writerClient = new TableWriterClient(port2);
-  return new OpfsStorage({ tableWriter: writerClient });
+  const adapter = new OpfsStorage({ tableWriter: writerClient });
+  placeStorage(adapter, opfsPlacement(adapter)); // its stores' whole table writes go to that thread
+  return adapter;
 }
 
 /** Until `client`'s thread says it is ready (at most 2 s). */

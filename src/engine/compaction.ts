@@ -226,7 +226,7 @@ export class Compactor {
             schemaVersion: this.ctx.log.manifest.schemaVersion ?? 1,
             indexes: indexIds(this.ctx.log.manifest),
           };
-          outputs.push(await writeTableFile(this.ctx.handle, built, placement, this.ctx.options.flushRetry.stallMs));
+          outputs.push(await writeTableFile(built, placement, this.ctx.options.flushRetry.stallMs));
         }
       } finally {
         this.parts.cache.unpin(inputs.map((t) => t.name));

@@ -5,6 +5,7 @@ import type { KeyEncoder } from '../data/keys.js';
 import type { StoreSchema } from '../data/schema.js';
 import type { WriteStats } from '../metrics/stats.js';
 import type { StoreHandle } from '../storage/adapter.js';
+import type { IoPlane } from '../lsm/io-plane.js';
 import type { Backpressure } from './backpressure.js';
 import type { CompactionPolicy } from './compaction.js';
 import type { BackgroundLanes } from './lane.js';
@@ -29,9 +30,13 @@ export interface EngineContext {
   readonly watches: Watches;
 }
 
-/** The shared parts once the store is claimed: its handle, the manifest this writer holds, its background lanes. */
+/**
+ * The shared parts once the store is claimed: its handle, the I/O plane its WAL entries and table
+ * files go through, the manifest this writer holds, its background lanes.
+ */
 export interface ClaimedContext extends EngineContext {
   readonly handle: StoreHandle;
+  readonly io: IoPlane;
   readonly log: ManifestLog;
   readonly lanes: BackgroundLanes;
 }

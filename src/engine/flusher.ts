@@ -70,7 +70,6 @@ export class Flusher {
       });
       this.setStage(m, 'writing the table file');
       const entry = await writeTableFile(
-        this.ctx.handle,
         built,
         {
           name,

@@ -8,7 +8,6 @@ import { compactIfSparse, tombstoneBatch } from '../data/rows.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import { recordedVersions, type SchemaVersions } from '../format/schema-versions.js';
 import { decodePayload } from '../format/wal/payload.js';
-import { InlineJobs, type JobsPlace } from '../lsm/jobs.js';
 import { estimateInsertBytes } from '../lsm/memtable.js';
 import { TableCache } from '../lsm/table-cache.js';
 import type { CompactionResult, CompactionStats, MemTableStats, ReadStats, StatsSnapshot } from '../metrics/stats.js';
@@ -58,8 +57,6 @@ export class MemtableTier implements Tier {
       wal: WalWriter;
       /** The store's schema versions (older data is read in the current one). */
       versions: SchemaVersions;
-      /** Where the adapter runs background jobs (the browser's I/O worker), if anywhere: else on this thread. */
-      jobsPlace: JobsPlace | undefined;
       /** A flush committed (the WAL behind it may be removed). */
       onFlushed(): void;
     },
@@ -82,9 +79,13 @@ export class MemtableTier implements Tier {
     const m = log.manifest;
     // The jobs build each table file's index sections for the declared indexes (SPEC §17).
     const built = options.indexes.length > 0 ? { ...schema, indexes: options.indexes } : schema;
-    const jobs =
-      parts.jobsPlace?.backgroundJobs(handle, built, recordedVersions(m), m.schemaVersion ?? 1) ??
-      new InlineJobs(built, keyEncoder, (t) => cache.open(t));
+    const jobs = ctx.io.jobs({
+      schema: built,
+      keyEncoder,
+      versions: recordedVersions(m),
+      currentVersion: m.schemaVersion ?? 1,
+      open: (t) => cache.open(t),
+    });
     this.memtables = new MemtableSet(
       ctx,
       wal,

@@ -11,7 +11,7 @@ import { cloneManifest, MANIFEST_FORMAT_VERSION, type Manifest, newIncarnationId
 import { orderedSectionId } from '../format/table/ordered-section.js';
 import type { SectionId } from '../format/table/sections.js';
 import { planSchema, recordedVersions, type SchemaChange, type SchemaPlan, SchemaVersions } from '../format/schema-versions.js';
-import { jobsPlaceOf } from '../lsm/jobs.js';
+import { type IoPlane, placementOf } from '../lsm/io-plane.js';
 import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
 import type { SchemaInfo } from './api.js';
@@ -50,27 +50,29 @@ export async function openStore(ctx: EngineContext, adapter: StorageAdapter, sta
   const { life, options } = ctx;
   const mode: StoreMode = options.enableMemtable ? 'memtable' : 'wal-only';
   let handle: StoreHandle | undefined;
+  let plane: IoPlane | undefined;
   const onLost = (reason: string): void => {
     if (life.closed) return;
     life.poison(new MemWalError('Fenced', `writer lock of ${options.name} lost (${reason}): another writer may own the store`));
     void handle?.release();
   };
   return statsLock.write(async () => {
-    // 1. The writer lock (waiting, failing fast or stealing, as the options say).
+    // 1. The writer lock (waiting, failing fast or stealing, as the options say), and the I/O
+    // plane the store's bytes and background work go through, chosen here once (lsm/io-plane.ts).
     try {
-      handle = await adapter.openStore(options.name, {
+      ({ handle, plane } = await placementOf(adapter).openStore(options.name, {
         timeoutMs: options.lockTimeoutMs,
         steal: options.steal,
         onWaiting: () => life.setState('waiting-for-lock'),
         logger: options.logger,
         onLost,
-      });
+      }));
     } catch (e) {
       throw toMemWalError(e, `open ${options.name}`);
     }
     // 2. Recovery, then the parts on the claimed manifest.
     try {
-      return await recoverAndBuild(ctx, adapter, handle, mode);
+      return await recoverAndBuild(ctx, adapter, handle, plane, mode);
     } catch (e) {
       life.dead = true;
       await releaseHandle(ctx, handle);
@@ -79,7 +81,13 @@ export async function openStore(ctx: EngineContext, adapter: StorageAdapter, sta
   });
 }
 
-async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, handle: StoreHandle, mode: StoreMode): Promise<OpenedStore> {
+async function recoverAndBuild(
+  ctx: EngineContext,
+  adapter: StorageAdapter,
+  handle: StoreHandle,
+  io: IoPlane,
+  mode: StoreMode,
+): Promise<OpenedStore> {
   const { life, options, schema } = ctx;
   const log = new ManifestLog(handle, options.name, callLimitMs(options.walRetry.timeoutMs));
   // The schema the claim leaves the store with (SPEC §9, §9.1), decided from the stored manifest.
@@ -122,6 +130,7 @@ async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, hand
     schema: full,
     keyEncoder: full.primaryKey.length > 0 ? makeKeyEncoder(full) : undefined,
     handle,
+    io,
     log,
     lanes: new BackgroundLanes(life),
   };
@@ -139,7 +148,7 @@ async function recoverAndBuild(ctx: EngineContext, adapter: StorageAdapter, hand
   );
   const tier: Tier =
     mode === 'memtable'
-      ? new MemtableTier(claimed, { wal, versions, jobsPlace: jobsPlaceOf(adapter), onFlushed: () => void retention.run() })
+      ? new MemtableTier(claimed, { wal, versions, onFlushed: () => void retention.run() })
       : new WalOnlyTier(wal, ctx.backpressure);
   const retention = new Retention(claimed, {
     wal,

@@ -1,7 +1,7 @@
 // Writing and removing table files, shared by the flush and compaction: a built file is written
-// where it was built (the I/O worker writes what it built; an inline build goes to the adapter in
-// chunks, a yield between), time-limited, and becomes the manifest entry that names it (with the
-// CRC-32C its builder computed).
+// where it was built, through the store's I/O plane (lsm/io-plane.ts: the I/O worker writes what
+// it built; an inline build goes to the adapter in chunks, a yield between), time-limited, and
+// becomes the manifest entry that names it (with the CRC-32C its builder computed).
 
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { StoreHandle } from '../storage/adapter.js';
@@ -28,12 +28,12 @@ export interface TablePlacement {
 }
 
 /**
- * Write `built` as table file `p.name` through `handle` (durable on resolve; `IOError` when it
+ * Write `built` as table file `p.name` where it was built (durable on resolve; `IOError` when it
  * has not finished within `limitMs`) and return its manifest entry. `built` is released either way.
  */
-export async function writeTableFile(handle: StoreHandle, built: JobTable, p: TablePlacement, limitMs: number): Promise<TableFileEntry> {
+export async function writeTableFile(built: JobTable, p: TablePlacement, limitMs: number): Promise<TableFileEntry> {
   try {
-    await settleWithin(built.write(handle, p.name), limitMs, `table write of ${p.name}`);
+    await settleWithin(built.write(p.name), limitMs, `table write of ${p.name}`);
   } finally {
     built.release();
   }

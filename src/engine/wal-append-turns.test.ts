@@ -15,7 +15,6 @@ function countingAppends(): { storage: StorageAdapter; appends: () => number } {
   let appends = 0;
   const storage: StorageAdapter = {
     layout: inner.layout,
-    inner,
     destroyStore: (name) => inner.destroyStore(name),
     async openStore(name, options) {
       const h = await inner.openStore(name, options);

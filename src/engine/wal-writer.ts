@@ -6,9 +6,8 @@
 
 import { type RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import { type MemWalError, toMemWalError } from '../util/errors.js';
-import { appendFrame, segmentName } from '../storage/adapter.js';
+import { segmentName } from '../storage/adapter.js';
 import { backoffMs, clearTimer, EventLoopTurns, nowMs, setTimer, sleep, type Timer, yieldToEventLoop } from '../util/schedule.js';
-import { encodeFrameHeaderFromCrc } from '../format/wal/codec.js';
 import { crc32c } from '../util/crc32c.js';
 import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
 import type { ClaimedContext } from './context.js';
@@ -327,13 +326,12 @@ export class WalWriter {
     const handle = this.ctx.handle;
     // The payload's CRC-32C is taken here, over the bytes just encoded: a small payload's in this
     // task, a large one's a slice at a time (the first after a turn of the event loop: encoding
-    // and checksum are separate slices; WAL_CRC_SAME_TASK_BYTES decides). The frame
-    // header is built from it: here, or by an adapter that frames entries itself (its I/O runs
-    // elsewhere), which then makes no pass over the payload. Such an adapter may take the payload
-    // over (transfer its buffer): a retry encodes it again.
+    // and checksum are separate slices; WAL_CRC_SAME_TASK_BYTES decides). The frame header is
+    // built from it where the store's I/O plane frames the entry (here, or in the I/O worker),
+    // with no second pass over the payload. The plane may take the payload over (transfer its
+    // buffer): a retry encodes it again.
     let payloadCrc = await this.checksum(payload);
     const frameLength = FRAME_HEADER_BYTES + payload.length;
-    const header = handle.walAppendEntry ? undefined : encodeFrameHeaderFromCrc(this.epoch, e.position, payload.length, payloadCrc);
     let seg = this.current;
     if (!seg || seg.bytes >= WAL_SEGMENT_TARGET_BYTES) {
       seg = {
@@ -351,9 +349,7 @@ export class WalWriter {
     let attempt = 0;
     for (;;) {
       try {
-        const append: Promise<unknown> = header
-          ? appendFrame(handle, seg.name, seg.bytes, header, payload)
-          : handle.walAppendEntry!(seg.name, seg.bytes, this.epoch, e.position, payload, payloadCrc);
+        const append = this.ctx.io.appendEntry(seg.name, seg.bytes, this.epoch, e.position, payload, payloadCrc);
         await settleWithin(append, limitMs, `WAL append of entry ${e.position}`);
         break;
       } catch (raw) {
@@ -365,10 +361,8 @@ export class WalWriter {
         this.ctx.options.logger.warn(`memwal: ${err.message}; retry ${attempt}`);
         await sleep(backoffMs(attempt, this.ctx.options.walRetry.baseMs, this.ctx.options.walRetry.maxMs));
         if (this.ctx.life.dead) throw err;
-        if (!header) {
-          payload = encode();
-          payloadCrc = await this.checksum(payload);
-        }
+        payload = encode();
+        payloadCrc = await this.checksum(payload);
         try {
           await settleWithin(handle.walTruncate(seg.name, seg.bytes), limitMs, `WAL truncate of ${seg.name}`);
         } catch (t) {

@@ -12,6 +12,8 @@ import { opfsSyncHandlesAvailable } from '../storage/opfs-files.js';
 import { serveTableWriter, TableWriterClient } from './table-writer.js';
 import { type IoScope, serveStorage } from './io-host.js';
 import { type IoEndpoint, RemoteStorage } from './remote-storage.js';
+import { opfsPlacement } from './opfs-plane.js';
+import { placeStorage } from '../lsm/io-plane.js';
 
 /** The browser layouts, as named by the `storage` option. */
 export type BrowserLayout = 'opfs' | 'indexeddb';
@@ -48,6 +50,24 @@ let ioWorkerStarter: IoWorkerStarter | undefined;
  */
 export function setIoWorkerStarter(start: IoWorkerStarter): void {
   ioWorkerStarter = start;
+}
+
+/**
+ * True where `resolveBrowserStorage(layout, options)` gives an adapter whose stores run in an I/O
+ * worker (its I/O plane is remote): `options.ioWorker` is not `false`, this context can start
+ * workers, and it knows an I/O worker script (`setIoWorkerStarter`).
+ */
+export function runsInIoWorker(options: BrowserStorageOptions = {}): boolean {
+  return (options.ioWorker ?? true) && canStartWorkers() && ioWorkerStarter !== undefined;
+}
+
+/**
+ * The layout the I/O worker a starter is asked for under `name` serves; `undefined` for the OPFS
+ * table writer thread (a starter that throws for it leaves the I/O worker writing its tables itself).
+ */
+export function ioWorkerLayout(name: string): BrowserLayout | undefined {
+  const role = name.slice(IO_WORKER_NAME.length);
+  return role === 'opfs' || role === 'indexeddb' ? role : undefined;
 }
 
 /** True in a worker started as an I/O worker (by its name), which should call `serveIoRole`. */
@@ -115,21 +135,40 @@ export type IoRoleScope = IoScope & {
   addEventListener(type: 'message', listener: (ev: MessageEvent) => void, options?: { once?: boolean }): void;
 };
 
+/** How a worker serves the I/O role (`serveIoRole`). */
+export interface IoRoleOptions {
+  /**
+   * Serve the stores over a wrapper of the layout's adapter (fault injection, tracing): in this
+   * worker, under the I/O plane's seam, so the engine's stores stay placed here and their flushes
+   * and compactions are still built here, next to the files. The wrapper is an adapter of its own,
+   * placed inline (lsm/io-plane.ts): every WAL entry and table file passes through it. The OPFS
+   * table writer thread is not used then (its writes would bypass the wrapper).
+   */
+  wrap?(adapter: StorageAdapter, layout: BrowserLayout): StorageAdapter;
+}
+
 /**
  * Serve the I/O role on `scope` (a dedicated worker's global): storage calls and background jobs
  * on the layout the engine names in its first message, answered `{ ready: layout }`.
  */
-export function serveIoRole(scope: IoRoleScope): void {
+export function serveIoRole(scope: IoRoleScope, options: IoRoleOptions = {}): void {
   scope.addEventListener(
     'message',
     (ev: MessageEvent) => {
       const first = ev.data as IoRoleStart;
       if (first.layout === undefined) return serveTableWriter(first.tableWriter);
       const { layout, tableWriter } = first;
-      // The OPFS table writer thread also builds flush tables (their handle writes them there).
-      const writer = layout === 'opfs' && tableWriter ? new TableWriterClient(tableWriter) : undefined;
-      const adapter = layout === 'opfs' ? new OpfsStorage({ tableWriter: writer }) : new IndexedDbStorage();
-      serveStorage(scope, adapter, writer);
+      if (options.wrap) {
+        tableWriter?.close(); // a table written on that thread would not pass the wrapper
+        serveStorage(scope, options.wrap(layout === 'opfs' ? new OpfsStorage() : new IndexedDbStorage(), layout));
+      } else if (layout === 'opfs') {
+        // The OPFS table writer thread also builds flush tables (the store's plane writes them there).
+        const writer = tableWriter ? new TableWriterClient(tableWriter) : undefined;
+        const adapter = new OpfsStorage({ tableWriter: writer });
+        const placement = opfsPlacement(adapter);
+        placeStorage(adapter, placement);
+        serveStorage(scope, adapter, writer && { builder: writer, placement });
+      } else serveStorage(scope, new IndexedDbStorage());
       scope.postMessage({ ready: layout }, []);
     },
     { once: true },
@@ -142,12 +181,16 @@ export function serveIoRole(scope: IoRoleScope): void {
  * rejects `NotSupported`, so a store whose manifest pins OPFS is never silently written elsewhere.
  */
 export function resolveBrowserStorage(layout: BrowserLayout, options: BrowserStorageOptions = {}): StorageAdapter {
-  const start = (options.ioWorker ?? true) && canStartWorkers() ? ioWorkerStarter : undefined;
+  const start = runsInIoWorker(options) ? ioWorkerStarter : undefined;
   const key = `${layout}:${start ? 'io-worker' : 'inline'}`;
   let adapter = instances.get(key);
   if (!adapter) {
     if (start) adapter = new RemoteStorage(layout, () => spawnIoWorker(start, layout));
-    else adapter = layout === 'opfs' ? new OpfsStorage() : new IndexedDbStorage();
+    else if (layout === 'opfs') {
+      const opfs = new OpfsStorage();
+      placeStorage(opfs, opfsPlacement(opfs)); // its WAL entries appended in two parts, without a joined copy
+      adapter = opfs;
+    } else adapter = new IndexedDbStorage();
     instances.set(key, adapter);
   }
   return adapter;

@@ -2,23 +2,24 @@
 // adapter (OPFS or IndexedDB), and runs its background jobs next to the files — building a
 // flushed memtable's table file from the WAL payloads it appended (kept in memory until their
 // flush; read back from the segments when it does not hold them all), and compaction outputs from
-// the input files. Where the adapter has a table builder thread (OPFS: the table writer thread)
-// a flush whose payloads are all kept is built there instead, and its bytes stay there. A built
-// table stays kept (here or there) under an id until the engine names its file and has it
-// written (or takes its bytes, for a wrapper handle that writes them itself), or releases it: its
-// bytes never cross to the engine's thread. Commits stay the engine's. Browser workers.
+// the input files. Each store it opens is one session (its handle, its I/O plane, what it keeps),
+// dropped whole on release. Where the adapter has a table builder thread (OPFS: the table writer
+// thread) a flush whose payloads are all kept is built there instead, and its bytes stay there. A
+// built table stays kept (here or there) under an id until the engine names its file and has it
+// written, or releases it: its bytes never cross to the engine's thread. Commits stay the
+// engine's. Browser workers.
 
 import type { WalPayload } from '../format/wal/payload.js';
 import { buildCompactionOutputs, buildFlushFromWal, type CompactJob } from '../lsm/jobs.js';
+import { type IoPlane, placementOf } from '../lsm/io-plane.js';
 import { makeKeyEncoder } from '../data/keys.js';
 import { decodeSchema, makeStoreSchema, type StoreSchema } from '../data/schema.js';
 import { SchemaVersions } from '../format/schema-versions.js';
 import { TableCache } from '../lsm/table-cache.js';
 import { MemWalError, errorToWire } from '../util/errors.js';
 import type { BuiltTable } from '../format/table/writer.js';
-import { encodeFrameHeader, encodeFrameHeaderFromCrc, scanSegment } from '../format/wal/codec.js';
-import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
-import { appendFrame, type StorageAdapter, type StoreHandle, writeTableBytes } from '../storage/adapter.js';
+import { scanSegment } from '../format/wal/codec.js';
+import type { LockOptions, StorageAdapter, StoreHandle } from '../storage/adapter.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import type { StorageEstimate } from '../storage/adapter.js';
 import {
@@ -43,18 +44,28 @@ export type KeptTable = Omit<BuiltTable, 'bytes'> & { table: number; length: num
 
 /**
  * A thread that builds flush tables from their WAL payloads and keeps the bytes (the OPFS table
- * writer thread, table-writer.ts), so that this worker's own thread stays free for WAL
- * appends. The handle that writes a kept table is the adapter's (`StoreHandle.tableWriteKept`).
+ * writer thread, table-writer.ts), so that this worker's own thread stays free for WAL appends.
+ * A kept table is written by the plane of its store (`KeptPlane.writeKept`).
  */
 export interface TableBuilder {
   /** True once it serves (until then the I/O worker builds). */
   readonly usable: boolean;
   /** Build generation `generation`'s table from `entries` (taken over: their buffers may be transferred) and keep it. */
   buildFlush(schema: WireStoreSchema, versions: WireSchemaVersions, generation: number, entries: WalPayload[]): Promise<KeptTable>;
-  /** The bytes of kept table `table`, no longer kept there. */
-  take(table: number): Promise<Uint8Array>;
   /** Drop kept table `table` (nothing happens when it is not kept). */
   release(table: number): void;
+}
+
+/** The plane of a store whose adapter writes the tables a `TableBuilder` keeps (OPFS with its table writer thread). */
+export interface KeptPlane extends IoPlane {
+  /** `writeTable` of the table the builder keeps under `table`, written where it is; the builder drops it whatever the outcome. */
+  writeKept(name: string, table: number): Promise<void>;
+}
+
+/** A builder thread and the placement whose planes write what it keeps: how the I/O worker opens its stores then. */
+export interface TableThread {
+  builder: TableBuilder;
+  placement: { openStore(name: string, options: LockOptions): Promise<{ handle: StoreHandle; plane: KeptPlane }> };
 }
 
 /** A table write fed chunk by chunk. */
@@ -107,65 +118,75 @@ function stream(handle: StoreHandle, name: string): Stream {
   };
 }
 
+/** A built table kept for a store: its bytes here, or the id its store's builder keeps it under. */
+type Built = { bytes: Uint8Array } | { remote: number };
+
+/**
+ * One store open in the I/O worker, with everything kept for it: dropped whole on release.
+ */
+interface Session {
+  readonly handle: StoreHandle;
+  readonly plane: IoPlane;
+  /** The builder thread and the writes of what it keeps, where the store has one. */
+  readonly tables: { builder: TableBuilder; writeKept(name: string, table: number): Promise<void> } | undefined;
+  /** From `keepPayloads` on: the payloads appended and not yet built into a table, by position. */
+  payloads: Map<number, WalPayload> | undefined;
+  /** Tables built and not yet written or released, by id. */
+  readonly built: Map<number, Built>;
+  /** Table writes fed chunk by chunk, by id. */
+  readonly streams: Map<number, Stream>;
+  /** Compactions open, by id: their outputs. */
+  readonly compactions: Map<number, AsyncIterator<BuiltTable>>;
+}
+
 /**
  * The I/O worker's API over `adapter`: every method a request may name, with its parameters and
  * result (io-protocol.ts derives the wire types from it, so RemoteStorage and this host cannot
- * drift). Every open handle, table-write stream and compaction is keyed by an id the engine
- * holds; `event` reports what happens unasked (a lost lock, a waiting open, a warning).
+ * drift). Every open store is a session under the handle id the engine holds; its table-write
+ * streams, compactions and built tables are named by ids of that session. Stores open through
+ * `tables.placement` where a table builder thread is given, else through the adapter's own
+ * placement (lsm/io-plane.ts). `event` reports what happens unasked (a lost lock, a waiting open,
+ * a warning).
  */
-export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void, builder?: TableBuilder) {
-  const handles = new Map<number, StoreHandle>();
-  const streams = new Map<number, Stream>();
-  const compactions = new Map<number, { handle: number; outputs: AsyncIterator<BuiltTable> }>();
-  /**
-   * Tables built and not yet written or released, by id, with the handle of their store: their
-   * bytes here, or the id they are kept under by `builder` (`remote`).
-   */
-  const built = new Map<number, Built>();
+export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void, tables?: TableThread) {
+  const sessions = new Map<number, Session>();
   const opening = new Map<number, AbortController>();
-  /** Per handle that runs flushes here: the payloads appended and not yet built into a table, by position. */
-  const kept = new Map<number, Map<number, WalPayload>>();
   let nextId = 1;
 
   const schemaOf = storeSchemaCache();
-  const need = (handle: number): StoreHandle => {
-    const h = handles.get(handle);
-    if (!h) throw new MemWalError('Closed', 'store handle was released');
-    return h;
-  };
-  /** Keep `table` for `handle`'s store; what the engine gets of it. */
-  const keep = (handle: number, table: BuiltTable): WireBuiltTable => {
-    const id = nextId++;
-    const { bytes, ...meta } = table;
-    built.set(id, { handle, bytes });
-    return { id, length: bytes.length, ...meta };
-  };
-  /** Record `table`, kept by `builder`, for `handle`'s store; what the engine gets of it. */
-  const keepRemote = (handle: number, { table, ...meta }: KeptTable): WireBuiltTable => {
-    const id = nextId++;
-    built.set(id, { handle, remote: table });
-    return { id, ...meta };
-  };
-  /** Built table `id` of `handle`'s store, no longer kept here. */
-  const take = (handle: number, id: number): Built => {
-    const t = built.get(id);
-    if (!t || t.handle !== handle)
-      throw new MemWalError('IOError', `built table ${id} is not kept here (written, released, or its store released)`);
-    built.delete(id);
-    return t;
-  };
-  /** The bytes of `t`, from `builder` when it keeps them. */
-  const bytesOf = async (t: Built): Promise<Uint8Array> => ('bytes' in t ? t.bytes : (builder as TableBuilder).take(t.remote));
-  /** Drop `t` (on `builder` when it keeps it). */
-  const drop = (t: Built): void => {
-    if ('remote' in t) builder?.release(t.remote);
-  };
-  const streamOf = (id: number): Stream => {
-    const s = streams.get(id);
-    if (!s) throw new Error(`no table write ${id}`);
+  const need = (handle: number): Session => {
+    const s = sessions.get(handle);
+    if (!s) throw new MemWalError('Closed', 'store handle was released');
     return s;
   };
-
+  /** Keep `built` for `s`'s store; what the engine gets of it. */
+  const keep = (s: Session, built: Built, meta: Omit<WireBuiltTable, 'id'>): WireBuiltTable => {
+    const id = nextId++;
+    s.built.set(id, built);
+    return { id, ...meta };
+  };
+  /** Built table `id` of `s`'s store, no longer kept here. */
+  const take = (s: Session, id: number): Built => {
+    const t = s.built.get(id);
+    if (!t) throw new MemWalError('IOError', `built table ${id} is not kept here (written, released, or its store released)`);
+    s.built.delete(id);
+    return t;
+  };
+  /** Drop `t` (on `s`'s builder when it keeps it). */
+  const drop = (s: Session, t: Built): void => {
+    if ('remote' in t) s.tables?.builder.release(t.remote);
+  };
+  const streamOf = (s: Session, id: number): Stream => {
+    const st = s.streams.get(id);
+    if (!st) throw new Error(`no table write ${id}`);
+    return st;
+  };
+  /** Opens a store onto its plane, chosen here once: the builder thread's placement where there is one, else the adapter's. */
+  const openPlaced = async (name: string, options: LockOptions): Promise<Pick<Session, 'handle' | 'plane' | 'tables'>> => {
+    if (!tables) return { ...(await placementOf(adapter).openStore(name, options)), tables: undefined };
+    const { handle, plane } = await tables.placement.openStore(name, options);
+    return { handle, plane, tables: { builder: tables.builder, writeKept: (n, t) => plane.writeKept(n, t) } };
+  };
   return {
     /** Claim store `name`'s writer lock; `open` names this claim in 'waiting' events and `abortOpen`. Resolves the handle id. */
     async openStore(open: number, name: string, options: { timeoutMs?: number; steal?: boolean }): Promise<number> {
@@ -173,7 +194,7 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
       opening.set(open, controller);
       let handle = 0;
       try {
-        const h = await adapter.openStore(name, {
+        const placed = await openPlaced(name, {
           ...options,
           signal: controller.signal,
           onWaiting: () => event({ event: 'waiting', open }),
@@ -181,7 +202,13 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
           logger: { warn: (message: string) => event({ event: 'warn', message }) },
         });
         handle = nextId++;
-        handles.set(handle, h);
+        sessions.set(handle, {
+          ...placed,
+          payloads: undefined,
+          built: new Map(),
+          streams: new Map(),
+          compactions: new Map(),
+        });
         return handle;
       } finally {
         opening.delete(open);
@@ -192,16 +219,15 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
     },
     destroyStore: (name: string): Promise<void> => adapter.destroyStore(name),
     estimate: async (name: string): Promise<StorageEstimate> => (adapter.estimate ? adapter.estimate(name) : {}),
-    manifestLoad: (handle: number) => need(handle).manifestLoad(),
-    manifestCommit: (handle: number, expectedVersion: number, next: Manifest) => need(handle).manifestCommit(expectedVersion, next),
-    walList: (handle: number) => need(handle).walList(),
-    walRead: (handle: number, name: string, offset?: number) => need(handle).walRead(name, offset),
-    walAppend: (handle: number, name: string, offset: number, bytes: Uint8Array) => need(handle).walAppend(name, offset, bytes),
+    manifestLoad: (handle: number) => need(handle).handle.manifestLoad(),
+    manifestCommit: (handle: number, expectedVersion: number, next: Manifest) => need(handle).handle.manifestCommit(expectedVersion, next),
+    walList: (handle: number) => need(handle).handle.walList(),
+    walRead: (handle: number, name: string, offset?: number) => need(handle).handle.walRead(name, offset),
+    walAppend: (handle: number, name: string, offset: number, bytes: Uint8Array) => need(handle).handle.walAppend(name, offset, bytes),
     /**
-     * Frame the entry here and append it: header and payload as two parts when the handle takes
-     * parts, else joined; resolves the frame's length. The header's CRC-32C combines the header
-     * fields' with `payloadCrc` (the payload's, from the engine) where given, else is a pass over
-     * the payload.
+     * Frame the entry here and append it through the store's plane; resolves the frame's length.
+     * The header's CRC-32C combines the header fields' with `payloadCrc` (the payload's, from the
+     * engine) where given, else is a pass over the payload. Kept for a flush once appended.
      */
     async walAppendEntry(
       handle: number,
@@ -212,120 +238,119 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
       payload: Uint8Array,
       payloadCrc?: number,
     ): Promise<number> {
-      const header =
-        payloadCrc === undefined
-          ? encodeFrameHeader(epoch, position, payload)
-          : encodeFrameHeaderFromCrc(epoch, position, payload.length, payloadCrc);
-      await appendFrame(need(handle), name, offset, header, payload);
-      kept.get(handle)?.set(position, { position, epoch, payload });
-      return FRAME_HEADER_BYTES + payload.length;
+      const s = need(handle);
+      const length = await s.plane.appendEntry(name, offset, epoch, position, payload, payloadCrc);
+      s.payloads?.set(position, { position, epoch, payload });
+      return length;
     },
     /**
      * From now on keep the payloads appended on `handle` until a flush builds them (its store's
      * memtables are flushed here): at most the store's unflushed memtable bytes.
      */
     async keepPayloads(handle: number): Promise<void> {
-      need(handle);
-      if (!kept.has(handle)) kept.set(handle, new Map());
+      const s = need(handle);
+      s.payloads ??= new Map();
     },
-    walTruncate: (handle: number, name: string, length: number) => need(handle).walTruncate(name, length),
-    walRemove: (handle: number, name: string) => need(handle).walRemove(name),
+    walTruncate: (handle: number, name: string, length: number) => need(handle).handle.walTruncate(name, length),
+    walRemove: (handle: number, name: string) => need(handle).handle.walRemove(name),
     /** Start writing table file `name`; resolves the stream id its chunks go to. */
     async tableWriteOpen(handle: number, name: string): Promise<number> {
+      const s = need(handle);
       const id = nextId++;
-      streams.set(id, stream(need(handle), name));
+      s.streams.set(id, stream(s.handle, name));
       return id;
     },
-    async tableWriteChunk(stream: number, chunk: Uint8Array): Promise<void> {
-      streamOf(stream).push(chunk);
+    async tableWriteChunk(handle: number, stream: number, chunk: Uint8Array): Promise<void> {
+      streamOf(need(handle), stream).push(chunk);
     },
-    async tableWriteClose(stream: number): Promise<void> {
-      const s = streamOf(stream);
-      streams.delete(stream);
-      s.end();
-      await s.done;
+    async tableWriteClose(handle: number, stream: number): Promise<void> {
+      const s = need(handle);
+      const st = streamOf(s, stream);
+      s.streams.delete(stream);
+      st.end();
+      await st.done;
     },
-    async tableWriteAbort(stream: number): Promise<void> {
-      const s = streams.get(stream);
-      streams.delete(stream);
-      s?.fail(new Error('table write abandoned by the engine'));
-      await s?.done.catch(() => undefined);
+    async tableWriteAbort(handle: number, stream: number): Promise<void> {
+      const s = sessions.get(handle);
+      const st = s?.streams.get(stream);
+      s?.streams.delete(stream);
+      st?.fail(new Error('table write abandoned by the engine'));
+      await st?.done.catch(() => undefined);
     },
     /**
-     * Write built table `table` as new table file `name` of `handle`'s store, through its handle
-     * (fenced, time-limited by the engine; a failed write leaves no file), in chunks with a turn
-     * of the event loop between them. The table is no longer kept, whatever the outcome.
+     * Write built table `table` as new table file `name` of `handle`'s store, through its plane
+     * (fenced, time-limited by the engine; a failed write leaves no file): bytes kept here are
+     * handed over whole, a table its builder keeps is written there. The table is no longer kept,
+     * whatever the outcome.
      */
     async tableWriteBuilt(handle: number, table: number, name: string): Promise<void> {
-      const h = need(handle);
-      const t = take(handle, table);
-      if ('bytes' in t) return writeTableBytes(h, name, t.bytes);
+      const s = need(handle);
+      const t = take(s, table);
+      if ('bytes' in t) return s.plane.writeTable(name, t.bytes);
       try {
-        // Where the builder keeps it: written there by a handle that can (OPFS), else its bytes fetched.
-        if (h.tableWriteKept) await h.tableWriteKept(name, t.remote);
-        else await writeTableBytes(h, name, await bytesOf(t));
+        if (!s.tables) throw new MemWalError('IOError', `table file ${name}: no table builder keeps built table ${t.remote}`);
+        await s.tables.writeKept(name, t.remote);
       } finally {
-        drop(t); // a write that failed before it reached the builder left it kept there
+        drop(s, t); // a write that failed before it reached the builder left it kept there
       }
     },
-    /** The bytes of built table `table` (transferred), no longer kept: for a wrapper handle that writes them itself. */
-    async builtTake(handle: number, table: number): Promise<Uint8Array> {
-      need(handle);
-      return bytesOf(take(handle, table));
-    },
-    /** Drop built table `table` unwritten (nothing happens when it is not kept). */
-    async builtRelease(table: number): Promise<void> {
-      const t = built.get(table);
-      built.delete(table);
-      if (t) drop(t);
+    /** Drop built table `table` of `handle`'s store unwritten (nothing happens when it is not kept). */
+    async builtRelease(handle: number, table: number): Promise<void> {
+      const s = sessions.get(handle);
+      const t = s?.built.get(table);
+      if (!s || !t) return;
+      s.built.delete(table);
+      drop(s, t);
     },
     /** How many built tables are kept for the engine, here or on the table builder (tests, diagnostics). */
     async builtKept(): Promise<number> {
-      return built.size;
+      let n = 0;
+      for (const s of sessions.values()) n += s.built.size;
+      return n;
     },
-    tableRead: (handle: number, name: string) => need(handle).tableRead(name),
-    tableReadRange: (handle: number, name: string, offset: number, length: number) => need(handle).tableReadRange(name, offset, length),
-    tableList: (handle: number) => need(handle).tableList(),
-    tableRemove: (handle: number, name: string) => need(handle).tableRemove(name),
+    tableRead: (handle: number, name: string) => need(handle).handle.tableRead(name),
+    tableReadRange: (handle: number, name: string, offset: number, length: number) =>
+      need(handle).handle.tableReadRange(name, offset, length),
+    tableList: (handle: number) => need(handle).handle.tableList(),
+    tableRemove: (handle: number, name: string) => need(handle).handle.tableRemove(name),
+    /** Release the store's handle and drop its session whole: kept payloads, built tables (on its builder too), writes, compactions. */
     async release(handle: number): Promise<void> {
-      const h = handles.get(handle);
-      handles.delete(handle);
-      kept.delete(handle);
-      for (const [id, t] of built) {
-        if (t.handle !== handle) continue;
-        built.delete(id);
-        drop(t);
-      }
-      await h?.release();
+      const s = sessions.get(handle);
+      if (!s) return;
+      sessions.delete(handle);
+      for (const t of s.built.values()) drop(s, t);
+      for (const st of s.streams.values()) st.fail(new MemWalError('Closed', 'store handle was released'));
+      for (const c of s.compactions.values()) void c.return?.()?.catch(() => undefined);
+      await s.handle.release();
     },
 
     /**
      * The table file of a generation, from its WAL entries: the payloads kept since their append
      * when this worker holds every one (then dropped, with any older ones), else read back from the
-     * segments (entries replayed at open, or a retry after they were dropped). Built by `builder`
-     * (and kept there) when it is usable and every payload was kept (handed over), else here.
+     * segments (entries replayed at open, or a retry after they were dropped). Built by the store's
+     * builder (and kept there) when it is usable and every payload was kept (handed over), else here.
      */
     async buildFlush(handle: number, schema: WireStoreSchema, job: WireFlushJob, wv: WireSchemaVersions): Promise<WireBuiltTable> {
       const storeSchema = schemaOf(schema);
-      const h = need(handle);
-      const payloads = takeKept(kept.get(handle), job);
+      const s = need(handle);
+      const payloads = takeKept(s.payloads, job);
+      const builder = s.tables?.builder;
       if (payloads && builder?.usable) {
-        const table = await builder.buildFlush(schema, wv, job.generation, payloads);
-        if (!handles.has(handle)) builder.release(table.table); // released meanwhile: keep nothing
-        need(handle);
-        return keepRemote(handle, table);
+        const { table, ...meta } = await builder.buildFlush(schema, wv, job.generation, payloads);
+        if (!sessions.has(handle)) builder.release(table); // released meanwhile: keep nothing
+        return keep(need(handle), { remote: table }, meta);
       }
       const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
-      const entries = payloads ?? (await readEntries(h, job));
-      const table = await buildFlushFromWal(storeSchema, versions, entries, job.generation);
-      need(handle); // released meanwhile: keep nothing
-      return keep(handle, table);
+      const entries = payloads ?? (await readEntries(s.handle, job));
+      const { bytes, ...meta } = await buildFlushFromWal(storeSchema, versions, entries, job.generation);
+      return keep(need(handle), { bytes }, { length: bytes.length, ...meta }); // released meanwhile: keep nothing
     },
     /** Open a compaction's inputs here; resolves the id `compactNext` pulls its outputs from. */
     async compactOpen(handle: number, schema: WireStoreSchema, job: CompactJob, wv: WireSchemaVersions): Promise<number> {
       const storeSchema = schemaOf(schema);
       const versions = new SchemaVersions(storeSchema, wv.currentVersion, wv.versions);
-      const h = need(handle);
+      const s = need(handle);
+      const h = s.handle;
       const keyEncoder = storeSchema.primaryKey.length > 0 ? makeKeyEncoder(storeSchema) : undefined;
       const cache = new TableCache(
         storeSchema,
@@ -335,27 +360,26 @@ export function makeIoHost(adapter: StorageAdapter, event: (e: IoEvent) => void,
         0,
         versions,
       );
-      const tables = await Promise.all(job.inputs.map((t) => cache.open(t)));
+      const inputs = await Promise.all(job.inputs.map((t) => cache.open(t)));
       const id = nextId++;
-      compactions.set(id, {
-        handle,
-        outputs: buildCompactionOutputs(storeSchema, keyEncoder, job, tables, undefined)[Symbol.asyncIterator](),
-      });
+      need(handle).compactions.set(id, buildCompactionOutputs(storeSchema, keyEncoder, job, inputs, undefined)[Symbol.asyncIterator]());
       return id;
     },
-    /** The next output of compaction `compaction` (kept here), or null when there is none. */
-    async compactNext(compaction: number): Promise<WireBuiltTable | null> {
-      const c = compactions.get(compaction);
+    /** The next output of compaction `compaction` of `handle`'s store (kept here), or null when there is none. */
+    async compactNext(handle: number, compaction: number): Promise<WireBuiltTable | null> {
+      const s = need(handle);
+      const c = s.compactions.get(compaction);
       if (!c) throw new Error(`no compaction ${compaction}`);
-      const r = await c.outputs.next();
+      const r = await c.next();
       if (r.done) return null;
-      need(c.handle);
-      return keep(c.handle, r.value);
+      const { bytes, ...meta } = r.value;
+      return keep(need(handle), { bytes }, { length: bytes.length, ...meta });
     },
-    async compactClose(compaction: number): Promise<void> {
-      const c = compactions.get(compaction);
-      compactions.delete(compaction);
-      await c?.outputs.return?.();
+    async compactClose(handle: number, compaction: number): Promise<void> {
+      const s = sessions.get(handle);
+      const c = s?.compactions.get(compaction);
+      s?.compactions.delete(compaction);
+      await c?.return?.();
     },
   };
 }
@@ -377,9 +401,6 @@ export function storeSchemaCache(): (wire: WireStoreSchema) => StoreSchema {
     return storeSchema;
   };
 }
-
-/** A built table kept for a store: its bytes, or the id `TableBuilder` keeps it under. */
-type Built = { handle: number; bytes: Uint8Array } | { handle: number; remote: number };
 
 /**
  * The payloads of positions `job.firstPosition..job.lastPosition` from `kept`, in position order,
@@ -408,17 +429,17 @@ async function readEntries(h: StoreHandle, job: WireFlushJob): Promise<WalPayloa
   return out;
 }
 
-/** The bytes of a result that are transferred rather than copied: a read, or a built table's bytes taken. */
+/** The bytes of a result that are transferred rather than copied: a read. */
 function resultBytes(value: unknown): Uint8Array[] {
   return value instanceof Uint8Array ? [value] : [];
 }
 
 /**
  * Serve `scope` (the I/O worker's global scope) with `adapter`: each request runs the method of
- * `makeIoHost` it names, flush tables built by `builder` where it can. Call once, in the I/O worker.
+ * `makeIoHost` it names, flush tables built on `tables`' builder thread where it can. Call once, in the I/O worker.
  */
-export function serveStorage(scope: IoScope, adapter: StorageAdapter, builder?: TableBuilder): void {
-  const api = makeIoHost(adapter, (e) => scope.postMessage(e, []), builder);
+export function serveStorage(scope: IoScope, adapter: StorageAdapter, tables?: TableThread): void {
+  const api = makeIoHost(adapter, (e) => scope.postMessage(e, []), tables);
   scope.addEventListener('message', (ev: MessageEvent) => {
     const req = ev.data as IoRequest; // what RemoteStorage posts (io-protocol.ts)
     const reply = (r: IoReply, transfer: Transferable[] = []): void => scope.postMessage(r, transfer);

@@ -52,8 +52,8 @@ export interface WireFlushJob {
 }
 
 /**
- * A table built in the I/O worker and kept there under `id` until written (`tableWriteBuilt`),
- * taken (`builtTake`) or released (`builtRelease`): what the manifest records of it.
+ * A table built in the I/O worker and kept there under `id` until written (`tableWriteBuilt`) or
+ * released (`builtRelease`): what the manifest records of it.
  */
 export interface WireBuiltTable {
   id: number;

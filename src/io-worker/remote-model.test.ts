@@ -1,9 +1,9 @@
 // A store on RemoteStorage (the I/O worker's host over a MessageChannel, as remote-storage.test.ts)
 // driven at random against a model: puts, deletes, seals, compactions, close/abort and reopen, with
-// faults injected on the engine's side (an append applied but reported failed, a failed table
-// write) and inside the I/O worker (an append failed or applied-then-failed there, a failed WAL
-// read). Flushes are built in the I/O worker, from the payloads it kept or read back; the
-// deterministic simulation (test/sim) runs inline jobs and does not reach this path.
+// faults injected under the I/O plane, inside the I/O worker (an append failed or applied but
+// reported failed, a failed table write, a failed WAL read). Flushes are built in the I/O worker,
+// from the payloads it kept or read back; the deterministic simulation (test/sim) runs inline
+// jobs and does not reach this path.
 
 import { describe, expect, it } from 'vitest';
 import { MemWal } from '../engine/memwal.js';
@@ -32,7 +32,7 @@ async function openRetry(opts: Parameters<typeof MemWal.open>[0]): Promise<MemWa
   }
 }
 
-describe('a store on RemoteStorage against a model, under faults on both sides of the I/O worker', () => {
+describe('a store on RemoteStorage against a model, under faults in the I/O worker', () => {
   for (const keyed of [true, false])
     for (let seed = 1; seed <= 4; seed++)
       it(`seed ${seed}, ${keyed ? 'keyed' : 'append-only'}: every flush (from kept payloads or read back) holds the model's rows`, async () => {
@@ -40,14 +40,13 @@ describe('a store on RemoteStorage against a model, under faults on both sides o
         const inner = new MemoryStorage();
         const far = new FaultInjectingStorage(inner);
         const storage = remoteOver(far);
-        const faults = new FaultInjectingStorage(storage);
         const name = storeName();
         const quiet = { warn: () => undefined };
         const opts = {
           name,
           schema,
           primaryKey: keyed ? ['id'] : [],
-          storage: faults,
+          storage,
           logger: quiet,
           maxMemtableRows: 50 + Math.floor(r() * 300),
           walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 5_000 },
@@ -72,7 +71,7 @@ describe('a store on RemoteStorage against a model, under faults on both sides o
             await w.delete(ids.map((id) => ({ id })));
             for (const id of ids) model.delete(id);
           } else if (x < 0.7) {
-            faults.failAfter('walAppend', 1 + Math.floor(r() * 2));
+            far.failAfter('walAppend', 1 + Math.floor(r() * 2));
             log.push('failAfter walAppend');
           } else if (x < 0.76) {
             const k = r();
@@ -85,7 +84,7 @@ describe('a store on RemoteStorage against a model, under faults on both sides o
             far[how](op, 1);
             log.push(`far ${how} ${op}`);
           } else if (x < 0.82) {
-            faults.failNext('tableWrite', 1);
+            far.failNext('tableWrite', 1);
             log.push('failNext tableWrite');
           } else if (x < 0.88) {
             await w.forceSealActive();

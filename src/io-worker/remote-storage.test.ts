@@ -14,11 +14,12 @@ import { MemoryStorage } from '../storage/memory.js';
 import { type IoEndpoint, type LocalTableOpener, RemoteStorage } from './remote-storage.js';
 import type { SyncAccessHandle } from '../storage/opfs-files.js';
 import { MemWalError } from '../util/errors.js';
-import { type IoScope, makeIoHost, serveStorage, type TableBuilder } from './io-host.js';
+import { type IoScope, type KeptPlane, makeIoHost, serveStorage, type TableThread } from './io-host.js';
 import { serveTableWriter, TableWriterClient } from './table-writer.js';
 import { encodeSchema } from '../data/schema.js';
 import { type DecodedFrame, encodeFrame, scanSegment } from '../format/wal/codec.js';
-import type { StoreHandle } from '../storage/adapter.js';
+import type { StorageAdapter, StoreHandle } from '../storage/adapter.js';
+import { type IoPlane, inlinePlane, type IoPlacement, placeStorage } from '../lsm/io-plane.js';
 import { crc32c } from '../util/crc32c.js';
 
 /**
@@ -27,8 +28,8 @@ import { crc32c } from '../util/crc32c.js';
  * far side receives.
  */
 function remote(
-  inner = new MemoryStorage(),
-  builder?: TableBuilder,
+  inner: StorageAdapter = new MemoryStorage(),
+  tables?: TableThread,
 ): { storage: RemoteStorage; jobs: string[]; ops: string[]; payloads: WeakRef<ArrayBuffer>[] } {
   const jobs: string[] = [];
   const ops: string[] = [];
@@ -42,12 +43,17 @@ function remote(
       if (op === 'walAppendEntry')
         for (const a of args ?? []) if (a instanceof Uint8Array) payloads.push(new WeakRef(a.buffer as ArrayBuffer));
     });
-    serveStorage(port2 as unknown as IoScope, inner, builder);
+    serveStorage(port2 as unknown as IoScope, inner, tables);
     port2.start();
     port1.start();
     return port1 as unknown as IoEndpoint;
   });
   return { storage, jobs, ops, payloads };
+}
+
+/** The I/O plane store `w` was opened onto (its WAL entries and table files go through it). */
+function planeOf(w: MemWal): IoPlane {
+  return (w as unknown as { ctx: { io: IoPlane } }).ctx.io;
 }
 
 /** How many of `refs` are still reachable after a few collections. */
@@ -120,15 +126,15 @@ describe('a store on RemoteStorage', () => {
 
   it('a WAL payload is handed over (transferred, not copied), and an append that failed on the far side is retried with a fresh encoding', async () => {
     const far = new FaultInjectingStorage(new MemoryStorage());
-    const { storage } = remote(far as unknown as MemoryStorage);
+    const { storage } = remote(far);
     const name = storeName();
     const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
     const w = await MemWal.open({ ...opts, walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 5_000 } });
-    const handle = (w as unknown as { handle: { walAppendEntry: (...a: unknown[]) => Promise<number> } }).handle;
+    const plane = planeOf(w);
     const sent: Uint8Array[] = [];
-    const original = handle.walAppendEntry.bind(handle);
-    handle.walAppendEntry = (...a: unknown[]) => {
-      sent.push(a[4] as Uint8Array);
+    const original = plane.appendEntry.bind(plane);
+    plane.appendEntry = (...a) => {
+      sent.push(a[4]);
       return original(...a);
     };
     far.failNext('walAppend', 2);
@@ -148,10 +154,11 @@ describe('a store on RemoteStorage', () => {
     const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
     const w = await MemWal.open(opts);
     const handle = (w as unknown as { handle: StoreHandle }).handle;
+    const plane = planeOf(w);
     const crcs: (number | undefined)[] = [];
     const lengths: number[] = [];
-    const original = handle.walAppendEntry!.bind(handle);
-    handle.walAppendEntry = (...a: Parameters<NonNullable<StoreHandle['walAppendEntry']>>) => {
+    const original = plane.appendEntry.bind(plane);
+    plane.appendEntry = (...a) => {
       crcs.push(a[5] === crc32c(a[4]) ? a[5] : undefined); // before the payload is handed over
       lengths.push(a[4].length);
       return original(...a);
@@ -175,8 +182,9 @@ describe('a store on RemoteStorage', () => {
     const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
     const w = await MemWal.open(opts);
     const handle = (w as unknown as { handle: StoreHandle }).handle;
-    const original = handle.walAppendEntry!.bind(handle);
-    handle.walAppendEntry = (...a: Parameters<NonNullable<StoreHandle['walAppendEntry']>>) => original(a[0], a[1], a[2], a[3], a[4]);
+    const plane = planeOf(w);
+    const original = plane.appendEntry.bind(plane);
+    plane.appendEntry = (...a) => original(a[0], a[1], a[2], a[3], a[4]);
     await w.put(rows(0, 10));
     await w.put(rows(10, 10));
     expect((await walFrames(handle)).map((f) => f.position)).toEqual([1, 2]);
@@ -192,8 +200,9 @@ describe('a store on RemoteStorage', () => {
     const opts = { name, schema, primaryKey: ['id'], storage, logger: { warn: () => undefined } };
     const w = await MemWal.open(opts);
     const handle = (w as unknown as { handle: StoreHandle }).handle;
-    const original = handle.walAppendEntry!.bind(handle);
-    handle.walAppendEntry = (...a: Parameters<NonNullable<StoreHandle['walAppendEntry']>>) => {
+    const plane = planeOf(w);
+    const original = plane.appendEntry.bind(plane);
+    plane.appendEntry = (...a) => {
       if (a[3] === 2) a[5] = (a[5]! ^ 1) >>> 0; // the CRC of other bytes
       return original(...a);
     };
@@ -209,24 +218,27 @@ describe('a store on RemoteStorage', () => {
     await again.close();
   });
 
-  it('a built table is handed to the far-side handle whole (tableWriteBytes, the OPFS table writer thread) where the handle has it', async () => {
+  it("a built table is handed whole to the far-side store's plane (the OPFS table writer thread there), not streamed through its handle", async () => {
     const whole: string[] = [];
     const chunked: string[] = [];
     const inner = new MemoryStorage();
-    const openStore = inner.openStore.bind(inner);
-    inner.openStore = async (name, options) => {
-      const h = await openStore(name, options);
-      const tableWrite = h.tableWrite.bind(h);
-      h.tableWrite = (file, chunks) => {
-        chunked.push(file);
-        return tableWrite(file, chunks);
-      };
-      h.tableWriteBytes = (file, bytes) => {
-        whole.push(file);
-        return tableWrite(file, [bytes.slice()]);
-      };
-      return h;
+    const placement: IoPlacement = {
+      async openStore(name, options) {
+        const h = await inner.openStore(name, options);
+        const tableWrite = h.tableWrite.bind(h);
+        h.tableWrite = (file, chunks) => {
+          chunked.push(file);
+          return tableWrite(file, chunks);
+        };
+        const plane = inlinePlane(h);
+        plane.writeTable = (file, bytes) => {
+          whole.push(file);
+          return tableWrite(file, [bytes.slice()]);
+        };
+        return { handle: h, plane };
+      },
     };
+    placeStorage(inner, placement);
     const { storage, jobs } = remote(inner);
     const name = storeName();
     const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage });
@@ -242,7 +254,7 @@ describe('a store on RemoteStorage', () => {
     await again.close();
   });
 
-  it('a FaultInjectingStorage over it still fails the engine-side writes (a failed flush keeps its bytes), and the jobs still run on the far side', async () => {
+  it('a FaultInjectingStorage over it is an adapter of its own: its stores are inline, so its faults fail every table write (a failed flush keeps its rows)', async () => {
     const { storage, jobs, ops } = remote();
     const faults = new FaultInjectingStorage(storage);
     const w = await MemWal.open({
@@ -258,9 +270,9 @@ describe('a store on RemoteStorage', () => {
     await w.forceSealActive();
     await w.waitForFlushDrain();
     expect((await w.writeStats()).flushFailureCount).toBe(2);
-    expect(jobs).toContain('buildFlush'); // found through the wrapper's `inner`
-    expect(ops).toContain('builtTake'); // the wrapper writes the bytes itself: it saw them
+    expect(jobs).toEqual([]); // built on the engine's thread, and written through the faults
     expect(ops).not.toContain('tableWriteBuilt');
+    expect(ops).toContain('tableWriteOpen');
     expect((await w.scan()).numRows).toBe(10);
     await w.close();
     expect(await storage.send('builtKept')).toBe(0);
@@ -442,7 +454,7 @@ describe('tables built in the I/O worker are written there', () => {
     const b = await build();
     const c = await build();
     expect(await host.builtKept()).toBe(3);
-    await host.builtRelease(a.id);
+    await host.builtRelease(handle, a.id);
     expect(await host.builtKept()).toBe(2);
     await expect(host.tableWriteBuilt(handle, a.id, '1-1-1.arrow')).rejects.toMatchObject({ code: 'IOError' });
     await host.tableWriteBuilt(handle, b.id, '1-1-2.arrow');
@@ -528,9 +540,9 @@ describe('the I/O worker under a flush', () => {
   });
 
   it('an append that lands in the I/O worker after its writer poisoned (past its limit) is dropped when the store closes', async () => {
-    const { storage, payloads } = remote();
-    const faults = new FaultInjectingStorage(storage);
-    const w = await open(faults, { walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 } });
+    const faults = new FaultInjectingStorage(new MemoryStorage()); // under the plane: in the I/O worker
+    const { storage, payloads } = remote(faults);
+    const w = await open(storage, { walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 100 } });
     await w.put(rows(0, 10));
     const release = faults.hold('walAppend');
     const put = w.put(rows(10, 10)).then(
@@ -547,21 +559,21 @@ describe('the I/O worker under a flush', () => {
   });
 
   it("a flush built from kept payloads holds the right rows after an append applied but reported failed (retried), a failed flush retried, and a steal; the fenced writer's payloads go when it closes", async () => {
-    const { storage, payloads } = remote();
-    const faults = new FaultInjectingStorage(storage);
+    const faults = new FaultInjectingStorage(new MemoryStorage()); // under the plane: in the I/O worker
+    const { storage, payloads } = remote(faults);
     const name = storeName();
     const quiet = { warn: () => undefined };
     const w = await MemWal.open({
       name,
       schema,
       primaryKey: ['id'],
-      storage: faults,
+      storage,
       logger: quiet,
       walRetry: { baseMs: 1, maxMs: 2, timeoutMs: 5_000 },
       flushRetry: { baseMs: 1, maxMs: 5 },
     });
     await w.put(rows(0, 100, 'a'));
-    faults.failAfter('walAppend', 2); // applied on the far side, reported failed: truncated and appended again
+    faults.failAfter('walAppend', 2); // applied, reported failed: truncated and appended again
     await w.put(rows(50, 100, 'b'));
     faults.failNext('tableWrite', 1); // the retry reads the WAL back
     await w.forceSealActive();
@@ -883,30 +895,37 @@ async function writerThread(): Promise<{ client: TableWriterClient; ops: string[
 }
 
 /**
- * A MemoryStorage whose handles write a table the writer thread keeps there (`tableWriteKept`, as
- * the OPFS handle does), then store the bytes it wrote; lists the names written so (`kept`).
+ * The table writer thread `writer` as an I/O worker's builder, with a placement over `storage`
+ * whose planes write a table the thread keeps there (`writeKept`, as the OPFS plane does), then
+ * store the bytes it wrote through the handle; lists the names written so (`kept`).
  */
-function keptWriting(writer: { client: TableWriterClient; files: Map<string, Uint8Array> }): { storage: MemoryStorage; kept: string[] } {
-  const storage = new MemoryStorage();
+function keptWriting(
+  writer: { client: TableWriterClient; files: Map<string, Uint8Array> },
+  storage: StorageAdapter = new MemoryStorage(),
+): { storage: StorageAdapter; tables: TableThread; kept: string[] } {
   const kept: string[] = [];
-  const openStore = storage.openStore.bind(storage);
-  storage.openStore = async (...args) => {
-    const h = await openStore(...args);
-    h.tableWriteKept = async (name, table) => {
-      // As the OPFS handle: a name that exists fails before the write reaches the writer thread.
-      if ((await h.tableList()).includes(name)) throw new MemWalError('IOError', `table file ${name} already exists`);
-      await writer.client.writeKept({ name } as FileSystemFileHandle, table);
-      kept.push(name);
-      await h.tableWrite(name, [writer.files.get(name) ?? new Uint8Array(0)]);
-    };
-    return h;
+  const placement: TableThread['placement'] = {
+    async openStore(name, options) {
+      const h = await storage.openStore(name, options);
+      const plane: KeptPlane = {
+        ...inlinePlane(h),
+        async writeKept(file, table) {
+          // As the OPFS handle: a name that exists fails before the write reaches the writer thread.
+          if ((await h.tableList()).includes(file)) throw new MemWalError('IOError', `table file ${file} already exists`);
+          await writer.client.writeKept({ name: file } as FileSystemFileHandle, table);
+          kept.push(file);
+          await h.tableWrite(file, [writer.files.get(file) ?? new Uint8Array(0)]);
+        },
+      };
+      return { handle: h, plane };
+    },
   };
-  return { storage, kept };
+  return { storage, tables: { builder: writer.client, placement }, kept };
 }
 
 /** Every table file of store `name` in `inner`, by name. */
-async function tableFiles(inner: MemoryStorage, name: string): Promise<Map<string, Uint8Array>> {
-  const h = await inner.openStore(name);
+async function tableFiles(inner: StorageAdapter, name: string): Promise<Map<string, Uint8Array>> {
+  const h = await inner.openStore(name, {});
   try {
     const out = new Map<string, Uint8Array>();
     for (const f of (await h.tableList()).sort()) out.set(f, await h.tableRead(f));
@@ -922,7 +941,7 @@ describe('flush tables built on the table writer thread', () => {
   it('a flush whose payloads are all kept is built there and written there; nothing stays kept on either side', async () => {
     const writer = await writerThread();
     const far = keptWriting(writer);
-    const there = remote(far.storage, writer.client);
+    const there = remote(far.storage, far.tables);
     const here = remote();
     const name = storeName();
     for (const { storage } of [there, here]) {
@@ -947,11 +966,11 @@ describe('flush tables built on the table writer thread', () => {
     const far = keptWriting(writer);
     const near = new MemoryStorage();
     const name = storeName();
-    for (const [inner, builder] of [
-      [far.storage, writer.client],
+    for (const [inner, tables] of [
+      [far.storage, far.tables],
       [near, undefined],
     ] as const) {
-      const { storage } = remote(inner, builder);
+      const { storage } = remote(inner, tables);
       const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 300, logger: quiet });
       for (let round = 0; round < 2; round++) for (let i = 0; i < 1_000; i += 100) await w.put(rows(i, 100, `r${round}-`));
       await w.forceSealActive();
@@ -969,18 +988,17 @@ describe('flush tables built on the table writer thread', () => {
     const writer = await writerThread();
     const inner = new MemoryStorage();
     const far = new FaultInjectingStorage(inner);
-    const { storage, jobs } = remote(far as unknown as MemoryStorage, writer.client);
+    const { storage, jobs } = remote(far, keptWriting(writer, far).tables);
     const name = storeName();
     const opts = { name, schema, primaryKey: ['id'], storage, flushRetry: { baseMs: 1, maxMs: 2 }, logger: quiet };
     const w = await MemWal.open(opts);
     await w.put(rows(0, 300));
-    far.failNext('tableWrite', 1); // the wrapper handle has no tableWriteKept: the bytes are taken back and written through it
+    far.failNext('tableWrite', 1); // under the plane: the kept table reached the writer thread, its file's write then fails
     await w.forceSealActive();
     await w.waitForFlushDrain();
     expect((await w.writeStats()).flushFailureCount).toBe(1);
     expect(jobs.filter((j) => j === 'buildFlush').length).toBe(2);
     expect(writer.ops.filter((o) => o === 'build').length).toBe(1); // the first attempt only
-    expect(writer.ops).toContain('take');
     expect(writer.kept()).toBe(0);
     expect(await storage.send('builtKept')).toBe(0);
     await w.close();
@@ -990,10 +1008,10 @@ describe('flush tables built on the table writer thread', () => {
     await again.close();
   });
 
-  it('the writer thread drops a table the I/O worker released, with its store, and after a write whatever its outcome; builtTake brings its bytes back', async () => {
+  it('the writer thread drops a table the I/O worker released, with its store, and after a write whatever its outcome; a kept table is written as built', async () => {
     const writer = await writerThread();
-    const { storage: inner } = keptWriting(writer);
-    const host = makeIoHost(inner, () => undefined, writer.client);
+    const { storage: inner, tables } = keptWriting(writer);
+    const host = makeIoHost(inner, () => undefined, tables);
     const plain = makeIoHost(new MemoryStorage(), () => undefined);
     const name = storeName();
     const handle = await host.openStore(1, name, {});
@@ -1007,18 +1025,19 @@ describe('flush tables built on the table writer thread', () => {
     expect(writer.ops.filter((o) => o === 'build').length).toBe(5);
     expect(writer.kept()).toBe(5);
     expect(await host.builtKept()).toBe(5);
-    await host.builtRelease(built[0]!.id);
+    await host.builtRelease(handle, built[0]!.id);
     await vi.waitFor(() => expect(writer.kept()).toBe(4));
     await host.tableWriteBuilt(handle, built[1]!.id, '1-1-2.arrow');
     expect(writer.kept()).toBe(3);
     await expect(host.tableWriteBuilt(handle, built[1]!.id, '1-1-3.arrow')).rejects.toMatchObject({ code: 'IOError' });
     await expect(host.tableWriteBuilt(handle, built[2]!.id, '1-1-2.arrow')).rejects.toMatchObject({ code: 'IOError' }); // the name exists
     await vi.waitFor(() => expect(writer.kept()).toBe(2));
-    const taken = await host.builtTake(handle, built[3]!.id);
+    await host.tableWriteBuilt(handle, built[3]!.id, '1-1-4.arrow');
     const local = await plain.buildFlush(plainHandle, wire, job, wv);
-    const localBytes = await plain.builtTake(plainHandle, local.id);
-    expect(Buffer.from(taken).equals(Buffer.from(localBytes))).toBe(true);
-    expect(taken.length).toBe(built[3]!.length);
+    await plain.tableWriteBuilt(plainHandle, local.id, '1-1-4.arrow');
+    const written = await host.tableRead(handle, '1-1-4.arrow');
+    expect(Buffer.from(written).equals(Buffer.from(await plain.tableRead(plainHandle, '1-1-4.arrow')))).toBe(true);
+    expect(written.length).toBe(built[3]!.length);
     expect(writer.kept()).toBe(1);
     await host.release(handle); // the fifth was never written: it goes with its store, there too
     expect(await host.builtKept()).toBe(0);
@@ -1028,8 +1047,8 @@ describe('flush tables built on the table writer thread', () => {
 
   it('a build that fails on the writer thread rejects buildFlush as one in the I/O worker does', async () => {
     const codes: unknown[] = [];
-    for (const builder of [(await writerThread()).client, undefined]) {
-      const host = makeIoHost(new MemoryStorage(), () => undefined, builder);
+    for (const tables of [keptWriting(await writerThread()).tables, undefined]) {
+      const host = makeIoHost(new MemoryStorage(), () => undefined, tables);
       const handle = await host.openStore(1, storeName(), {});
       await host.keepPayloads(handle);
       await host.walAppendEntry(handle, '1-1', 0, 1, 1, new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]));

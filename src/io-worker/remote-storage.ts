@@ -1,15 +1,18 @@
 // RemoteStorage: a StorageAdapter whose calls run in a second worker, the store's I/O worker
 // (io-host.ts), so that synchronous OPFS I/O, table encoding, CRCs and compaction never
 // block the engine's thread, which then only admits, inserts and answers stats (docs/impl.md §11).
+// Its stores are placed on the remote I/O plane (`RemotePlane`, lsm/io-plane.ts): WAL entries are
+// framed there, tables built and kept there and written there.
 // Bytes cross as transferred copies; the caller's buffers are never detached. Table reads of the
 // OPFS layout are served from the engine thread's own read-only handles where it can open them.
 // Browser contexts.
 
-import type { BackgroundJobs, CompactJob, FlushJob, JobTable, JobsPlace } from '../lsm/jobs.js';
+import type { BackgroundJobs, CompactJob, FlushJob, JobTable } from '../lsm/jobs.js';
+import { type IoPlane, type JobsStore, type PlacedStore, placeStorage } from '../lsm/io-plane.js';
 import type { StoreSchema } from '../data/schema.js';
 import { encodeSchema } from '../data/schema.js';
 import { MemWalError, errorFromWire } from '../util/errors.js';
-import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { checkRange, tableChunks } from '../storage/adapter.js';
 import { opfsTableOpener, readOnlySyncHandlesAvailable, type SyncAccessHandle } from '../storage/opfs-files.js';
@@ -71,7 +74,7 @@ function defaultLocalTables(layout: string): LocalTableOpener | undefined {
 }
 
 /** The proxy adapter. One I/O worker per RemoteStorage, started on first use. */
-export class RemoteStorage implements StorageAdapter, JobsPlace {
+export class RemoteStorage implements StorageAdapter {
   private endpoint: IoEndpoint | undefined;
   private nextId = 1;
   private nextOpen = 1;
@@ -97,9 +100,21 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
     private readonly logger: { warn(message: string): void } = console,
     private readonly localTables: LocalTableOpener | undefined = defaultLocalTables(layout),
     private readonly startLimitMs = IO_WORKER_START_LIMIT_MS,
-  ) {}
+  ) {
+    placeStorage(this, { openStore: (name, options) => this.openPlaced(name, options) });
+  }
 
-  async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
+  /** `openStore`, with the store's plane: the remote one, over the handle's id in the I/O worker. */
+  async openPlaced(name: string, options: LockOptions = {}): Promise<PlacedStore> {
+    const handle = await this.open(name, options);
+    return { handle, plane: new RemotePlane(this, handle) };
+  }
+
+  openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
+    return this.open(name, options);
+  }
+
+  private async open(name: string, options: LockOptions): Promise<RemoteHandle> {
     const open = this.nextOpen++;
     if (options.onWaiting) this.waiting.set(open, options.onWaiting);
     const onAbort = (): void => void this.send('abortOpen', open).catch(() => undefined);
@@ -125,19 +140,6 @@ export class RemoteStorage implements StorageAdapter, JobsPlace {
 
   estimate(name: string): Promise<StorageEstimate> {
     return this.send('estimate', name);
-  }
-
-  /**
-   * The jobs of a store opened through this adapter (`handle`, or a wrapper's handle around it)
-   * run in the I/O worker, next to its files; from now on it keeps the WAL payloads appended on
-   * the handle until a flush builds them, so a flush does not read them back.
-   */
-  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
-    let own: StoreHandle | undefined = handle;
-    while (own && !(own instanceof RemoteHandle)) own = own.inner;
-    if (!own) return undefined;
-    void this.send('keepPayloads', own.id).catch(() => undefined); // before any append it sends later
-    return new RemoteJobs(this, own.id, schema, { versions, currentVersion });
   }
 
   /** Call method `op` of the I/O worker (io-host.ts); resolves its result. `IOError` when the I/O worker died. */
@@ -261,10 +263,6 @@ class RemoteHandle implements StoreHandle {
     return this.remote.send('walAppend', this.id, name, offset, own(bytes));
   }
 
-  walAppendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array, payloadCrc?: number): Promise<number> {
-    return this.remote.send('walAppendEntry', this.id, name, offset, epoch, position, takeOver(payload), payloadCrc); // the caller gave it up
-  }
-
   walTruncate(name: string, length: number): Promise<void> {
     return this.remote.send('walTruncate', this.id, name, length);
   }
@@ -277,12 +275,12 @@ class RemoteHandle implements StoreHandle {
   async tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     const stream = await this.remote.send('tableWriteOpen', this.id, name);
     try {
-      for await (const chunk of chunks) await this.remote.send('tableWriteChunk', stream, own(chunk));
+      for await (const chunk of chunks) await this.remote.send('tableWriteChunk', this.id, stream, own(chunk));
     } catch (e) {
-      await this.remote.send('tableWriteAbort', stream).catch(() => undefined);
+      await this.remote.send('tableWriteAbort', this.id, stream).catch(() => undefined);
       throw e;
     }
-    await this.remote.send('tableWriteClose', stream);
+    await this.remote.send('tableWriteClose', this.id, stream);
   }
 
   tableRead(name: string): Promise<Uint8Array> {
@@ -338,6 +336,31 @@ class RemoteHandle implements StoreHandle {
 }
 
 /**
+ * The remote plane of one store: WAL entries are framed and appended in the I/O worker (the
+ * payload transferred, its CRC-32C sent along), and the store's jobs run there.
+ */
+class RemotePlane implements IoPlane {
+  constructor(
+    private readonly remote: RemoteStorage,
+    private readonly handle: RemoteHandle,
+  ) {}
+
+  appendEntry(name: string, offset: number, epoch: number, position: number, payload: Uint8Array, payloadCrc?: number): Promise<number> {
+    return this.remote.send('walAppendEntry', this.handle.id, name, offset, epoch, position, takeOver(payload), payloadCrc); // the caller gave it up
+  }
+
+  writeTable(name: string, bytes: Uint8Array): Promise<void> {
+    return this.handle.tableWrite(name, tableChunks(bytes));
+  }
+
+  /** From now on the I/O worker keeps the WAL payloads appended on this store until a flush builds them, so a flush does not read them back. */
+  jobs(store: JobsStore): BackgroundJobs {
+    void this.remote.send('keepPayloads', this.handle.id).catch(() => undefined); // before any append it sends later
+    return new RemoteJobs(this.remote, this.handle.id, store.schema, { versions: store.versions, currentVersion: store.currentVersion });
+  }
+}
+
+/**
  * Jobs run by the I/O worker: it reads the rows next to its files and keeps the tables it builds,
  * handing back what the manifest records of each (`remoteTable`).
  */
@@ -365,38 +388,34 @@ class RemoteJobs implements BackgroundJobs {
     try {
       for (;;) {
         if (signal?.aborted) throw new MemWalError('Aborted', 'compaction stopped: the store is closing');
-        const out = await this.remote.send('compactNext', id);
+        const out = await this.remote.send('compactNext', this.handle, id);
         if (!out) return;
         yield remoteTable(this.remote, this.handle, out);
       }
     } finally {
-      await this.remote.send('compactClose', id).catch(() => undefined);
+      await this.remote.send('compactClose', this.handle, id).catch(() => undefined);
     }
   }
 }
 
 /**
- * A table the I/O worker built and keeps for store handle `handle`. Written through that store's
- * own RemoteHandle, the I/O worker writes it where it is (the bytes never cross); through a
- * wrapper's handle (fault injection, tracing), its bytes are taken over and written through the
- * wrapper, which then sees every byte as it saw them before. Released in the I/O worker either way.
+ * A table the I/O worker built and keeps for store handle `handle`: written there, where it is
+ * (its bytes never cross to the engine's thread), and released there either way.
  */
 function remoteTable(remote: RemoteStorage, handle: number, table: WireBuiltTable): JobTable {
   const { id, ...meta } = table;
   let kept = true;
   return {
     ...meta,
-    async write(via: StoreHandle, name: string): Promise<void> {
+    async write(name: string): Promise<void> {
       if (!kept) throw new MemWalError('IOError', `table file ${name}: its built bytes were already written or released`);
       kept = false;
-      if (via instanceof RemoteHandle && via.remote === remote && via.id === handle)
-        return remote.send('tableWriteBuilt', handle, id, name);
-      await via.tableWrite(name, tableChunks(await remote.send('builtTake', handle, id)));
+      return remote.send('tableWriteBuilt', handle, id, name);
     },
     release(): void {
       if (!kept) return;
       kept = false;
-      void remote.send('builtRelease', id).catch(() => undefined);
+      void remote.send('builtRelease', handle, id).catch(() => undefined);
     },
   };
 }

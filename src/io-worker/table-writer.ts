@@ -23,14 +23,13 @@ import { checkWritten, openSyncAccessHandle, type SyncAccessHandle } from '../st
  * What the I/O worker asks of the writer thread, each answered by `id` (but `release`), in
  * arrival order: write into the new, empty `file` either `bytes` (their buffer transferred) or
  * the table kept here under `table` (no longer kept, whatever the outcome); build a flush's table
- * from its WAL `entries` (their buffers transferred) and keep it under the request's `id`; take a
- * kept table's bytes back; drop one.
+ * from its WAL `entries` (their buffers transferred) and keep it under the request's `id`; drop
+ * a kept table.
  */
 export type TableWriterRequest =
   | { op: 'write'; id: number; file: FileSystemFileHandle; bytes: Uint8Array }
   | { op: 'write'; id: number; file: FileSystemFileHandle; table: number }
   | { op: 'build'; id: number; schema: WireStoreSchema; versions: WireSchemaVersions; generation: number; entries: WalPayload[] }
-  | { op: 'take'; id: number; table: number }
   | { op: 'release'; table: number };
 
 /**
@@ -103,10 +102,6 @@ export function serveTableWriter(
         kept.set(job.id, bytes);
         return [{ ...meta, length: bytes.length } satisfies KeptTableMeta, []];
       }
-      case 'take': {
-        const bytes = ownBuffer(takeKept(job.table));
-        return [bytes, [bytes.buffer as ArrayBuffer]];
-      }
     }
   };
   let queue: Promise<void> = Promise.resolve();
@@ -154,7 +149,7 @@ function payloadBuffers(entries: readonly WalPayload[]): ArrayBuffer[] {
  * worker builds them itself). Each request resolves with the thread's answer or rejects with its
  * error. The thread's death is the engine's to see: it treats it as the I/O worker's
  * (io-worker/browser.ts). As the I/O worker's `TableBuilder` (io-host.ts) it builds flush tables
- * and keeps them; the OPFS handle writes a kept one (`tableWriteKept`).
+ * and keeps them; the OPFS plane writes a kept one (`KeptPlane.writeKept`, opfs-plane.ts).
  */
 export class TableWriterClient implements TableBuilder, OpfsTableWriter {
   private ready = false;
@@ -211,11 +206,6 @@ export class TableWriterClient implements TableBuilder, OpfsTableWriter {
       return { op: 'build', id, schema, versions, generation, entries };
     }, payloadBuffers(entries));
     return { table, ...meta };
-  }
-
-  /** The bytes of kept table `table` (transferred here), no longer kept there. */
-  take(table: number): Promise<Uint8Array> {
-    return this.ask((id) => ({ op: 'take', id, table }), []);
   }
 
   /** Drop kept table `table` (nothing happens when it is not kept). */

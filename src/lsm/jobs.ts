@@ -1,14 +1,13 @@
-// Background jobs behind one seam (docs/impl.md §11): building the table file of a frozen memtable
-// and the outputs of a compaction — the CPU-heavy work (sorting, encoding, CRCs, merging). The
-// inline implementation runs them on the engine's thread (Node, Deno, workerd); a browser store
-// runs them in its I/O worker (io-worker/remote-storage.ts), which keeps the bytes it built and
-// writes them there when the engine names the file. Either way the engine names, writes (through
-// its handle) and commits.
+// Background jobs, a part of the I/O plane (io-plane.ts, docs/impl.md §11): building the table
+// file of a frozen memtable and the outputs of a compaction — the CPU-heavy work (sorting,
+// encoding, CRCs, merging). The inline implementation runs them on the engine's thread (Node,
+// Deno, workerd); a browser store runs them in its I/O worker (io-worker/remote-storage.ts),
+// which keeps the bytes it built and writes them there when the engine names the file. Either way
+// the engine names, writes (through the plane) and commits.
 
 import type { RecordBatch } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
-import type { SchemaVersion, TableFileEntry } from '../format/manifest/manifest.js';
-import { type StorageAdapter, type StoreHandle, tableChunks } from '../storage/adapter.js';
+import type { TableFileEntry } from '../format/manifest/manifest.js';
 import { BLOCK_MAX_ROWS, blockTargetBytes } from '../format/table/format.js';
 import { type MergeSource, mergeSorted } from './merge.js';
 import { type IndexEntries, indexEntries, sortedOrder } from './sorted.js';
@@ -64,17 +63,17 @@ export interface JobTable {
   readonly minKey?: string;
   readonly maxKey?: string;
   /**
-   * Write it as new table file `name` through `handle` (the store's handle, or a wrapper's around
-   * it), durable on resolve, with that handle's guarantees (fencing; a failed write leaves no
+   * Write it as new table file `name` of its store, where the plane that built it keeps it,
+   * durable on resolve, with the store handle's guarantees (fencing; a failed write leaves no
    * file). The kept bytes are released whatever the outcome: a second call rejects `IOError`.
    */
-  write(handle: StoreHandle, name: string): Promise<void>;
+  write(name: string): Promise<void>;
   /** Drop the kept bytes unwritten (idempotent; nothing to drop after `write`). */
   release(): void;
 }
 
-/** A table built on this thread as a JobTable: `write` hands its bytes to the handle in chunks. */
-export function jobTableOf(built: BuiltTable): JobTable {
+/** A table built on this thread as a JobTable: `write` hands its bytes over to `writeTable` (the plane's). */
+export function jobTableOf(built: BuiltTable, writeTable: (name: string, bytes: Uint8Array) => Promise<void>): JobTable {
   let bytes: Uint8Array | undefined = built.bytes;
   const { crc, rows, blocks, minKey, maxKey } = built;
   return {
@@ -84,11 +83,11 @@ export function jobTableOf(built: BuiltTable): JobTable {
     blocks,
     ...(minKey !== undefined && { minKey }),
     ...(maxKey !== undefined && { maxKey }),
-    async write(handle, name) {
+    async write(name) {
       const b = bytes;
       bytes = undefined;
       if (!b) throw new MemWalError('IOError', `table file ${name}: its built bytes were already written or released`);
-      await handle.tableWrite(name, tableChunks(b));
+      await writeTable(name, b);
     },
     release() {
       bytes = undefined;
@@ -97,7 +96,7 @@ export function jobTableOf(built: BuiltTable): JobTable {
 }
 
 /**
- * The seam: who builds table files. Implementations write or commit nothing by themselves: the
+ * Who builds table files (`IoPlane.jobs`). Implementations write or commit nothing by themselves: the
  * engine names each table and writes it (`JobTable.write`) or releases it.
  */
 export interface BackgroundJobs {
@@ -105,28 +104,6 @@ export interface BackgroundJobs {
   buildFlush(job: FlushJob): Promise<JobTable>;
   /** The outputs of a compaction, built one at a time (the caller writes or releases each before asking for the next). */
   compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncIterable<JobTable>;
-}
-
-/**
- * An adapter that runs the jobs of the stores it opens somewhere better than the engine's thread
- * (the browser's I/O worker, io-worker/remote-storage.ts). A capability beyond `StorageAdapter`,
- * which knows nothing of jobs: the engine looks for it with `jobsPlaceOf`.
- */
-export interface JobsPlace {
-  /**
-   * The jobs of the store open on `handle` (this adapter's handle, or a wrapper's around one), or
-   * undefined: they run inline. `schema` is the store's, `versions` every recorded schema version
-   * (data in older ones is projected onto `currentVersion`).
-   */
-  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined;
-}
-
-/** `adapter` if it is a JobsPlace, else the first adapter it wraps (`inner`, outermost first) that is one. */
-export function jobsPlaceOf(adapter: StorageAdapter): JobsPlace | undefined {
-  for (let a: StorageAdapter | undefined = adapter; a; a = a.inner) {
-    if (typeof (a as Partial<JobsPlace>).backgroundJobs === 'function') return a as StorageAdapter & JobsPlace;
-  }
-  return undefined;
 }
 
 /**
@@ -334,6 +311,8 @@ export class InlineJobs implements BackgroundJobs {
     private readonly storeSchema: StoreSchema,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly open: (entry: TableFileEntry) => Promise<OpenTable>,
+    /** Writes a table built here (the inline plane's `writeTable`). */
+    private readonly writeTable: (name: string, bytes: Uint8Array) => Promise<void>,
   ) {}
 
   async buildFlush(job: FlushJob): Promise<JobTable> {
@@ -346,11 +325,13 @@ export class InlineJobs implements BackgroundJobs {
         job.generation,
         m.keyIndex ? indexEntries(m.keyIndex) : undefined,
       ),
+      this.writeTable,
     );
   }
 
   async *compactionOutputs(job: CompactJob, signal: AbortSignal | undefined): AsyncGenerator<JobTable> {
     const tables = await Promise.all(job.inputs.map((t) => this.open(t)));
-    for await (const built of buildCompactionOutputs(this.storeSchema, this.keyEncoder, job, tables, signal)) yield jobTableOf(built);
+    for await (const built of buildCompactionOutputs(this.storeSchema, this.keyEncoder, job, tables, signal))
+      yield jobTableOf(built, this.writeTable);
   }
 }

@@ -54,8 +54,7 @@ function faulty(inner: StorageAdapter): StorageAdapter {
     openStore: async (name, options) => tracked(name, await faults.openStore(name, options)),
     destroyStore: (name) => faults.destroyStore(name),
     estimate: (name) => faults.estimate(name),
-    // Table building and compaction run where the wrapped adapter puts them (lsm/jobs.ts jobsPlaceOf).
-    inner: faults,
+    // Its stores are inline (lsm/io-plane.ts): every WAL entry and table file passes the faults.
   };
 }
 

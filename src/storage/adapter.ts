@@ -1,10 +1,10 @@
 // The storage adapter interface: everything runtime-specific the core needs, and nothing more.
 // One interface, one reference implementation (MemoryStorage), one conformance suite
-// (memwal/testing conformanceCases) that every backend passes.
+// (memwal/testing conformanceCases) that every backend passes. Where a store's bytes and
+// background work go is not the adapter's to say here: that is the I/O plane (lsm/io-plane.ts).
 
 import { MemWalError } from '../util/errors.js';
 import type { Manifest } from '../format/manifest/manifest.js';
-import { joinFrame } from '../format/wal/codec.js';
 import type { Logger } from '../util/logger.js';
 import { yieldToEventLoop } from '../util/schedule.js';
 
@@ -84,12 +84,6 @@ export interface StorageAdapter {
    * does not exist uses 0 bytes. Rejects with the adapter's I/O error.
    */
   estimate?(name: string): Promise<StorageEstimate>;
-  /**
-   * An adapter that wraps another (fault injection, tracing) names it here, so that what the
-   * wrapped one offers beyond this interface is still found through the wrapper (the browser's
-   * I/O worker, where table files are built: lsm/jobs.ts `jobsPlaceOf`).
-   */
-  readonly inner?: StorageAdapter;
 }
 
 /**
@@ -98,8 +92,6 @@ export interface StorageAdapter {
  * (mapped with `toMemWalError`); `Fenced` when a newer writer epoch forbids the operation.
  */
 export interface StoreHandle {
-  /** A handle that wraps another (of the adapter's `inner`) names it here. */
-  readonly inner?: StoreHandle;
   /** The committed manifest, or `undefined` for a store that was never opened. */
   manifestLoad(): Promise<Manifest | undefined>;
   /**
@@ -119,22 +111,6 @@ export interface StoreHandle {
    * manifest's epoch is newer than the segment's epoch, so no append of a stale writer lands.
    */
   walAppend(name: string, offset: number, bytes: Uint8Array): Promise<void>;
-  /**
-   * Optional: append one WAL entry framed by the adapter (`encodeFrame(epoch, position,
-   * payload)`, docs/format.md §4) with the semantics of `walAppend`; resolves the frame's length.
-   * An adapter whose I/O runs elsewhere offers it so the frame copy and its CRC-32C are computed
-   * there, not on the engine's thread. The adapter may take `payload` over (transfer its buffer
-   * to another thread): the caller must not use it after the call. `payloadCrc`, when given, is
-   * `crc32c(payload)`: the adapter builds the header from it (`encodeFrameHeaderFromCrc`) instead
-   * of a pass over the payload.
-   */
-  walAppendEntry?(name: string, offset: number, epoch: number, position: number, payload: Uint8Array, payloadCrc?: number): Promise<number>;
-  /**
-   * Optional: `walAppend` of the bytes of `parts` in order, written where each lands, without
-   * joining them first (a frame's header and its payload). Same durability, offset check, fencing
-   * and failure behaviour: on rejection the segment is as it was before the call.
-   */
-  walAppendParts?(name: string, offset: number, parts: readonly Uint8Array[]): Promise<void>;
   /** Cut segment `name` to `length` bytes, durably (torn-tail repair). */
   walTruncate(name: string, length: number): Promise<void>;
   /** Delete segment `name` (retention). Missing segments are not an error. */
@@ -145,19 +121,6 @@ export interface StoreHandle {
    * file of that name is an error. The adapter may yield between chunks.
    */
   tableWrite(name: string, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void>;
-  /**
-   * `tableWrite` of a whole file's bytes that the caller hands over: the adapter may take them
-   * (transfer their buffer to another thread; the caller must not use them after). Optional: a
-   * handle without it is written through `tableWrite(name, tableChunks(bytes))`.
-   */
-  tableWriteBytes?(name: string, bytes: Uint8Array): Promise<void>;
-  /**
-   * Optional: `tableWriteBytes` of a table that this adapter's table builder thread built and
-   * keeps under `table` (the OPFS table writer thread, handed to the I/O worker with the adapter:
-   * io-worker/browser.ts `serveIoRole`), its bytes written where they are. The builder drops the
-   * table once the write reached it, whatever its outcome.
-   */
-  tableWriteKept?(name: string, table: number): Promise<void>;
   /** The whole table file. Rejects `IOError` when it is missing. */
   tableRead(name: string): Promise<Uint8Array>;
   /**
@@ -173,26 +136,6 @@ export interface StoreHandle {
 
   /** Close every handle and release the writer lock. Idempotent; never throws. */
   release(): Promise<void>;
-}
-
-/**
- * Append one WAL frame (`header` from `encodeFrameHeader` or `encodeFrameHeaderFromCrc`, then `payload`) at `offset` of segment
- * `name`: as two parts where `handle` offers `walAppendParts` (the payload is not copied), else
- * joined, through `walAppend`.
- */
-export function appendFrame(handle: StoreHandle, name: string, offset: number, header: Uint8Array, payload: Uint8Array): Promise<void> {
-  return handle.walAppendParts
-    ? handle.walAppendParts(name, offset, [header, payload])
-    : handle.walAppend(name, offset, joinFrame(header, payload));
-}
-
-/**
- * Write a whole table file's `bytes` (handed over: the caller does not use them after) as new
- * table file `name`: through `tableWriteBytes` where `handle` offers it, else as `tableWrite`
- * chunks ({@link tableChunks}).
- */
-export function writeTableBytes(handle: StoreHandle, name: string, bytes: Uint8Array): Promise<void> {
-  return handle.tableWriteBytes ? handle.tableWriteBytes(name, bytes) : handle.tableWrite(name, tableChunks(bytes));
 }
 
 /** Table files are handed to `tableWrite` in chunks of this size, with a yield between. */

@@ -4,7 +4,6 @@
 
 import { describe, expect, it } from 'vitest';
 import { encodeFrame, encodeFrameHeader, scanSegment } from '../format/wal/codec.js';
-import { appendFrame, type StoreHandle } from './adapter.js';
 import { appendToSegment, type SyncAccessHandle } from './opfs-files.js';
 
 /** A sync access handle over bytes in memory; `failWrite(n)` makes the n-th write (0-based) write half and report it. */
@@ -71,18 +70,5 @@ describe('OPFS WAL append', () => {
     const h = fakeHandle(before);
     expect(() => appendToSegment(h, '1-1', before.length + 1, [new Uint8Array(8)])).toThrow(/append at offset/);
     expect(h.bytes()).toEqual(before);
-  });
-
-  it('appendFrame hands a handle that takes parts the payload itself, and one that does not the joined frame', async () => {
-    const payload = new Uint8Array([4, 5, 6]);
-    const header = encodeFrameHeader(2, 7, payload);
-    const seen: unknown[][] = [];
-    const parts = { walAppendParts: async (...a: unknown[]) => void seen.push(a), walAppend: async () => expect.unreachable() };
-    await appendFrame(parts as unknown as StoreHandle, '2-7', 0, header, payload);
-    expect(seen).toEqual([['2-7', 0, [header, payload]]]);
-    expect((seen[0]![2] as Uint8Array[])[1]).toBe(payload);
-    const whole = { walAppend: async (...a: unknown[]) => void seen.push(a) };
-    await appendFrame(whole as unknown as StoreHandle, '2-7', 0, header, payload);
-    expect(seen[1]).toEqual(['2-7', 0, encodeFrame(2, 7, payload)]);
   });
 });

@@ -50,7 +50,7 @@ export interface OpfsTableWriter {
 export class OpfsStorage implements StorageAdapter {
   readonly layout = 'opfs';
 
-  /** `tableWriter`: the port to a thread that writes table files handed over whole (`StoreHandle.tableWriteBytes`). */
+  /** `tableWriter`: the port to a thread that writes table files handed over whole (`OpfsStoreHandle.tableWriteBytes`). */
   constructor(private readonly options: { tableWriter?: OpfsTableWriter } = {}) {}
 
   /**
@@ -60,7 +60,7 @@ export class OpfsStorage implements StorageAdapter {
    * retried with backoff for `timeoutMs` (undefined: 10 s; at least 10 s for a steal), then
    * `Locked`. `NotSupported` outside dedicated workers.
    */
-  async openStore(name: string, options: LockOptions = {}): Promise<StoreHandle> {
+  async openStore(name: string, options: LockOptions = {}): Promise<OpfsStoreHandle> {
     const root = await opfsRoot();
     let retryMs = options.timeoutMs ?? DEFAULT_SEGMENT_RETRY_MS;
     if (options.steal) retryMs = Math.max(retryMs, DEFAULT_SEGMENT_RETRY_MS);
@@ -114,8 +114,11 @@ interface Segment {
  *   manifest (its commit is fenced) and is swept as an orphan. A remove checks first; the engine
  *   removes only files that no manifest at or after its own names, so a remove racing a claim
  *   cannot take a file the successor uses.
+ * Beyond the contract it appends in parts (`walAppendParts`) and writes tables handed over whole or
+ * kept on the table writer thread (`tableWriteBytes`, `tableWriteKept`): its I/O plane's paths
+ * (io-worker/opfs-plane.ts).
  */
-class OpfsStoreHandle implements StoreHandle {
+export class OpfsStoreHandle implements StoreHandle {
   private readonly store: string;
   /** Every segment this handle holds open, by name (a pending promise while one is being opened). */
   private readonly segments = new Map<string, Promise<Segment>>();

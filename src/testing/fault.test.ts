@@ -8,8 +8,7 @@ import type { StoreHandle } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { FaultInjectingStorage } from './fault.js';
 import { Field, Int64, Schema } from 'apache-arrow';
-import type { StorageAdapter } from '../storage/adapter.js';
-import type { JobsPlace } from '../lsm/jobs.js';
+import { inlinePlacement, placeStorage } from '../lsm/io-plane.js';
 import { MemWal } from '../engine/memwal.js';
 
 const STORE = 'fault-test';
@@ -412,34 +411,30 @@ describe('crashAt', () => {
   });
 });
 
-describe('FaultInjectingStorage under a wrapper of its own', () => {
-  it('a wrapper that forwards backgroundJobs to a FaultInjectingStorage still reaches the place under it (the jobs do not fall back inline)', async () => {
-    // The adapter under the faults runs jobs elsewhere (as the browser's I/O worker does); here it
-    // only records that it was asked, and answers undefined (inline) so the flush still runs.
-    const asked: StoreHandle[] = [];
-    class Place extends MemoryStorage {
-      backgroundJobs(handle: StoreHandle): undefined {
-        asked.push(handle);
-        return undefined;
-      }
-    }
-    const faults = new FaultInjectingStorage(new Place());
-    // A wrapper written against the adapter contract without `inner`: it forwards backgroundJobs
-    // by hand, to the adapter it wraps.
-    const wrapper: StorageAdapter & JobsPlace = {
-      layout: faults.layout,
-      openStore: (name, options) => faults.openStore(name, options),
-      destroyStore: (name) => faults.destroyStore(name),
-      backgroundJobs: (handle, ...rest) => (faults as Partial<JobsPlace>).backgroundJobs?.(handle, ...rest),
-    };
+describe('FaultInjectingStorage under the I/O plane', () => {
+  it('a store on it is placed inline over its handles, whatever plane the adapter under it has: a failed table write fails the flush, a failed append is retried', async () => {
+    // The adapter under the faults has a plane of its own (as RemoteStorage has the I/O worker's);
+    // here it only records that it was used.
+    const inner = new MemoryStorage();
+    let placedOpens = 0;
+    placeStorage(inner, {
+      openStore: async (name, options) => {
+        placedOpens += 1;
+        return inlinePlacement(inner).openStore(name, options);
+      },
+    });
+    const faults = new FaultInjectingStorage(inner);
     const schema = new Schema([new Field('id', new Int64(), false)]);
-    const w = await MemWal.open({ name: STORE, schema, primaryKey: ['id'], storage: wrapper, logger: { warn: () => undefined } });
-    expect(asked).toHaveLength(1);
-    const faultHandle = (w as unknown as { handle: StoreHandle }).handle; // what the wrapper's openStore gave the engine
-    expect(asked[0]).toBe(faultHandle.inner); // the place's own handle, under the faults'
+    const w = await MemWal.open({ name: STORE, schema, primaryKey: ['id'], storage: faults, logger: { warn: () => undefined } });
+    expect(placedOpens).toBe(0); // the faults' own placement: every byte passes through them
+    faults.failNext('walAppend');
     await w.put([{ id: 1 }]);
+    expect((await w.stats()).write.walAppendRetries).toBe(1);
+    faults.failNext('tableWrite');
     await w.forceSealActive();
     await w.waitForFlushDrain();
+    expect((await w.stats()).write.flushFailureCount).toBe(1);
+    expect((await w.stats()).write.flushCount).toBe(1);
     expect(await w.get({ id: 1 })).toEqual({ id: 1n });
     await w.close();
   });

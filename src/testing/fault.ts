@@ -3,13 +3,9 @@
 // Runs in every runtime.
 
 import { MemWalError } from '../util/errors.js';
-import { encodeFrame } from '../format/wal/codec.js';
-import { FRAME_HEADER_BYTES } from '../format/wal/format.js';
-import type { Manifest, SchemaVersion } from '../format/manifest/manifest.js';
+import type { Manifest } from '../format/manifest/manifest.js';
 import type { LockOptions, StorageAdapter, StorageEstimate, StoreHandle, WalSegmentInfo } from '../storage/adapter.js';
 import { MemoryStorage } from '../storage/memory.js';
-import type { StoreSchema } from '../data/schema.js';
-import { type BackgroundJobs, jobsPlaceOf } from '../lsm/jobs.js';
 import { int } from './rng.js';
 import {
   ADAPTER_SESSION,
@@ -77,38 +73,6 @@ class FaultSession implements StoreHandle {
         return outcome === 1 ? () => this.inner.walAppend(name, offset, copy) : torn(random);
       },
     });
-  }
-
-  /** As `walAppend` of the framed entry; forwarded as `walAppendEntry` (with `payloadCrc`) where the inner adapter has it. */
-  async walAppendEntry(
-    name: string,
-    offset: number,
-    epoch: number,
-    position: number,
-    payload: Uint8Array,
-    payloadCrc?: number,
-  ): Promise<number> {
-    const copy = payload.slice();
-    const frameLength = FRAME_HEADER_BYTES + copy.length;
-    const inner = this.inner;
-    const torn = (random: () => number) => {
-      const frame = encodeFrame(epoch, position, copy);
-      return () => inner.walAppend(name, offset, frame.subarray(0, int(random, frame.length)));
-    };
-    await this.mutate('walAppend', {
-      forward: async () => {
-        if (inner.walAppendEntry)
-          await inner.walAppendEntry(name, offset, epoch, position, copy.slice(), payloadCrc); // it may take it over
-        else await inner.walAppend(name, offset, encodeFrame(epoch, position, copy));
-      },
-      tear: torn,
-      crashOutcome: (random) => {
-        const outcome = int(random, 3); // 0: not applied, 1: applied, 2: torn
-        if (outcome === 0) return undefined;
-        return outcome === 1 ? () => inner.walAppend(name, offset, encodeFrame(epoch, position, copy)) : torn(random);
-      },
-    });
-    return frameLength;
   }
 
   walTruncate(name: string, length: number): Promise<void> {
@@ -387,19 +351,6 @@ export class FaultInjectingStorage implements StorageAdapter {
     this.faults.sessions.add(session);
     if (lostEarly !== undefined) session.lost(lostEarly);
     return session;
-  }
-
-  /**
-   * The jobs of the adapter under this one (lsm/jobs.ts `jobsPlaceOf`), for the inner handle of
-   * `handle` (this adapter's handle, or a wrapper's around one): they read the store's files
-   * directly, so faults apply to the writes and commits the engine makes, not to the jobs' reads.
-   * The engine finds that place through `inner` by itself; this serves a wrapper of this adapter
-   * that forwards `backgroundJobs` by hand.
-   */
-  backgroundJobs(handle: StoreHandle, schema: StoreSchema, versions: SchemaVersion[], currentVersion: number): BackgroundJobs | undefined {
-    let own: StoreHandle | undefined = handle;
-    while (own && !(own instanceof FaultSession)) own = own.inner;
-    return own ? jobsPlaceOf(this.inner)?.backgroundJobs(own.inner, schema, versions, currentVersion) : undefined;
   }
 
   /** The inner adapter's `destroyStore`, after earlier crashes have settled. */

@@ -44,7 +44,6 @@ export class LatencyStorage implements StorageAdapter {
       get(target, prop) {
         const v = Reflect.get(target, prop) as unknown;
         if (typeof v !== 'function') return v;
-        // The optional framed append stays absent when the inner handle lacks it.
         return (...args: unknown[]) =>
           self.call(async () => {
             const what = `h${id}.${String(prop)}(${args.map(brief).join(', ')})`;
