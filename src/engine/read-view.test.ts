@@ -2,8 +2,14 @@
 // (many keys from one capture, in key order, each block read once).
 
 import { Binary, Decimal, Field, Int32, IntervalDayTime, List, Schema, Struct } from 'apache-arrow';
-import { describe, expect, it } from 'vitest';
-import { BLOCK_CACHE_MAX_BYTES, BLOCK_CACHE_MIN_BYTES, defaultBlockCacheBytes } from '../lsm/table-cache.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  BLOCK_CACHE_DEVICE_MAX_BYTES,
+  BLOCK_CACHE_MAX_BYTES,
+  BLOCK_CACHE_MIN_BYTES,
+  blockCacheCeiling,
+  defaultBlockCacheBytes,
+} from '../lsm/table-cache.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { MemWal } from './memwal.js';
 import type { ReadView } from './read-view.js';
@@ -29,6 +35,30 @@ describe('read view', () => {
     expect(defaultBlockCacheBytes(40 * MiB)).toBe(50 * MiB);
     expect(defaultBlockCacheBytes(4096 * MiB)).toBe(BLOCK_CACHE_MAX_BYTES);
     expect([BLOCK_CACHE_MIN_BYTES, BLOCK_CACHE_MAX_BYTES]).toEqual([8 * MiB, 64 * MiB]);
+  });
+
+  it('where the device has room the default budget grows past 64 MiB: an eighth of navigator.deviceMemory, up to 1 GiB', () => {
+    expect(blockCacheCeiling(undefined)).toBe(64 * MiB);
+    expect(blockCacheCeiling(Number.NaN)).toBe(64 * MiB);
+    expect(blockCacheCeiling(0.5)).toBe(64 * MiB);
+    expect(blockCacheCeiling(4)).toBe(512 * MiB);
+    expect(blockCacheCeiling(8)).toBe(1024 * MiB);
+    expect(blockCacheCeiling(64)).toBe(BLOCK_CACHE_DEVICE_MAX_BYTES);
+    // A 4M-row store of ~400 MiB of table files is covered on an 8 GiB device, not past the ceiling on any.
+    expect(defaultBlockCacheBytes(400 * MiB, blockCacheCeiling(8))).toBe(500 * MiB);
+    expect(defaultBlockCacheBytes(4096 * MiB, blockCacheCeiling(8))).toBe(1024 * MiB);
+    expect(defaultBlockCacheBytes(4096 * MiB, blockCacheCeiling(undefined))).toBe(BLOCK_CACHE_MAX_BYTES);
+  });
+
+  describe('on a device that reports its memory', () => {
+    afterEach(() => vi.unstubAllGlobals());
+    it("a store's cache takes its ceiling from this realm's navigator.deviceMemory", async () => {
+      vi.stubGlobal('navigator', { deviceMemory: 4 });
+      const w = await open();
+      const cache = (w as unknown as { tier: { tableCache: { ceiling: number } } }).tier.tableCache;
+      expect(cache.ceiling).toBe(512 * MiB);
+      await w.close();
+    });
   });
 
   it('by default a store of more than 8 MiB of tables is read from memory once warm: the second pass reads no block', async () => {

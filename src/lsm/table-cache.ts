@@ -1,7 +1,7 @@
 // The table files a writer reads: their indexes (resident for every open file, outside the block
 // budget), a block cache bounded by `blockCacheBytes` or by default sized from the open files up
-// to BLOCK_CACHE_MAX_BYTES, read statistics, and pins that keep a file a reader still uses from
-// being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
+// to a ceiling from the device's memory (blockCacheCeiling), read statistics, and pins that keep
+// a file a reader still uses from being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
 // a few at a time. Invariant: cached block bytes never exceed the bound after an insert.
 
 import { RecordBatch, type Schema, type Table, tableFromIPC } from 'apache-arrow';
@@ -91,18 +91,44 @@ const V1_FILES = 4;
 /** The default block budget's floor: what the cache may hold however little has been opened. */
 export const BLOCK_CACHE_MIN_BYTES = 8 * 1024 * 1024;
 /**
- * The default block budget's bound: as much as the default unflushed-memtable budget, so that a
- * tab's two big consumers stay within what a browser tab or a Node process holds comfortably.
+ * The default block budget's ceiling where the device's memory is unknown (Node, Firefox, Safari,
+ * an edge isolate): as much as the default unflushed-memtable budget, so that a tab's two big
+ * consumers stay within what a browser tab or a Node process holds comfortably.
  */
 export const BLOCK_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+/** The share of the device's memory (`navigator.deviceMemory`) the default block budget may grow to. */
+export const BLOCK_CACHE_DEVICE_SHARE = 1 / 8;
+/** The default block budget's ceiling on any device: 1 GiB. */
+export const BLOCK_CACHE_DEVICE_MAX_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * The ceiling of the default block budget on a device with `deviceMemoryGiB` GiB of memory (the
+ * browser's `navigator.deviceMemory`, which Chromium rounds down to a power of two and caps at 8;
+ * undefined where it is not exposed): an eighth of that memory, at least BLOCK_CACHE_MAX_BYTES
+ * (64 MiB) and at most BLOCK_CACHE_DEVICE_MAX_BYTES (1 GiB) — 1 GiB on a device Chromium reports
+ * as 8 GiB, 512 MiB on a 4 GiB one, 64 MiB on 0.5 GiB or where the memory is not known. The
+ * storage quota is not an input of its own: the budget never exceeds the bytes of the table
+ * files opened (plus a quarter), which the quota already bounds.
+ */
+export function blockCacheCeiling(deviceMemoryGiB: number | undefined): number {
+  if (deviceMemoryGiB === undefined || !Number.isFinite(deviceMemoryGiB) || deviceMemoryGiB <= 0) return BLOCK_CACHE_MAX_BYTES;
+  const share = Math.floor(deviceMemoryGiB * 1024 * 1024 * 1024 * BLOCK_CACHE_DEVICE_SHARE);
+  return Math.min(BLOCK_CACHE_DEVICE_MAX_BYTES, Math.max(BLOCK_CACHE_MAX_BYTES, share));
+}
+
+/** This realm's `navigator.deviceMemory` in GiB (a window or a worker in Chromium), or undefined. */
+export function deviceMemoryGiB(): number | undefined {
+  const m = (globalThis as { navigator?: { deviceMemory?: unknown } }).navigator?.deviceMemory;
+  return typeof m === 'number' ? m : undefined;
+}
 
 /**
  * The default block budget for `openBytes` bytes of open table files: those bytes plus a quarter
  * (a cached block also counts 8 bytes a row for its keys), at least BLOCK_CACHE_MIN_BYTES, at
- * most BLOCK_CACHE_MAX_BYTES.
+ * most `ceiling` ({@link blockCacheCeiling} of the device).
  */
-export function defaultBlockCacheBytes(openBytes: number): number {
-  return Math.min(BLOCK_CACHE_MAX_BYTES, Math.max(BLOCK_CACHE_MIN_BYTES, Math.ceil(openBytes * 1.25)));
+export function defaultBlockCacheBytes(openBytes: number, ceiling = BLOCK_CACHE_MAX_BYTES): number {
+  return Math.min(ceiling, Math.max(BLOCK_CACHE_MIN_BYTES, Math.ceil(openBytes * 1.25)));
 }
 
 export function zeroReadStats(): ReadStats {
@@ -142,6 +168,8 @@ export class TableCache {
     private readonly cacheBytes: number | undefined,
     /** Schema versions of files written before the current one (absent: one version). */
     private readonly versions?: SchemaVersions,
+    /** The default budget's ceiling ({@link blockCacheCeiling}; by default this device's). */
+    private readonly ceiling = blockCacheCeiling(deviceMemoryGiB()),
   ) {
     this.rowKeyComparer = keyEncoder ? makeRowKeyComparer(storeSchema) : undefined;
     this.stats.blockCacheLimitBytes = this.limit();
@@ -149,7 +177,7 @@ export class TableCache {
 
   /** The block budget now. */
   private limit(): number {
-    return this.cacheBytes ?? defaultBlockCacheBytes(this.openBytes);
+    return this.cacheBytes ?? defaultBlockCacheBytes(this.openBytes, this.ceiling);
   }
 
   /** Evict least recently used blocks until the cache is within its budget. */
