@@ -85,6 +85,46 @@ describe('read view', () => {
     await small.close();
   });
 
+  it('a warm get is answered from the cached block without waiting, and counts what a cold one counts', async () => {
+    const w = await open();
+    await compacted(w, 3000); // level 1
+    for (let i = 0; i < 3000; i += 1000) await w.put(rows(i, 1000, 'l0')); // a newer level-0 file over it
+    await w.delete([{ id: 5 }]);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    const view = readView(w);
+    const cold = await w.readStats();
+    expect((await view.get({ id: 4 }))?.name).toBe('l04');
+    const afterCold = await w.readStats();
+    // Warm: the same key answers before any await settles elsewhere (no block read, no pin).
+    let settled = false;
+    const warm = view.get({ id: 4 }).then((r) => ((settled = true), r));
+    await Promise.resolve();
+    expect(settled).toBe(true);
+    expect((await warm)?.name).toBe('l04');
+    const afterWarm = await w.readStats();
+    const delta = (a: typeof cold, b: typeof cold) => ({
+      gets: b.gets - a.gets,
+      consulted: b.tableFilesConsulted - a.tableFilesConsulted,
+      reads: b.blockReads - a.blockReads,
+      hits: b.blockCacheHits - a.blockCacheHits,
+    });
+    expect(delta(cold, afterCold)).toEqual({ gets: 1, consulted: 1, reads: 1, hits: 0 });
+    expect(delta(afterCold, afterWarm)).toEqual({ gets: 1, consulted: 1, reads: 0, hits: 1 });
+    // A delete marker in the newer file hides the older version, warm or cold.
+    expect(await view.get({ id: 5 })).toBeUndefined();
+    expect(await view.get({ id: 5 })).toBeUndefined();
+    // A put since is read from the memtable, then the table order follows a compaction.
+    await w.put(rows(6, 1, 'mem'));
+    expect((await view.get({ id: 6 }))?.name).toBe('mem6');
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    for (const id of [4, 6, 2999]) expect((await view.get({ id }))?.name).toBe(id === 6 ? 'mem6' : `l0${id}`);
+    expect(await view.get({ id: 5 })).toBeUndefined();
+    await w.close();
+  });
+
   it('getMany answers in the order asked from one capture, and keys sharing a block read it once', async () => {
     const w = await open(new MemoryStorage(), { blockCacheBytes: 0 });
     await compacted(w, 5000);

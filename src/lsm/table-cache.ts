@@ -4,7 +4,7 @@
 // a file a reader still uses from being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
 // a few at a time. Invariant: cached block bytes never exceed the bound after an insert.
 
-import { RecordBatch, type Schema, type Table, tableFromIPC } from 'apache-arrow';
+import { RecordBatch, type Schema, type Table, tableFromIPC, type Vector } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { BloomFilter } from '../format/table/bloom.js';
@@ -20,6 +20,8 @@ import type { StoreSchema } from '../data/schema.js';
 import type { SchemaVersions } from '../format/schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
 import { estimateBatchBytes } from '../data/size.js';
+import { rowReader } from '../data/rows.js';
+import type { Row } from '../data/plain-rows.js';
 import type { ReadStats } from '../metrics/stats.js';
 
 /**
@@ -31,11 +33,27 @@ export class Block {
   private keys_: ArrayLike<Key> | undefined;
   private compare: ((row: number, probe: string) => number) | undefined;
 
+  private row_: ((row: number) => Row) | undefined;
+  private tombstones: Vector | undefined;
+
   constructor(
     readonly batch: RecordBatch,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly rowKeyComparer: RowKeyComparer | undefined,
+    /** The index of the delete-marker column (`StoreSchema.hasTombstone`: the last one), or -1. */
+    private readonly tombstoneColumn = -1,
   ) {}
+
+  /** Row `row` as a plain object (`rowObject`'s answer), its column vectors made once per block. */
+  row(row: number): Row {
+    return (this.row_ ??= rowReader(this.batch))(row);
+  }
+
+  /** Row `row` is a delete marker. */
+  deleted(row: number): boolean {
+    if (this.tombstoneColumn < 0) return false;
+    return (this.tombstones ??= this.batch.getChildAt(this.tombstoneColumn)!).get(row) === true;
+  }
 
   /** Every row's key (keyed stores; undefined for append-only ones), encoded on first use. */
   get keys(): ArrayLike<Key> | undefined {
@@ -73,6 +91,11 @@ export interface OpenTable {
    * neither fills the cache nor counts in the read stats.
    */
   block(i: number, fill?: boolean): Promise<Block>;
+  /**
+   * Block `i` if the cache holds it (made the most recently used; the caller counts the hit in
+   * `stats.blockCacheHits`), else undefined: no I/O, no wait.
+   */
+  cached(i: number): Block | undefined;
   /** Its index sections (format 3; none before). */
   readonly sections: readonly SectionInfo[];
   /** The bytes of section `s` (one ranged read, checked against its CRC; not cached here). */
@@ -149,6 +172,8 @@ export function zeroReadStats(): ReadStats {
 /** Indexes, blocks and pins of the live table files of one writer. */
 export class TableCache {
   private readonly open_ = new Map<string, Promise<OpenTable>>();
+  /** The format-2 files of `open_` whose index is read: a point read's synchronous path ({@link openNow}). */
+  private readonly ready = new Map<string, OpenTable>();
   private readonly v1 = new Map<string, Promise<OpenTable>>();
   private readonly blocks = new Map<string, { block: Block; bytes: number }>();
   private readonly pins = new Map<string, number>();
@@ -208,9 +233,15 @@ export class TableCache {
     return p;
   }
 
+  /** The open table for `entry` if its index is already read (no I/O, no wait), else undefined. */
+  openNow(entry: TableFileEntry): OpenTable | undefined {
+    return this.ready.get(entry.name);
+  }
+
   /** Drop what is cached of a file that left the manifest. */
   forget(name: string): void {
     this.open_.delete(name);
+    this.ready.delete(name);
     this.v1.delete(name);
     this.unsize(name);
     for (const k of [...this.blocks.keys()]) {
@@ -281,15 +312,28 @@ export class TableCache {
       this.stats.indexBytes += index.footerBytes;
       this.stats.blockCacheLimitBytes = this.limit();
     }
-    return {
+    const keys = index.blocks.map((_, i) => `${entry.name}#${i}`);
+    const open: OpenTable = {
       entry,
       blocks: index.blocks,
       bloom: index.bloom,
       block: (i, fill = true) => this.blockV2(entry, index, i, fill),
+      cached: (i) => this.cachedBlock(keys[i]!),
       sections: index.sections,
       section: async (sec) =>
         checkSection(entry.name, index, sec, await this.reads.range(entry.name, index.sectionAreaStart + sec.offset, sec.length)),
     };
+    if (this.open_.has(entry.name)) this.ready.set(entry.name, open);
+    return open;
+  }
+
+  /** A cached block by its key, made the most recently used (not counted: the caller counts). */
+  private cachedBlock(key: string): Block | undefined {
+    const hit = this.blocks.get(key);
+    if (!hit) return undefined;
+    this.blocks.delete(key);
+    this.blocks.set(key, hit);
+    return hit.block;
   }
 
   private async blockV2(entry: TableFileEntry, index: TableIndex, i: number, fill: boolean): Promise<Block> {
@@ -358,13 +402,19 @@ export class TableCache {
       blocks: bounds,
       bloom: undefined,
       block: (i) => Promise.resolve(decoded[i]!),
+      cached: (i) => decoded[i],
       sections: [],
       section: () => Promise.reject(new MemWalError('NotSupported', `table file ${entry.name}: format 1 has no index sections`)),
     };
   }
 
   private block(batch: RecordBatch): Block {
-    return new Block(batch, this.keyEncoder, this.rowKeyComparer);
+    return new Block(
+      batch,
+      this.keyEncoder,
+      this.rowKeyComparer,
+      this.storeSchema.hasTombstone ? this.storeSchema.internal.fields.length - 1 : -1,
+    );
   }
 
   /**
