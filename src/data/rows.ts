@@ -357,20 +357,34 @@ function zeroData(type: DataType, n: number, allNull: boolean): Data {
  */
 export function rowObject(batch: RecordBatch, row: number, columns?: string[]): Row {
   const fields = batch.schema.fields;
+  const vectors = vectorsOf(batch);
   const out: Row = {};
   if (columns === undefined) {
     for (let j = 0; j < fields.length; j++) {
       const name = fields[j]!.name;
-      if (name !== TOMBSTONE_COLUMN) out[name] = plainValue(batch.data.children[j]!, row);
+      if (name !== TOMBSTONE_COLUMN) out[name] = plainValue(batch.data.children[j]!, row, vectors, j);
     }
   } else {
     for (const name of columns) {
       const j = fields.findIndex((f) => f.name === name);
       if (j < 0) throw invalid(`unknown column "${name}"`);
-      out[name] = plainValue(batch.data.children[j]!, row);
+      out[name] = plainValue(batch.data.children[j]!, row, vectors, j);
     }
   }
   return out;
+}
+
+/**
+ * Each batch's column vectors, made on first use and kept while the batch lives: a query or a
+ * getMany that materializes thousands of rows of one memtable batch or table block makes them
+ * once, not once a row and column.
+ */
+const batchVectors = new WeakMap<RecordBatch, (Vector | undefined)[]>();
+
+function vectorsOf(batch: RecordBatch): (Vector | undefined)[] {
+  let v = batchVectors.get(batch);
+  if (!v) batchVectors.set(batch, (v = []));
+  return v;
 }
 
 /**
@@ -397,8 +411,8 @@ export function rowReader(batch: RecordBatch): (row: number) => Row {
   };
 }
 
-function plainValue(data: Data, row: number): unknown {
-  return data.getValid(row) ? plain(makeVector(data).get(row)) : null;
+function plainValue(data: Data, row: number, vectors: (Vector | undefined)[], j: number): unknown {
+  return data.getValid(row) ? plain((vectors[j] ??= makeVector(data)).get(row)) : null;
 }
 
 /**

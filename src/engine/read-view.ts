@@ -18,7 +18,7 @@ import { generationsOf, levelOf } from './table-file-io.js';
 import { type Block, findBlock, type OpenTable, type TableCache } from '../lsm/table-cache.js';
 
 /** {@link ReadView.getNow}: the read needs a file's index or a block read (or waited for). */
-const NEEDS_IO = Symbol('needs I/O');
+export const NEEDS_IO = Symbol('needs I/O');
 
 /**
  * Most keys in one `getMany` call: the answer crosses to the page as one structured-cloned
@@ -165,6 +165,17 @@ export class ReadView {
       const batch = m.batches[b]!;
       return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
     }
+    const found = this.tablesNow(this.tableOrder(), k);
+    if (found === NEEDS_IO) return NEEDS_IO;
+    return found && !found.block.deleted(found.row) ? found.block.row(found.row) : undefined;
+  }
+
+  /**
+   * Key `k` in `tables` (newest first) in this synchronous step: its block and row (a delete
+   * marker included), undefined when no file holds it, or NEEDS_IO when a file it must consult is
+   * not open or its block not cached. The read stats count only when it answers.
+   */
+  private tablesNow(tables: readonly TableFileEntry[], k: Key): { block: Block; row: number } | undefined | typeof NEEDS_IO {
     const probe = keyString(k, this.storeSchema);
     let negatives = 0;
     let positives = 0;
@@ -172,7 +183,7 @@ export class ReadView {
     let falsePositives = 0;
     let hits = 0;
     let found: { block: Block; row: number } | undefined;
-    for (const t of this.tableOrder()) {
+    for (const t of tables) {
       const range = keyRange(t);
       if (range && (probe < range.min || probe > range.max)) continue;
       const open = this.cache.openNow(t);
@@ -207,7 +218,24 @@ export class ReadView {
     stats.tableFilesConsulted += consulted;
     stats.bloomFalsePositives += falsePositives;
     stats.blockCacheHits += hits;
-    return found && !found.block.deleted(found.row) ? found.block.row(found.row) : undefined;
+    return found;
+  }
+
+  /**
+   * {@link newestIn} answered in this synchronous step (no pin needed), or NEEDS_IO when a table
+   * file it must consult is not open or its block not cached (then call newestIn).
+   */
+  newestNow(view: ViewCapture, k: Key): { batch: RecordBatch; row: number } | undefined | typeof NEEDS_IO {
+    for (const { m, visible } of view.memtables) {
+      const loc = m.keyIndex!.get(k);
+      if (loc === undefined) continue;
+      const { batch: b, row } = m.ordinals.locate(loc);
+      if (b < visible) return { batch: m.batches[b]!, row };
+      return NEEDS_IO; // overwritten since the capture: newestIn looks for the captured version
+    }
+    const found = this.tablesNow(view.tables, k);
+    if (found === NEEDS_IO || found === undefined) return found;
+    return { batch: found.block.batch, row: found.row };
   }
 
   /**
