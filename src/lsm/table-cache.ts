@@ -23,6 +23,7 @@ import { estimateBatchBytes } from '../data/size.js';
 import { rowReader } from '../data/rows.js';
 import type { Row } from '../data/plain-rows.js';
 import type { ReadStats } from '../metrics/stats.js';
+import { deviceMemoryGiB } from '../storage/device.js';
 
 /**
  * A decoded block: its rows and (keyed stores) their keys, in key order. A point read searches the
@@ -125,7 +126,7 @@ export const BLOCK_CACHE_DEVICE_SHARE = 1 / 8;
 export const BLOCK_CACHE_DEVICE_MAX_BYTES = 1024 * 1024 * 1024;
 
 /**
- * The ceiling of the default block budget on a device with `deviceMemoryGiB` GiB of memory (the
+ * The ceiling of the default block budget on a device with `gib` GiB of memory (the
  * browser's `navigator.deviceMemory`, which Chromium rounds down to a power of two and caps at 8;
  * undefined where it is not exposed): an eighth of that memory, at least BLOCK_CACHE_MAX_BYTES
  * (64 MiB) and at most BLOCK_CACHE_DEVICE_MAX_BYTES (1 GiB) — 1 GiB on a device Chromium reports
@@ -133,16 +134,10 @@ export const BLOCK_CACHE_DEVICE_MAX_BYTES = 1024 * 1024 * 1024;
  * storage quota is not an input of its own: the budget never exceeds the bytes of the table
  * files opened (plus a quarter), which the quota already bounds.
  */
-export function blockCacheCeiling(deviceMemoryGiB: number | undefined): number {
-  if (deviceMemoryGiB === undefined || !Number.isFinite(deviceMemoryGiB) || deviceMemoryGiB <= 0) return BLOCK_CACHE_MAX_BYTES;
-  const share = Math.floor(deviceMemoryGiB * 1024 * 1024 * 1024 * BLOCK_CACHE_DEVICE_SHARE);
+export function blockCacheCeiling(gib: number | undefined): number {
+  if (gib === undefined || !Number.isFinite(gib) || gib <= 0) return BLOCK_CACHE_MAX_BYTES;
+  const share = Math.floor(gib * 1024 * 1024 * 1024 * BLOCK_CACHE_DEVICE_SHARE);
   return Math.min(BLOCK_CACHE_DEVICE_MAX_BYTES, Math.max(BLOCK_CACHE_MAX_BYTES, share));
-}
-
-/** This realm's `navigator.deviceMemory` in GiB (a window or a worker in Chromium), or undefined. */
-export function deviceMemoryGiB(): number | undefined {
-  const m = (globalThis as { navigator?: { deviceMemory?: unknown } }).navigator?.deviceMemory;
-  return typeof m === 'number' ? m : undefined;
 }
 
 /**
