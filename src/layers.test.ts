@@ -37,6 +37,7 @@ const RUNTIME_BACKENDS = [
   'storage/indexeddb.ts',
   'storage/idb-db.ts',
   'storage/weblock.ts',
+  'storage/device.ts',
   'storage/fs-node.ts',
   'storage/fs-deno.ts',
 ];

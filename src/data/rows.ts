@@ -4,7 +4,7 @@
 // projection live in select.ts.
 
 import { Data, RecordBatch, Schema, Table, Type, makeVector } from 'apache-arrow';
-import type { DataType, Field } from 'apache-arrow';
+import type { DataType, Field, Vector } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import { TOMBSTONE_COLUMN, typesEqual } from './schema.js';
 import type { StoreSchema } from './schema.js';
@@ -357,24 +357,62 @@ function zeroData(type: DataType, n: number, allNull: boolean): Data {
  */
 export function rowObject(batch: RecordBatch, row: number, columns?: string[]): Row {
   const fields = batch.schema.fields;
+  const vectors = vectorsOf(batch);
   const out: Row = {};
   if (columns === undefined) {
     for (let j = 0; j < fields.length; j++) {
       const name = fields[j]!.name;
-      if (name !== TOMBSTONE_COLUMN) out[name] = plainValue(batch.data.children[j]!, row);
+      if (name !== TOMBSTONE_COLUMN) out[name] = plainValue(batch.data.children[j]!, row, vectors, j);
     }
   } else {
     for (const name of columns) {
       const j = fields.findIndex((f) => f.name === name);
       if (j < 0) throw invalid(`unknown column "${name}"`);
-      out[name] = plainValue(batch.data.children[j]!, row);
+      out[name] = plainValue(batch.data.children[j]!, row, vectors, j);
     }
   }
   return out;
 }
 
-function plainValue(data: Data, row: number): unknown {
-  return data.getValid(row) ? plain(makeVector(data).get(row)) : null;
+/**
+ * Each batch's column vectors, made on first use and kept while the batch lives: a query or a
+ * getMany that materializes thousands of rows of one memtable batch or table block makes them
+ * once, not once a row and column.
+ */
+const batchVectors = new WeakMap<RecordBatch, (Vector | undefined)[]>();
+
+function vectorsOf(batch: RecordBatch): (Vector | undefined)[] {
+  let v = batchVectors.get(batch);
+  if (!v) batchVectors.set(batch, (v = []));
+  return v;
+}
+
+/**
+ * `rowObject` of `batch` for many rows: its column vectors are made once, so each row costs only
+ * its values (a cached table block answers many point reads).
+ */
+export function rowReader(batch: RecordBatch): (row: number) => Row {
+  const fields = batch.schema.fields;
+  const names: string[] = [];
+  const columns: { data: Data; vector: Vector }[] = [];
+  for (let j = 0; j < fields.length; j++) {
+    if (fields[j]!.name === TOMBSTONE_COLUMN) continue;
+    const data = batch.data.children[j]!;
+    names.push(fields[j]!.name);
+    columns.push({ data, vector: makeVector(data) });
+  }
+  return (row) => {
+    const out: Row = {};
+    for (let j = 0; j < names.length; j++) {
+      const c = columns[j]!;
+      out[names[j]!] = c.data.getValid(row) ? plain(c.vector.get(row)) : null;
+    }
+    return out;
+  };
+}
+
+function plainValue(data: Data, row: number, vectors: (Vector | undefined)[], j: number): unknown {
+  return data.getValid(row) ? plain((vectors[j] ??= makeVector(data)).get(row)) : null;
 }
 
 /**

@@ -309,10 +309,11 @@ export class MemtableTier implements Tier {
     return this.background.compact(signal);
   }
 
-  statsMark(): number[] {
-    const reads = this.tableCache.stats;
+  statsMark(reads = true): number[] {
+    const r = this.tableCache.stats;
     const m = this.memtables;
-    return [reads.gets, reads.blockReads, m.frozen.length, m.active.generation, m.active.batches.length, this.compactor.running ? 1 : 0];
+    const mark = [m.frozen.length, m.active.generation, m.active.batches.length, this.compactor.running ? 1 : 0];
+    return reads ? [...mark, r.gets, r.blockReads] : mark;
   }
 
   statsParts(): Pick<StatsSnapshot, 'memtable' | 'compaction' | 'read'> {

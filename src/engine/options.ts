@@ -93,10 +93,13 @@ export interface MemWalOptions {
   /**
    * Bytes of decoded table-file blocks kept for reads (point reads and scans of the same keys hit
    * it instead of storage). Block indexes and Bloom filters of open files are kept besides
-   * (`readStats().indexBytes`). Default: sized from the data — the bytes of the table files reads
-   * have opened plus a quarter, at least 8 MiB, at most 64 MiB (as much as the default
-   * unflushed-memtable budget), so a store of up to about 50 MiB of table files is read from
-   * memory once warm; `readStats().blockCacheLimitBytes` shows the bound in force.
+   * (`readStats().indexBytes`). Default: sized from the data and the device — the bytes of the
+   * table files reads have opened plus a quarter, at least 8 MiB, at most an eighth of the
+   * device's memory (`navigator.deviceMemory`) between 64 MiB and 1 GiB, or 64 MiB where the
+   * memory is not exposed (Node, Firefox, Safari, edge isolates). On an 8 GiB device a store of up
+   * to about 800 MiB of table files is thus read from memory once warm (about 50 MiB where the
+   * ceiling is 64 MiB); `readStats().blockCacheLimitBytes` shows the bound in force and
+   * `readStats().blockCacheBytes` what the cache holds.
    */
   blockCacheBytes?: number;
   /**

@@ -29,7 +29,7 @@ import { INDEX_ENTRY_BYTES } from '../lsm/memtable-index.js';
 import type { TableCache } from '../lsm/table-cache.js';
 import { MemWalError } from '../util/errors.js';
 import type { MemtableSet } from './memtable-set.js';
-import type { ReadView, ViewCapture } from './read-view.js';
+import { NEEDS_IO, type ReadView, type ViewCapture } from './read-view.js';
 import type { ColumnRange, ReadFootprint } from './watch.js';
 
 /** `query`'s options (SPEC §17.1). */
@@ -406,17 +406,21 @@ export class IndexQueries {
         });
       }
       const candidates = mergeRuns(runs, reverse, from);
-      // Each candidate against the newest version of its key (asked once per key).
-      const newest = new Map<string, Promise<{ batch: RecordBatch; row: number; keys: string[] } | null>>();
-      const resolve = (c: Candidate): Promise<{ batch: RecordBatch; row: number; keys: string[] } | null> => {
+      // Each candidate against the newest version of its key (asked once per key): in the same
+      // step when its tiers are in memory (newestNow), else through a wait (newestIn).
+      type Newest = { batch: RecordBatch; row: number; keys: string[] } | null;
+      const newest = new Map<string, Newest | Promise<Newest>>();
+      const entryOf = (c: Candidate, loc: { batch: RecordBatch; row: number } | undefined): Newest => {
+        if (!loc || this.reads.deleted(loc.batch, loc.row)) return null;
+        const row = ix === this.primary ? {} : rowObject(loc.batch, loc.row, ix.columns);
+        const keys = this.keysOf(ix, row, c.pk).filter(inBounds);
+        return { ...loc, keys };
+      };
+      const resolve = (c: Candidate): Newest | Promise<Newest> => {
         let p = newest.get(c.pk);
-        if (!p) {
-          p = this.reads.newestIn(view, c.k).then((loc) => {
-            if (!loc || this.reads.deleted(loc.batch, loc.row)) return null;
-            const row = ix === this.primary ? {} : rowObject(loc.batch, loc.row, ix.columns);
-            const keys = this.keysOf(ix, row, c.pk).filter(inBounds);
-            return { ...loc, keys };
-          });
+        if (p === undefined) {
+          const now = this.reads.newestNow(view, c.k);
+          p = now === NEEDS_IO ? this.reads.newestIn(view, c.k).then((loc) => entryOf(c, loc)) : entryOf(c, now);
           newest.set(c.pk, p);
         }
         return p;
@@ -426,7 +430,8 @@ export class IndexQueries {
       for (let c = candidates(); c !== undefined && emitted < limit; c = candidates()) {
         if (prev && prev.key === c.key && prev.pk === c.pk) continue; // one entry, in two tiers or two versions
         prev = c;
-        const v = await resolve(c);
+        const r = resolve(c);
+        const v = r instanceof Promise ? await r : r;
         if (!v) continue; // deleted
         // The newest version must have this very entry, and (multi-entry) as its first in this order.
         const first = reverse ? v.keys[v.keys.length - 1] : v.keys[0];

@@ -2,8 +2,14 @@
 // (many keys from one capture, in key order, each block read once).
 
 import { Binary, Decimal, Field, Int32, IntervalDayTime, List, Schema, Struct } from 'apache-arrow';
-import { describe, expect, it } from 'vitest';
-import { BLOCK_CACHE_MAX_BYTES, BLOCK_CACHE_MIN_BYTES, defaultBlockCacheBytes } from '../lsm/table-cache.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  BLOCK_CACHE_DEVICE_MAX_BYTES,
+  BLOCK_CACHE_MAX_BYTES,
+  BLOCK_CACHE_MIN_BYTES,
+  blockCacheCeiling,
+  defaultBlockCacheBytes,
+} from '../lsm/table-cache.js';
 import { MemoryStorage } from '../storage/memory.js';
 import { MemWal } from './memwal.js';
 import type { ReadView } from './read-view.js';
@@ -31,6 +37,30 @@ describe('read view', () => {
     expect([BLOCK_CACHE_MIN_BYTES, BLOCK_CACHE_MAX_BYTES]).toEqual([8 * MiB, 64 * MiB]);
   });
 
+  it('where the device has room the default budget grows past 64 MiB: an eighth of navigator.deviceMemory, up to 1 GiB', () => {
+    expect(blockCacheCeiling(undefined)).toBe(64 * MiB);
+    expect(blockCacheCeiling(Number.NaN)).toBe(64 * MiB);
+    expect(blockCacheCeiling(0.5)).toBe(64 * MiB);
+    expect(blockCacheCeiling(4)).toBe(512 * MiB);
+    expect(blockCacheCeiling(8)).toBe(1024 * MiB);
+    expect(blockCacheCeiling(64)).toBe(BLOCK_CACHE_DEVICE_MAX_BYTES);
+    // A 4M-row store of ~400 MiB of table files is covered on an 8 GiB device, not past the ceiling on any.
+    expect(defaultBlockCacheBytes(400 * MiB, blockCacheCeiling(8))).toBe(500 * MiB);
+    expect(defaultBlockCacheBytes(4096 * MiB, blockCacheCeiling(8))).toBe(1024 * MiB);
+    expect(defaultBlockCacheBytes(4096 * MiB, blockCacheCeiling(undefined))).toBe(BLOCK_CACHE_MAX_BYTES);
+  });
+
+  describe('on a device that reports its memory', () => {
+    afterEach(() => vi.unstubAllGlobals());
+    it("a store's cache takes its ceiling from this realm's navigator.deviceMemory", async () => {
+      vi.stubGlobal('navigator', { deviceMemory: 4 });
+      const w = await open();
+      const cache = (w as unknown as { tier: { tableCache: { ceiling: number } } }).tier.tableCache;
+      expect(cache.ceiling).toBe(512 * MiB);
+      await w.close();
+    });
+  });
+
   it('by default a store of more than 8 MiB of tables is read from memory once warm: the second pass reads no block', async () => {
     const w = await open();
     await compacted(w, 100_000, 'x'.repeat(80));
@@ -53,6 +83,46 @@ describe('read view', () => {
     const small = await open(new MemoryStorage(), { blockCacheBytes: 4096 });
     expect((await small.readStats()).blockCacheLimitBytes).toBe(4096);
     await small.close();
+  });
+
+  it('a warm get is answered from the cached block without waiting, and counts what a cold one counts', async () => {
+    const w = await open();
+    await compacted(w, 3000); // level 1
+    for (let i = 0; i < 3000; i += 1000) await w.put(rows(i, 1000, 'l0')); // a newer level-0 file over it
+    await w.delete([{ id: 5 }]);
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    const view = readView(w);
+    const cold = await w.readStats();
+    expect((await view.get({ id: 4 }))?.name).toBe('l04');
+    const afterCold = await w.readStats();
+    // Warm: the same key answers before any await settles elsewhere (no block read, no pin).
+    let settled = false;
+    const warm = view.get({ id: 4 }).then((r) => ((settled = true), r));
+    await Promise.resolve();
+    expect(settled).toBe(true);
+    expect((await warm)?.name).toBe('l04');
+    const afterWarm = await w.readStats();
+    const delta = (a: typeof cold, b: typeof cold) => ({
+      gets: b.gets - a.gets,
+      consulted: b.tableFilesConsulted - a.tableFilesConsulted,
+      reads: b.blockReads - a.blockReads,
+      hits: b.blockCacheHits - a.blockCacheHits,
+    });
+    expect(delta(cold, afterCold)).toEqual({ gets: 1, consulted: 1, reads: 1, hits: 0 });
+    expect(delta(afterCold, afterWarm)).toEqual({ gets: 1, consulted: 1, reads: 0, hits: 1 });
+    // A delete marker in the newer file hides the older version, warm or cold.
+    expect(await view.get({ id: 5 })).toBeUndefined();
+    expect(await view.get({ id: 5 })).toBeUndefined();
+    // A put since is read from the memtable, then the table order follows a compaction.
+    await w.put(rows(6, 1, 'mem'));
+    expect((await view.get({ id: 6 }))?.name).toBe('mem6');
+    await w.forceSealActive();
+    await w.waitForFlushDrain();
+    await w.compact();
+    for (const id of [4, 6, 2999]) expect((await view.get({ id }))?.name).toBe(id === 6 ? 'mem6' : `l0${id}`);
+    expect(await view.get({ id: 5 })).toBeUndefined();
+    await w.close();
   });
 
   it('getMany answers in the order asked from one capture, and keys sharing a block read it once', async () => {

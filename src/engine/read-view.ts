@@ -15,7 +15,10 @@ import type { MemtableSet } from './memtable-set.js';
 import { projectBatch, rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
 import { generationsOf, levelOf } from './table-file-io.js';
-import { findBlock, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+import { type Block, findBlock, type OpenTable, type TableCache } from '../lsm/table-cache.js';
+
+/** {@link ReadView.getNow}: the read needs a file's index or a block read (or waited for). */
+export const NEEDS_IO = Symbol('needs I/O');
 
 /**
  * Most keys in one `getMany` call: the answer crosses to the page as one structured-cloned
@@ -38,7 +41,7 @@ function checkBatch(keys: unknown): void {
 export interface ViewCapture {
   memtables: { m: MemTable; visible: number }[];
   /** Level 0 newest first, then level 1 (older than every level-0 file) in key order. */
-  tables: TableFileEntry[];
+  tables: readonly TableFileEntry[];
 }
 
 /** Reads of one MemTable-mode writer. */
@@ -52,22 +55,49 @@ export class ReadView {
     private readonly cache: TableCache,
   ) {}
 
+  /** The last {@link tableOrder}, and what it was made of. */
+  private order: { of: readonly TableFileEntry[]; active: number; frozen: number[]; tables: readonly TableFileEntry[] } | undefined;
+
   /** Capture memtables and table files in one synchronous step (no hole, no double). */
   capture(): ViewCapture {
     const active = this.tier.active;
     const memtables = [{ m: active, visible: active.visibleBatches }];
-    const inMemory = new Set<number>([active.generation]);
     for (let i = this.tier.frozen.length - 1; i >= 0; i--) {
       const f = this.tier.frozen[i]!;
       memtables.push({ m: f, visible: f.visibleBatches });
-      inMemory.add(f.generation);
     }
-    const live = this.tables().filter((t) => !(levelOf(t) === 0 && inMemory.has(t.generation)));
+    return { memtables, tables: this.tableOrder() };
+  }
+
+  /**
+   * The live table files a read consults, newest first (level 0 by generation, then level 1 in
+   * key order), without the level-0 files of generations still in memory. Made again only when
+   * the manifest's list or the memtables' generations changed (a get does not sort).
+   */
+  private tableOrder(): readonly TableFileEntry[] {
+    const all = this.tables();
+    const active = this.tier.active.generation;
+    const frozen = this.tier.frozen;
+    const o = this.order;
+    if (
+      o &&
+      o.of === all &&
+      o.active === active &&
+      o.frozen.length === frozen.length &&
+      frozen.every((f, i) => o.frozen[i] === f.generation)
+    ) {
+      return o.tables;
+    }
+    const inMemory = new Set<number>([active]);
+    for (const f of frozen) inMemory.add(f.generation);
+    const live = all.filter((t) => !(levelOf(t) === 0 && inMemory.has(t.generation)));
     const level0 = live.filter((t) => levelOf(t) === 0).sort((a, b) => b.generation - a.generation);
     const level1 = live
       .filter((t) => levelOf(t) >= 1)
       .sort((a, b) => (this.keyEncoder ? byMinKey(a, b) : generationsOf(a).min - generationsOf(b).min));
-    return { memtables, tables: [...level0, ...level1] };
+    const tables = [...level0, ...level1];
+    this.order = { of: all, active, frozen: frozen.map((f) => f.generation), tables };
+    return tables;
   }
 
   /**
@@ -101,6 +131,8 @@ export class ReadView {
     if (!this.keyEncoder) throw new MemWalError('NotSupported', 'get needs a primary key (this store is append-only)');
     const k = encodeKey(key, this.storeSchema);
     this.cache.stats.gets++;
+    const now = this.getNow(k);
+    if (now !== NEEDS_IO) return now;
     const view = this.capture();
     const hit = this.inMemtables(view, k);
     if (hit) return hit.row;
@@ -112,6 +144,98 @@ export class ReadView {
     } finally {
       this.cache.unpin(names);
     }
+  }
+
+  /**
+   * A point read answered in this synchronous step — from the memtables, or from table files
+   * whose index is read and whose candidate block is cached (a hit costs no wait, no pin, no
+   * capture) — or NEEDS_IO when a file it must consult is not open or its block not cached; the
+   * read stats of the table files are counted only when it answers (the asynchronous path that
+   * follows counts them itself).
+   */
+  private getNow(k: Key): Record<string, unknown> | undefined | typeof NEEDS_IO {
+    const active = this.tier.active;
+    const frozen = this.tier.frozen;
+    for (let i = frozen.length; i >= 0; i--) {
+      const m = i === frozen.length ? active : frozen[i]!;
+      const loc = m.keyIndex!.get(k);
+      if (loc === undefined) continue;
+      const { batch: b, row } = m.ordinals.locate(loc);
+      if (b >= m.visibleBatches) continue;
+      const batch = m.batches[b]!;
+      return this.isTombstone(batch, row) ? undefined : rowObject(batch, row);
+    }
+    const found = this.tablesNow(this.tableOrder(), k);
+    if (found === NEEDS_IO) return NEEDS_IO;
+    return found && !found.block.deleted(found.row) ? found.block.row(found.row) : undefined;
+  }
+
+  /**
+   * Key `k` in `tables` (newest first) in this synchronous step: its block and row (a delete
+   * marker included), undefined when no file holds it, or NEEDS_IO when a file it must consult is
+   * not open or its block not cached. The read stats count only when it answers.
+   */
+  private tablesNow(tables: readonly TableFileEntry[], k: Key): { block: Block; row: number } | undefined | typeof NEEDS_IO {
+    const probe = keyString(k, this.storeSchema);
+    let negatives = 0;
+    let positives = 0;
+    let consulted = 0;
+    let falsePositives = 0;
+    let hits = 0;
+    let found: { block: Block; row: number } | undefined;
+    for (const t of tables) {
+      const range = keyRange(t);
+      if (range && (probe < range.min || probe > range.max)) continue;
+      const open = this.cache.openNow(t);
+      if (!open) return NEEDS_IO;
+      if (open.bloom) {
+        if (!open.bloom.mayContain(k)) {
+          negatives++;
+          continue;
+        }
+        positives++;
+      }
+      consulted++;
+      const i = findBlock(open, probe);
+      if (i < 0) {
+        if (open.bloom) falsePositives++;
+        continue;
+      }
+      const block = open.cached(i);
+      if (!block) return NEEDS_IO;
+      hits++;
+      const row = block.find(probe);
+      if (row < 0) {
+        if (open.bloom) falsePositives++;
+        continue;
+      }
+      found = { block, row };
+      break;
+    }
+    const stats = this.cache.stats;
+    stats.bloomNegatives += negatives;
+    stats.bloomPositives += positives;
+    stats.tableFilesConsulted += consulted;
+    stats.bloomFalsePositives += falsePositives;
+    stats.blockCacheHits += hits;
+    return found;
+  }
+
+  /**
+   * {@link newestIn} answered in this synchronous step (no pin needed), or NEEDS_IO when a table
+   * file it must consult is not open or its block not cached (then call newestIn).
+   */
+  newestNow(view: ViewCapture, k: Key): { batch: RecordBatch; row: number } | undefined | typeof NEEDS_IO {
+    for (const { m, visible } of view.memtables) {
+      const loc = m.keyIndex!.get(k);
+      if (loc === undefined) continue;
+      const { batch: b, row } = m.ordinals.locate(loc);
+      if (b < visible) return { batch: m.batches[b]!, row };
+      return NEEDS_IO; // overwritten since the capture: newestIn looks for the captured version
+    }
+    const found = this.tablesNow(view.tables, k);
+    if (found === NEEDS_IO || found === undefined) return found;
+    return { batch: found.block.batch, row: found.row };
   }
 
   /**

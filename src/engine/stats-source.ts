@@ -117,9 +117,10 @@ export class StatsSource {
   /**
    * Cheap figures that change when the stats do (compared, never shown): a host republishes its
    * snapshot when they differ (rpc/host.ts). Figures that drift on their own (elapsed wait time,
-   * the storage estimate, retention) are left to the host's heartbeat.
+   * the storage estimate, retention) are left to the host's heartbeat. `reads` false: without
+   * the read counters (gets, block reads), which a point read changes and nothing else does.
    */
-  mark(): number[] {
+  mark(reads = true): number[] {
     const w = this.ctx.writeStats;
     return [
       w.putCount,
@@ -131,7 +132,7 @@ export class StatsSource {
       this.ctx.log.manifest.version,
       this.wal.pendingBytes,
       WRITER_STATES.indexOf(this.ctx.life.state),
-      ...this.tier.statsMark(),
+      ...this.tier.statsMark(reads),
     ];
   }
 

@@ -74,8 +74,9 @@ export interface Tier {
   /**
    * Cheap figures that change when the mode's stats change (sync; compared, never shown): a
    * host republishes its stats snapshot when they, or the writer's own, differ (rpc/host.ts).
+   * `reads` false: without the read counters (a point read changes only those).
    */
-  statsMark(): number[];
+  statsMark(reads?: boolean): number[];
   /** The mode's part of a stats snapshot, read in one synchronous step (WAL-only mode: none). */
   statsParts(): Pick<StatsSnapshot, 'memtable' | 'compaction' | 'read'>;
 

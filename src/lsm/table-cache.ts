@@ -1,10 +1,10 @@
 // The table files a writer reads: their indexes (resident for every open file, outside the block
 // budget), a block cache bounded by `blockCacheBytes` or by default sized from the open files up
-// to BLOCK_CACHE_MAX_BYTES, read statistics, and pins that keep a file a reader still uses from
-// being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
+// to a ceiling from the device's memory (blockCacheCeiling), read statistics, and pins that keep
+// a file a reader still uses from being deleted. Format-1 files (the first release) are read whole and held sorted in memory,
 // a few at a time. Invariant: cached block bytes never exceed the bound after an insert.
 
-import { RecordBatch, type Schema, type Table, tableFromIPC } from 'apache-arrow';
+import { RecordBatch, type Schema, type Table, tableFromIPC, type Vector } from 'apache-arrow';
 import { MemWalError } from '../util/errors.js';
 import type { TableFileEntry } from '../format/manifest/manifest.js';
 import type { BloomFilter } from '../format/table/bloom.js';
@@ -20,7 +20,10 @@ import type { StoreSchema } from '../data/schema.js';
 import type { SchemaVersions } from '../format/schema-versions.js';
 import { allRows, gather, gatherBatch, makeBatch } from '../data/select.js';
 import { estimateBatchBytes } from '../data/size.js';
+import { rowReader } from '../data/rows.js';
+import type { Row } from '../data/plain-rows.js';
 import type { ReadStats } from '../metrics/stats.js';
+import { deviceMemoryGiB } from '../storage/device.js';
 
 /**
  * A decoded block: its rows and (keyed stores) their keys, in key order. A point read searches the
@@ -31,11 +34,27 @@ export class Block {
   private keys_: ArrayLike<Key> | undefined;
   private compare: ((row: number, probe: string) => number) | undefined;
 
+  private row_: ((row: number) => Row) | undefined;
+  private tombstones: Vector | undefined;
+
   constructor(
     readonly batch: RecordBatch,
     private readonly keyEncoder: KeyEncoder | undefined,
     private readonly rowKeyComparer: RowKeyComparer | undefined,
+    /** The index of the delete-marker column (`StoreSchema.hasTombstone`: the last one), or -1. */
+    private readonly tombstoneColumn = -1,
   ) {}
+
+  /** Row `row` as a plain object (`rowObject`'s answer), its column vectors made once per block. */
+  row(row: number): Row {
+    return (this.row_ ??= rowReader(this.batch))(row);
+  }
+
+  /** Row `row` is a delete marker. */
+  deleted(row: number): boolean {
+    if (this.tombstoneColumn < 0) return false;
+    return (this.tombstones ??= this.batch.getChildAt(this.tombstoneColumn)!).get(row) === true;
+  }
 
   /** Every row's key (keyed stores; undefined for append-only ones), encoded on first use. */
   get keys(): ArrayLike<Key> | undefined {
@@ -73,6 +92,11 @@ export interface OpenTable {
    * neither fills the cache nor counts in the read stats.
    */
   block(i: number, fill?: boolean): Promise<Block>;
+  /**
+   * Block `i` if the cache holds it (made the most recently used; the caller counts the hit in
+   * `stats.blockCacheHits`), else undefined: no I/O, no wait.
+   */
+  cached(i: number): Block | undefined;
   /** Its index sections (format 3; none before). */
   readonly sections: readonly SectionInfo[];
   /** The bytes of section `s` (one ranged read, checked against its CRC; not cached here). */
@@ -91,18 +115,38 @@ const V1_FILES = 4;
 /** The default block budget's floor: what the cache may hold however little has been opened. */
 export const BLOCK_CACHE_MIN_BYTES = 8 * 1024 * 1024;
 /**
- * The default block budget's bound: as much as the default unflushed-memtable budget, so that a
- * tab's two big consumers stay within what a browser tab or a Node process holds comfortably.
+ * The default block budget's ceiling where the device's memory is unknown (Node, Firefox, Safari,
+ * an edge isolate): as much as the default unflushed-memtable budget, so that a tab's two big
+ * consumers stay within what a browser tab or a Node process holds comfortably.
  */
 export const BLOCK_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+/** The share of the device's memory (`navigator.deviceMemory`) the default block budget may grow to. */
+export const BLOCK_CACHE_DEVICE_SHARE = 1 / 8;
+/** The default block budget's ceiling on any device: 1 GiB. */
+export const BLOCK_CACHE_DEVICE_MAX_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * The ceiling of the default block budget on a device with `gib` GiB of memory (the
+ * browser's `navigator.deviceMemory`, which Chromium rounds down to a power of two and caps at 8;
+ * undefined where it is not exposed): an eighth of that memory, at least BLOCK_CACHE_MAX_BYTES
+ * (64 MiB) and at most BLOCK_CACHE_DEVICE_MAX_BYTES (1 GiB) — 1 GiB on a device Chromium reports
+ * as 8 GiB, 512 MiB on a 4 GiB one, 64 MiB on 0.5 GiB or where the memory is not known. The
+ * storage quota is not an input of its own: the budget never exceeds the bytes of the table
+ * files opened (plus a quarter), which the quota already bounds.
+ */
+export function blockCacheCeiling(gib: number | undefined): number {
+  if (gib === undefined || !Number.isFinite(gib) || gib <= 0) return BLOCK_CACHE_MAX_BYTES;
+  const share = Math.floor(gib * 1024 * 1024 * 1024 * BLOCK_CACHE_DEVICE_SHARE);
+  return Math.min(BLOCK_CACHE_DEVICE_MAX_BYTES, Math.max(BLOCK_CACHE_MAX_BYTES, share));
+}
 
 /**
  * The default block budget for `openBytes` bytes of open table files: those bytes plus a quarter
  * (a cached block also counts 8 bytes a row for its keys), at least BLOCK_CACHE_MIN_BYTES, at
- * most BLOCK_CACHE_MAX_BYTES.
+ * most `ceiling` ({@link blockCacheCeiling} of the device).
  */
-export function defaultBlockCacheBytes(openBytes: number): number {
-  return Math.min(BLOCK_CACHE_MAX_BYTES, Math.max(BLOCK_CACHE_MIN_BYTES, Math.ceil(openBytes * 1.25)));
+export function defaultBlockCacheBytes(openBytes: number, ceiling = BLOCK_CACHE_MAX_BYTES): number {
+  return Math.min(ceiling, Math.max(BLOCK_CACHE_MIN_BYTES, Math.ceil(openBytes * 1.25)));
 }
 
 export function zeroReadStats(): ReadStats {
@@ -123,6 +167,8 @@ export function zeroReadStats(): ReadStats {
 /** Indexes, blocks and pins of the live table files of one writer. */
 export class TableCache {
   private readonly open_ = new Map<string, Promise<OpenTable>>();
+  /** The format-2 files of `open_` whose index is read: a point read's synchronous path ({@link openNow}). */
+  private readonly ready = new Map<string, OpenTable>();
   private readonly v1 = new Map<string, Promise<OpenTable>>();
   private readonly blocks = new Map<string, { block: Block; bytes: number }>();
   private readonly pins = new Map<string, number>();
@@ -142,6 +188,8 @@ export class TableCache {
     private readonly cacheBytes: number | undefined,
     /** Schema versions of files written before the current one (absent: one version). */
     private readonly versions?: SchemaVersions,
+    /** The default budget's ceiling ({@link blockCacheCeiling}; by default this device's). */
+    private readonly ceiling = blockCacheCeiling(deviceMemoryGiB()),
   ) {
     this.rowKeyComparer = keyEncoder ? makeRowKeyComparer(storeSchema) : undefined;
     this.stats.blockCacheLimitBytes = this.limit();
@@ -149,7 +197,7 @@ export class TableCache {
 
   /** The block budget now. */
   private limit(): number {
-    return this.cacheBytes ?? defaultBlockCacheBytes(this.openBytes);
+    return this.cacheBytes ?? defaultBlockCacheBytes(this.openBytes, this.ceiling);
   }
 
   /** Evict least recently used blocks until the cache is within its budget. */
@@ -180,9 +228,15 @@ export class TableCache {
     return p;
   }
 
+  /** The open table for `entry` if its index is already read (no I/O, no wait), else undefined. */
+  openNow(entry: TableFileEntry): OpenTable | undefined {
+    return this.ready.get(entry.name);
+  }
+
   /** Drop what is cached of a file that left the manifest. */
   forget(name: string): void {
     this.open_.delete(name);
+    this.ready.delete(name);
     this.v1.delete(name);
     this.unsize(name);
     for (const k of [...this.blocks.keys()]) {
@@ -253,15 +307,28 @@ export class TableCache {
       this.stats.indexBytes += index.footerBytes;
       this.stats.blockCacheLimitBytes = this.limit();
     }
-    return {
+    const keys = index.blocks.map((_, i) => `${entry.name}#${i}`);
+    const open: OpenTable = {
       entry,
       blocks: index.blocks,
       bloom: index.bloom,
       block: (i, fill = true) => this.blockV2(entry, index, i, fill),
+      cached: (i) => this.cachedBlock(keys[i]!),
       sections: index.sections,
       section: async (sec) =>
         checkSection(entry.name, index, sec, await this.reads.range(entry.name, index.sectionAreaStart + sec.offset, sec.length)),
     };
+    if (this.open_.has(entry.name)) this.ready.set(entry.name, open);
+    return open;
+  }
+
+  /** A cached block by its key, made the most recently used (not counted: the caller counts). */
+  private cachedBlock(key: string): Block | undefined {
+    const hit = this.blocks.get(key);
+    if (!hit) return undefined;
+    this.blocks.delete(key);
+    this.blocks.set(key, hit);
+    return hit.block;
   }
 
   private async blockV2(entry: TableFileEntry, index: TableIndex, i: number, fill: boolean): Promise<Block> {
@@ -330,13 +397,19 @@ export class TableCache {
       blocks: bounds,
       bloom: undefined,
       block: (i) => Promise.resolve(decoded[i]!),
+      cached: (i) => decoded[i],
       sections: [],
       section: () => Promise.reject(new MemWalError('NotSupported', `table file ${entry.name}: format 1 has no index sections`)),
     };
   }
 
   private block(batch: RecordBatch): Block {
-    return new Block(batch, this.keyEncoder, this.rowKeyComparer);
+    return new Block(
+      batch,
+      this.keyEncoder,
+      this.rowKeyComparer,
+      this.storeSchema.hasTombstone ? this.storeSchema.internal.fields.length - 1 : -1,
+    );
   }
 
   /**

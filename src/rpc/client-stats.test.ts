@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { StatsSnapshot } from '../metrics/stats.js';
 import { FaultInjectingStorage } from '../testing/fault.js';
 import type { MemWalClient, WorkerLike } from './client.js';
+import { STATS_CHECK_MS } from './host.js';
 import { openMemWal, type OpenMemWalOptions } from './open-memwal.js';
 import type { HostEvent } from './protocol.js';
 import { channelWorker, quiet, rows, schema, storeName } from './rpc.test-util.js';
@@ -74,6 +75,33 @@ describe('stats from the page', () => {
       expect(s.memtable!.durableBatchCount, `after put ${i}`).toBe(i);
       expect((await c.memtableStats()).rowCount, `after put ${i}`).toBe(2 * i);
     }
+  });
+
+  it('a point read is answered without a snapshot ahead of it; its counters follow within the next check', async () => {
+    const c = await open(channelWorker());
+    await c.put(rows(1, 20));
+    await c.stats(); // the worker publishes from now on
+    const proto = MessagePort.prototype as unknown as { postMessage: (m: unknown, t?: unknown) => void };
+    const original = proto.postMessage;
+    let snapshots = 0;
+    proto.postMessage = function (this: MessagePort, m: unknown, t?: unknown) {
+      if ((m as { memwalEvent?: string })?.memwalEvent === 'stats') snapshots++;
+      return original.call(this, m, t);
+    };
+    const t0 = performance.now();
+    try {
+      for (let i = 0; i < 100; i++) expect((await c.get({ id: 1 + (i % 20) }))?.id).toBe(1 + (i % 20));
+    } finally {
+      proto.postMessage = original;
+    }
+    // Only the timer's checks publish (one per STATS_CHECK_MS at most), not one per get.
+    expect(snapshots).toBeLessThanOrEqual(Math.ceil((performance.now() - t0) / STATS_CHECK_MS) + 1);
+    expect(snapshots).toBeLessThan(100);
+    await tick(STATS_CHECK_MS * 4);
+    expect((await c.readStats()).gets).toBe(100);
+    // A write still publishes ahead of its reply (read-your-writes above).
+    await c.put(rows(100, 1));
+    expect((await c.stats()).write.putCount).toBe(2);
   });
 
   it('a backpressure wait between two pushes shows in the next push, through the worker', async () => {

@@ -236,9 +236,14 @@ export function makeHostApi(
   // snapshot whenever the store's stats changed — checked just before every reply (so a snapshot
   // at least as new as the reply's effect precedes it on the port: read-your-writes), every
   // STATS_CHECK_MS for changes made in the background, and at least every STATS_HEARTBEAT_MS —
-  // and the client answers stats from the newest one without a round trip.
+  // and the client answers stats from the newest one without a round trip. The read counters
+  // (gets, block reads) alone do not make a reply publish: a point read would post a whole
+  // snapshot ahead of every answer (its cost was the message's own); the next check, within
+  // STATS_CHECK_MS, publishes them.
   let statsWindow: { store: MemWal; interval: WaitWindow } | undefined;
   let lastMark: number[] | undefined;
+  /** `lastMark` without the read counters (what a reply compares). */
+  let lastReplyMark: number[] | undefined;
   let lastPublishMs = 0;
   let stopStatsTimer: (() => void) | undefined;
   const sameMark = (a: number[], b: number[] | undefined): boolean =>
@@ -249,12 +254,14 @@ export function makeHostApi(
       statsWindow = { store: s, interval: s.statsSource.openWindow() };
     }
     lastMark = s.statsSource.mark();
+    lastReplyMark = s.statsSource.mark(false);
     lastPublishMs = nowMs();
     return s.statsSource.now(statsWindow.interval);
   };
-  const publishStats = (force: boolean): void => {
+  /** `reply`: just before a reply, which the read counters alone do not make publish. */
+  const publishStats = (force: boolean, reply = false): void => {
     if (!stopStatsTimer || !store) return;
-    if (!force && sameMark(store.statsSource.mark(), lastMark)) return;
+    if (!force && (reply ? sameMark(store.statsSource.mark(false), lastReplyMark) : sameMark(store.statsSource.mark(), lastMark))) return;
     emit({ memwalEvent: 'stats', stats: snapshotFor(store) });
   };
   const stopStats = (): void => {
@@ -270,7 +277,7 @@ export function makeHostApi(
       publishStats(nowMs() - lastPublishMs >= STATS_HEARTBEAT_MS);
     }, STATS_CHECK_MS);
   };
-  const wire = wireWith(() => publishStats(false));
+  const wire = wireWith(() => publishStats(false, true));
   const emitState = (state: WriterState): void => {
     if (state === lastState) return;
     lastState = state;
