@@ -42,7 +42,7 @@ describe('search finds a word wherever it sits in a document without whitespace'
     const w = await open();
     try {
       // 255 characters of filler words, then 北京 ("Beijing") at characters 255..256.
-      const filler = '我们'.repeat(127) + '去';
+      const filler = `${'我们'.repeat(127)}去`;
       const body = `${filler}北京。`;
       expect(filler.length).toBe(255);
       await w.put([{ id: 1, body }]);
