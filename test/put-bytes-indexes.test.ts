@@ -59,6 +59,29 @@ describe('maxPutBytes counts the index bytes a put adds', () => {
     }
   }, 60_000);
 
+  it('a put whose index bytes fit is accepted, and what the memtable counts is what stats() meters', async () => {
+    const w = await MemWal.open({
+      name: 'notes',
+      schema,
+      primaryKey: ['id'],
+      storage: new MemoryStorage(),
+      logger: quiet,
+      maxPutBytes: MAX_PUT,
+      indexes: { words: { column: 'body', kind: 'text' } },
+    } as never);
+    try {
+      const body = doc(2).slice(0, 20_000); // about 3,500 distinct terms: ~0.5 MB in the index
+      await w.put([{ id: 1, body }]);
+      const m = await w.memtableStats();
+      expect(m.estimatedBytes).toBeGreaterThan(10 * body.length); // the index is counted
+      expect(m.estimatedBytes).toBeLessThanOrEqual(MAX_PUT);
+      expect((await w.stats()).unflushedBytes).toBe(m.estimatedBytes + m.frozenBytes);
+      expect(await w.search('words', body.slice(0, body.indexOf(' ')))).toHaveLength(1);
+    } finally {
+      await w.close();
+    }
+  });
+
   it('multi-entry index: the same', async () => {
     const tagged = new Schema([
       new Field('id', new Int32(), false),

@@ -13,7 +13,7 @@ import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
 import type { ColumnView } from '../data/column-view.js';
 import { isSchemaMismatch } from '../format/schema-versions.js';
-import { estimateInsertBytes } from '../lsm/memtable.js';
+import { type PreparedIndexing, estimateInsertBytes } from '../lsm/memtable.js';
 import { renderMetrics } from '../metrics/prometheus.js';
 import type {
   BackpressureStats,
@@ -269,16 +269,22 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       bytes += sizes[i]!;
       rows += batches[i]!.numRows;
     }
-    if (bytes > this.options.maxPutBytes) {
+    // The index work is done once, here, so the limit counts what the put adds to the memtable's
+    // indexes (at most `indexBytes`) before anything is applied or logged.
+    const prepared = bytes > this.options.maxPutBytes ? undefined : this.tier.prepareIndexing(batches, keys);
+    let indexBytes = 0;
+    for (const p of prepared ?? []) indexBytes += p.bytes;
+    if (bytes + indexBytes > this.options.maxPutBytes) {
+      const index = indexBytes > 0 ? ` (${indexBytes} of them in its indexes)` : '';
       throw new MemWalError(
         'InvalidArgument',
-        `put of ${rows} rows is about ${bytes} bytes, more than maxPutBytes (${this.options.maxPutBytes}); split it into smaller puts; nothing was written`,
+        `put of ${rows} rows is about ${bytes + indexBytes} bytes${index}, more than maxPutBytes (${this.options.maxPutBytes}); split it into smaller puts; nothing was written`,
       );
     }
     let entry: PendingEntry | undefined;
     const tryAdmit = (): boolean => {
       if (this.tier.unflushedBytes() >= this.options.maxUnflushedMemtableBytes) return false;
-      entry = this.insert(batches, keys, sizes, bytes, rows);
+      entry = this.insert(batches, keys, sizes, bytes, rows, prepared);
       return true;
     };
     await this.backpressure.admit(tryAdmit, {
@@ -300,9 +306,16 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   /** Insert admitted batches (synchronous: tier, WAL entry, freeze trigger, append schedule). */
-  private insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
+  private insert(
+    batches: RecordBatch[],
+    keys: ArrayLike<Key>[] | undefined,
+    sizes: number[],
+    bytes: number,
+    rows: number,
+    prepared: PreparedIndexing[] | undefined,
+  ): PendingEntry {
     const t0 = nowMs();
-    const e = this.tier.insert(batches, keys, sizes, bytes, rows);
+    const e = this.tier.insert(batches, keys, sizes, bytes, rows, prepared);
     this.ctx.writeStats.putCount += 1;
     this.ctx.writeStats.putRows += rows;
     this.wal.schedule(e);
