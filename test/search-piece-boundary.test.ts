@@ -7,6 +7,7 @@
 // for a fragment finds a word the document does not hold.
 
 import { describe, expect, it } from 'vitest';
+import { MAX_TERM_CHARS, tokenize } from '../src/data/tokenize.js';
 import { MemWal, MemoryStorage, defineSchema, int32, utf8 } from '../src/index.js';
 
 const schema = defineSchema({ id: int32(), body: utf8() });
@@ -51,6 +52,45 @@ describe('search finds a word wherever it sits in a document without whitespace'
       expect((await w.search('words', '北京')).map((h) => h.row.id)).toEqual([1]);
     } finally {
       await w.close();
+    }
+  });
+
+  it('tokenize equals one segmentation of the whole text, for runs without whitespace of any length', () => {
+    const ix = { name: 'words', column: 'body', locale: undefined, stopWords: new Set<string>() };
+    const whole = new Intl.Segmenter(undefined, { granularity: 'word' });
+    const oracle = (t: string): string[] =>
+      [...whole.segment(t.normalize('NFKC').toLocaleLowerCase())]
+        .filter((s) => s.isWordLike && s.segment.length <= MAX_TERM_CHARS)
+        .map((s) => s.segment);
+    const parts = [
+      '我们',
+      '去',
+      '北京',
+      '。',
+      ',',
+      'Hello',
+      'world',
+      '東京都',
+      'に',
+      '行きます',
+      'ー',
+      '1234',
+      '的',
+      '中华人民共和国',
+      '-',
+      '.',
+      'x1',
+    ];
+    let seed = 7;
+    const rnd = (n: number): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return Math.floor((seed / 2 ** 32) * n);
+    };
+    for (let n = 0; n < 300; n++) {
+      let t = '';
+      const len = 200 + rnd(1500);
+      while (t.length < len) t += parts[rnd(parts.length)];
+      expect(tokenize(ix, t)).toEqual(oracle(t));
     }
   });
 });
