@@ -112,15 +112,7 @@ export class MemtableTier implements Tier {
       lanes: ctx.lanes,
       life: ctx.life,
     });
-    this.searches = new TextSearch(
-      schema,
-      options.textIndexes,
-      options.indexes,
-      this.reads,
-      this.memtables,
-      () => log.manifest.tables,
-      cache,
-    );
+    this.searches = new TextSearch(schema, options.textIndexes, this.queries, this.reads, this.memtables, () => log.manifest.tables, cache);
   }
 
   // ------------------------------------------------------------------ the put path
