@@ -24,6 +24,7 @@ import type { TableCache } from '../lsm/table-cache.js';
 import { MemWalError } from '../util/errors.js';
 import type { MemtableSet } from './memtable-set.js';
 import type { IndexQueries, IndexStats } from './query.js';
+import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import type { ReadView, ViewCapture } from './read-view.js';
 
 /** BM25's term-frequency saturation. */
@@ -57,6 +58,8 @@ export interface SearchHit<Row = Record<string, unknown>> {
 
 const invalid = (why: string): MemWalError => new MemWalError('InvalidArgument', why);
 const SEARCH_KEYS = new Set(['limit', 'where', 'prefix']);
+/** Longest stretch a section build runs without giving the event loop a turn (about one block's work past it). */
+const SECTION_SLICE_MS = 20;
 
 /** One tier of a capture as a search reads it. */
 interface TierOf {
@@ -113,6 +116,8 @@ export class TextSearch {
   private readonly sections = new Map<string, Map<string, TextFileSection>>();
   /** Per index: the statistics of the last capture searched (reused while nothing changed). */
   private readonly corpora = new Map<string, Corpus>();
+  /** Section builds under way, by file name and index name (shared by concurrent searches). */
+  private readonly building = new Map<string, Promise<TextFileSection>>();
 
   constructor(
     private readonly storeSchema: StoreSchema,
@@ -297,15 +302,37 @@ export class TextSearch {
   }
 
   /** The section of table file `t` for `ix`, built from its blocks on first use. */
-  private async sectionOf(t: TableFileEntry, ix: ResolvedTextIndex): Promise<TextFileSection> {
+  private sectionOf(t: TableFileEntry, ix: ResolvedTextIndex): Promise<TextFileSection> {
     const hit = this.sections.get(t.name)?.get(ix.name);
-    if (hit) return hit;
+    if (hit) return Promise.resolve(hit);
+    // One build per (file, index): concurrent searches share it; a failed one is forgotten, and
+    // its half-built section was never stored, so the next search builds it again.
+    const id = `${t.name}\u0000${ix.name}`;
+    let build = this.building.get(id);
+    if (!build) {
+      build = this.buildSection(t, ix).finally(() => this.building.delete(id));
+      this.building.set(id, build);
+    }
+    return build;
+  }
+
+  /**
+   * Build file `t`'s section of `ix` from its blocks, a block at a time, giving the event loop a
+   * turn whenever SECTION_SLICE_MS have passed since the last (a cached block is read without
+   * one), so puts, gets and stats are served while a large file is indexed. Stored only whole.
+   */
+  private async buildSection(t: TableFileEntry, ix: ResolvedTextIndex): Promise<TextFileSection> {
     const open = await this.cache.open(t);
     const section = new TextFileSection(ix);
+    let slice = nowMs();
     for (let b = 0; b < open.blocks.length; b++) {
       const block = await open.block(b, false);
       const batch = block.batch;
       section.addBlock(b, batch, block.keys!, (r) => this.reads.deleted(batch, r));
+      if (nowMs() - slice >= SECTION_SLICE_MS) {
+        await yieldToEventLoop();
+        slice = nowMs();
+      }
     }
     // Sections of files no longer in the manifest (compacted away) are dropped.
     const live = new Set(this.tables().map((f) => f.name));
