@@ -13,7 +13,8 @@ import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
 import type { ColumnView } from '../data/column-view.js';
 import { isSchemaMismatch } from '../format/schema-versions.js';
-import { type PreparedIndexing, estimateInsertBytes } from '../lsm/memtable.js';
+import type { PreparedIndexing } from '../lsm/memtable.js';
+import { sizePut } from './put-size.js';
 import { renderMetrics } from '../metrics/prometheus.js';
 import type {
   BackpressureStats,
@@ -262,25 +263,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     if (batches.length === 0) return { rows: 0, position: this.wal.durablePosition, durable: true };
     const keyEncoder = this.ctx.keyEncoder;
     const keys = keyEncoder ? batches.map((b) => keyEncoder(b)) : undefined;
-    const sizes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
-    let bytes = 0;
-    let rows = 0;
-    for (let i = 0; i < batches.length; i++) {
-      bytes += sizes[i]!;
-      rows += batches[i]!.numRows;
-    }
-    // The index work is done once, here, so the limit counts what the put adds to the memtable's
-    // indexes (at most `indexBytes`) before anything is applied or logged.
-    const prepared = bytes > this.options.maxPutBytes ? undefined : this.tier.prepareIndexing(batches, keys);
-    let indexBytes = 0;
-    for (const p of prepared ?? []) indexBytes += p.bytes;
-    if (bytes + indexBytes > this.options.maxPutBytes) {
-      const index = indexBytes > 0 ? ` (${indexBytes} of them in its indexes)` : '';
-      throw new MemWalError(
-        'InvalidArgument',
-        `put of ${rows} rows is about ${bytes + indexBytes} bytes${index}, more than maxPutBytes (${this.options.maxPutBytes}); split it into smaller puts; nothing was written`,
-      );
-    }
+    const { sizes, bytes, rows, prepared } = sizePut(this.tier, this.options.maxPutBytes, batches, keys);
     let entry: PendingEntry | undefined;
     const tryAdmit = (): boolean => {
       if (this.tier.unflushedBytes() >= this.options.maxUnflushedMemtableBytes) return false;
