@@ -78,6 +78,8 @@ export function resolveIndexes(indexes: unknown, schema: Schema, primaryKey: rea
     const what = `option indexes: index "${name}"`;
     if (name === PRIMARY_INDEX) throw invalid(`${what}: the name 'primary' is reserved for the primary key`);
     if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name)) throw invalid(`${what}: a name is 1-100 characters of A-Z a-z 0-9 _ . -`);
+    // Per-index stats are plain objects: `out['__proto__'] = …` would set their prototype, not add the index.
+    if (name === '__proto__') throw invalid(`${what}: the name '__proto__' is reserved`);
     if (primaryKey.length === 0) throw invalid(`${what}: indexes need a primary key (ties are ordered by it)`);
     if (typeof spec !== 'object' || spec === null) throw invalid(`${what}: must be { column } or { columns: [...] }`);
     if (isVectorSpec(spec)) continue; // resolveVectorIndexes (data/vector-spec.ts)

@@ -6,8 +6,9 @@
 // The rule: the text's first MAX_DOCUMENT_CHARS characters, NFKC-normalized, then lower-cased
 // with `toLocaleLowerCase(locale)` (NFKC first: it maps fullwidth and ligature forms to letters
 // that lower-casing then folds), cut at `Intl.Segmenter(locale, { granularity: 'word' })`
-// boundaries (segmented in pieces of about 256 characters cut after whitespace, so a run of more
-// than 256 characters without any may be cut in two); each word-like segment (`isWordLike`: letters, numbers, ideographs — not spaces or
+// boundaries (segmented in pieces of about 256 characters, cut after whitespace or, in a longer
+// run without any, with the piece's last segments segmented again with the next piece, so no
+// word is cut in two: `wordSegments`); each word-like segment (`isWordLike`: letters, numbers, ideographs — not spaces or
 // punctuation) of at most MAX_TERM_CHARS characters is a term (a longer one is skipped, as
 // noise), a stop word (folded by the same rule) is dropped, and at most MAX_DOCUMENT_TOKENS terms
 // are kept. A document's length is its number of terms.
@@ -99,23 +100,61 @@ function segmenter(locale: string | undefined): Intl.Segmenter {
 const PIECE_CHARS = 256;
 
 /**
- * `text` cut into pieces of at most PIECE_CHARS characters, each ending after a whitespace
- * character where one is in reach (a word never spans one), else mid-run (never mid-surrogate).
+ * Where the piece of `text` from `start` ends: after the last whitespace character within
+ * PIECE_CHARS (a word never spans one), else at PIECE_CHARS (never mid-surrogate), mid-run: the
+ * end × 2, plus 1 when mid-run.
  */
-function pieces(text: string): string[] {
-  const out: string[] = [];
-  for (let start = 0; start < text.length; ) {
-    let end = Math.min(text.length, start + PIECE_CHARS);
-    if (end < text.length) {
-      let ws = end - 1;
-      while (ws > start && !/\s/.test(text[ws]!)) ws--;
-      if (ws > start) end = ws + 1;
-      else if (end - 1 > start && text.charCodeAt(end - 1) >= 0xd800 && text.charCodeAt(end - 1) < 0xdc00) end--;
+function pieceEnd(text: string, start: number): number {
+  const end = Math.min(text.length, start + PIECE_CHARS);
+  if (end === text.length) return end * 2;
+  let ws = end - 1;
+  while (ws > start && !/\s/.test(text[ws]!)) ws--;
+  if (ws > start) return (ws + 1) * 2;
+  const c = text.charCodeAt(end - 1);
+  return (end - 1 > start && c >= 0xd800 && c < 0xdc00 ? end - 1 : end) * 2 + 1;
+}
+
+/**
+ * Append to `out` the word-like segments of `text`'s piece at `at` and move `at` on: piece by
+ * piece, the segments one segmentation of the whole text would give. A piece cut mid-run (no whitespace in reach) may end inside a word, so its
+ * last two segments are not taken: the next piece starts where they start and segments them
+ * again with what follows (two, so a boundary decided by the segment after it is decided with
+ * that segment in view). A piece that is one segment is a word longer than PIECE_CHARS, far past
+ * MAX_TERM_CHARS: it is skipped, and so is the next piece's first segment if it is word-like (its
+ * rest; a word of PIECE_CHARS or more ending exactly at a cut, directly followed by another word,
+ * loses that word — no dictionary segments words that long).
+ */
+function pieceWords(words: Intl.Segmenter, text: string, at: PieceCursor, out: string[]): void {
+  const start = at.start;
+  const piece = pieceEnd(text, start);
+  const end = piece >>> 1;
+  if ((piece & 1) === 0) {
+    for (const s of words.segment(text.slice(start, end))) {
+      if (s.isWordLike && !(at.skipFirst && s.index === 0)) out.push(s.segment);
     }
-    out.push(text.slice(start, end));
-    start = end;
+    at.skipFirst = false;
+    at.start = end;
+    return;
   }
-  return out;
+  const list = [...words.segment(text.slice(start, end))];
+  if (list.length === 1) {
+    at.skipFirst = true; // a word of PIECE_CHARS or more: not a term, nor is its rest
+    at.start = end;
+    return;
+  }
+  const keep = list.length - (list.length >= 3 ? 2 : 1);
+  for (let i = 0; i < keep; i++) {
+    const s = list[i]!;
+    if (s.isWordLike && !(at.skipFirst && i === 0)) out.push(s.segment);
+  }
+  at.skipFirst = false;
+  at.start = start + list[keep]!.index;
+}
+
+/** Where `pieceWords` goes on from: the next piece's start, and whether its first segment is the rest of a long word. */
+interface PieceCursor {
+  start: number;
+  skipFirst: boolean;
 }
 
 /**
@@ -127,10 +166,12 @@ export function tokenize(ix: ResolvedTextIndex, text: string, keepLast = false):
   const out: string[] = [];
   let lastStop: string | undefined;
   const words = segmenter(ix.locale);
-  all: for (const piece of pieces(folded)) {
-    for (const s of words.segment(piece)) {
-      if (!s.isWordLike) continue;
-      const term = s.segment;
+  const at: PieceCursor = { start: 0, skipFirst: false };
+  const piece: string[] = [];
+  all: while (at.start < folded.length) {
+    piece.length = 0;
+    pieceWords(words, folded, at, piece);
+    for (const term of piece) {
       if (term.length > MAX_TERM_CHARS) {
         lastStop = undefined;
         continue;

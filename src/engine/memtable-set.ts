@@ -8,7 +8,7 @@ import type { Manifest } from '../format/manifest/manifest.js';
 import { clearTimer, nowMs, setTimer } from '../util/schedule.js';
 import type { Key } from '../data/keys.js';
 import type { EngineContext } from './context.js';
-import { MemTable, type MemTableIndexing } from '../lsm/memtable.js';
+import { MemTable, type MemTableIndexing, type PreparedIndexing, prepareIndexing } from '../lsm/memtable.js';
 import type { MemTableStats } from '../metrics/stats.js';
 import type { PendingEntry, WalWriter } from './wal-writer.js';
 
@@ -63,9 +63,27 @@ export class MemtableSet {
     return n;
   }
 
-  insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
+  /**
+   * Each batch's index work for the memtables' indexes (`prepareIndexing`), done before a put is
+   * checked and admitted; undefined when memtables keep no index (no index declared, or no key).
+   */
+  prepareIndexing(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined): PreparedIndexing[] | undefined {
+    const indexing = this.indexing;
+    const declared = indexing.indexes.length + (indexing.vectorIndexes?.length ?? 0) + (indexing.textIndexes?.length ?? 0);
+    if (!keys || !this.keyed || declared === 0) return undefined;
+    return batches.map((b, i) => prepareIndexing(indexing, b, keys[i]!));
+  }
+
+  insert(
+    batches: RecordBatch[],
+    keys: ArrayLike<Key>[] | undefined,
+    sizes: number[],
+    bytes: number,
+    rows: number,
+    prepared?: PreparedIndexing[],
+  ): PendingEntry {
     const m = this.active;
-    const end = m.append(batches, keys, sizes);
+    const end = m.append(batches, keys, sizes, prepared);
     if (!this.ctx.options.durableWrite) m.publish(end);
     const e = this.wal.join(m, batches, bytes, rows, end);
     if (this.freezeTriggered(m)) this.freeze();

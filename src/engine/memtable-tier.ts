@@ -8,7 +8,7 @@ import { compactIfSparse, tombstoneBatch } from '../data/rows.js';
 import type { Manifest } from '../format/manifest/manifest.js';
 import { recordedVersions, type SchemaVersions } from '../format/schema-versions.js';
 import { decodePayload } from '../format/wal/payload.js';
-import { estimateInsertBytes } from '../lsm/memtable.js';
+import { type PreparedIndexing, estimateInsertBytes } from '../lsm/memtable.js';
 import { TableCache } from '../lsm/table-cache.js';
 import type { CompactionResult, CompactionStats, MemTableStats, ReadStats, StatsSnapshot } from '../metrics/stats.js';
 import { MemWalError, toMemWalError } from '../util/errors.js';
@@ -121,15 +121,7 @@ export class MemtableTier implements Tier {
       lanes: ctx.lanes,
       life: ctx.life,
     });
-    this.searches = new TextSearch(
-      schema,
-      options.textIndexes,
-      options.indexes,
-      this.reads,
-      this.memtables,
-      () => log.manifest.tables,
-      cache,
-    );
+    this.searches = new TextSearch(schema, options.textIndexes, this.queries, this.reads, this.memtables, () => log.manifest.tables, cache);
   }
 
   // ------------------------------------------------------------------ the put path
@@ -138,8 +130,20 @@ export class MemtableTier implements Tier {
     return this.memtables.unflushedBytes();
   }
 
-  insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
-    const e = this.memtables.insert(batches, keys, sizes, bytes, rows);
+  /** Each batch's index work, done before a put is checked (MemtableSet.prepareIndexing). */
+  prepareIndexing(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined): PreparedIndexing[] | undefined {
+    return this.memtables.prepareIndexing(batches, keys);
+  }
+
+  insert(
+    batches: RecordBatch[],
+    keys: ArrayLike<Key>[] | undefined,
+    sizes: number[],
+    bytes: number,
+    rows: number,
+    prepared?: PreparedIndexing[],
+  ): PendingEntry {
+    const e = this.memtables.insert(batches, keys, sizes, bytes, rows, prepared);
     this.vectors.wake(); // graph building follows the rows, in the background
     return e;
   }

@@ -13,7 +13,8 @@ import { projectBatch, toBatches } from '../data/rows.js';
 import { makeStoreSchema } from '../data/schema.js';
 import type { ColumnView } from '../data/column-view.js';
 import { isSchemaMismatch } from '../format/schema-versions.js';
-import { estimateInsertBytes } from '../lsm/memtable.js';
+import type { PreparedIndexing } from '../lsm/memtable.js';
+import { sizePut } from './put-size.js';
 import { renderMetrics } from '../metrics/prometheus.js';
 import type {
   BackpressureStats,
@@ -262,23 +263,11 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
     if (batches.length === 0) return { rows: 0, position: this.wal.durablePosition, durable: true };
     const keyEncoder = this.ctx.keyEncoder;
     const keys = keyEncoder ? batches.map((b) => keyEncoder(b)) : undefined;
-    const sizes = batches.map((b, i) => estimateInsertBytes(b, keys?.[i]));
-    let bytes = 0;
-    let rows = 0;
-    for (let i = 0; i < batches.length; i++) {
-      bytes += sizes[i]!;
-      rows += batches[i]!.numRows;
-    }
-    if (bytes > this.options.maxPutBytes) {
-      throw new MemWalError(
-        'InvalidArgument',
-        `put of ${rows} rows is about ${bytes} bytes, more than maxPutBytes (${this.options.maxPutBytes}); split it into smaller puts; nothing was written`,
-      );
-    }
+    const { sizes, bytes, rows, prepared } = sizePut(this.tier, this.options.maxPutBytes, batches, keys);
     let entry: PendingEntry | undefined;
     const tryAdmit = (): boolean => {
       if (this.tier.unflushedBytes() >= this.options.maxUnflushedMemtableBytes) return false;
-      entry = this.insert(batches, keys, sizes, bytes, rows);
+      entry = this.insert(batches, keys, sizes, bytes, rows, prepared);
       return true;
     };
     await this.backpressure.admit(tryAdmit, {
@@ -300,9 +289,16 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   /** Insert admitted batches (synchronous: tier, WAL entry, freeze trigger, append schedule). */
-  private insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry {
+  private insert(
+    batches: RecordBatch[],
+    keys: ArrayLike<Key>[] | undefined,
+    sizes: number[],
+    bytes: number,
+    rows: number,
+    prepared: PreparedIndexing[] | undefined,
+  ): PendingEntry {
     const t0 = nowMs();
-    const e = this.tier.insert(batches, keys, sizes, bytes, rows);
+    const e = this.tier.insert(batches, keys, sizes, bytes, rows, prepared);
     this.ctx.writeStats.putCount += 1;
     this.ctx.writeStats.putRows += rows;
     this.wal.schedule(e);

@@ -74,8 +74,10 @@ export interface MemWalOptions {
   /** Freeze the active memtable at this many estimated bytes. Default 16 MiB: a tab-sized tier. */
   maxMemtableBytes?: number;
   /**
-   * The largest put (or delete) accepted, in estimated bytes (as memtables count them); a larger
-   * one rejects `InvalidArgument` before anything is written (split it). One put is one WAL entry
+   * The largest put (or delete) accepted, in estimated bytes (as memtables count them, with what
+   * the put adds to their indexes: ordered entries exactly, a text index's postings and terms and
+   * a vector index's entries as an upper bound); a larger one rejects `InvalidArgument` before
+   * anything is applied or written (split it). One put is one WAL entry
    * and sits in memory whole, so this bounds the memory a single call can take. Default 32 MiB
    * (half the default budget) in a browser or on Node; `DURABLE_OBJECT_DEFAULTS` of
    * `memwal/cloudflare` set 4 MiB for a 128 MB isolate.

@@ -275,6 +275,32 @@ export class IndexQueries {
     return ix === this.primary ? [pk] : indexKeysOfRow(ix, row);
   }
 
+  /**
+   * A `where` option — `{ index, equals | range | prefix }` on an ordered index or `'primary'`
+   * (SPEC §17.1) — as a test of one row (its batch, row and encoded primary key): does one of
+   * its keys in that index fall in the filter's range. `InvalidArgument` (naming `what`, the
+   * caller) for a where that is not such an object or names no ordered index; as `query` for a
+   * bad filter. The one resolution of a row-by-row `where` (`search`'s).
+   */
+  whereTest(where: unknown, what: string): (batch: RecordBatch, row: number, pk: string) => boolean {
+    if (typeof where !== 'object' || where === null || Array.isArray(where)) {
+      throw invalid(`${what}: where must be { index, equals | range | prefix }`);
+    }
+    const { index, ...filter } = where as { index?: unknown } & QueryFilter;
+    for (const k of Object.keys(filter)) {
+      if (k !== 'equals' && k !== 'range' && k !== 'prefix') throw invalid(`${what}: where has an unknown field "${k}"`);
+    }
+    if (index !== PRIMARY_INDEX && !this.indexes.some((i) => i.name === index)) {
+      const known = [PRIMARY_INDEX, ...this.indexes.map((i) => i.name)].map((n) => `'${n}'`).join(', ');
+      throw invalid(`${what}: where.index ${JSON.stringify(index)} is not an ordered index of this store (${known})`);
+    }
+    const ix = this.indexOf(index);
+    const { lo, hi } = filterBounds(filter, this.encoder(ix));
+    const inBounds = (k: string): boolean => (lo === undefined || k >= lo) && (hi === undefined || k < hi);
+    if (ix === this.primary) return (_batch, _row, pk) => inBounds(pk);
+    return (batch, row) => indexKeysOfRow(ix, rowObject(batch, row, ix.columns)).some(inBounds);
+  }
+
   /** Rows of `index` matching `opts` in index order (ties by primary key), as plain objects. */
   async query(index: string, opts: QueryOptions = {}): Promise<Record<string, unknown>[]> {
     if (typeof opts !== 'object' || opts === null) throw invalid('query: options must be an object');

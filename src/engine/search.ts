@@ -12,14 +12,7 @@
 // are read afterwards, from immutable batches and pinned files.
 
 import type { RecordBatch } from 'apache-arrow';
-import {
-  filterBounds,
-  indexKeysOfRow,
-  indexValueEncoder,
-  type KeyBounds,
-  type QueryFilter,
-  type ResolvedIndex,
-} from '../data/index-keys.js';
+import type { QueryFilter } from '../data/index-keys.js';
 import { type Key, keyString } from '../data/keys.js';
 import { rowObject } from '../data/rows.js';
 import type { StoreSchema } from '../data/schema.js';
@@ -30,7 +23,8 @@ import { type Postings, TextFileSection, type TextSegment } from '../lsm/text-in
 import type { TableCache } from '../lsm/table-cache.js';
 import { MemWalError } from '../util/errors.js';
 import type { MemtableSet } from './memtable-set.js';
-import type { IndexStats } from './query.js';
+import type { IndexQueries, IndexStats } from './query.js';
+import { nowMs, yieldToEventLoop } from '../util/schedule.js';
 import type { ReadView, ViewCapture } from './read-view.js';
 
 /** BM25's term-frequency saturation. */
@@ -64,6 +58,8 @@ export interface SearchHit<Row = Record<string, unknown>> {
 
 const invalid = (why: string): MemWalError => new MemWalError('InvalidArgument', why);
 const SEARCH_KEYS = new Set(['limit', 'where', 'prefix']);
+/** Longest stretch a section build runs without giving the event loop a turn (about one block's work past it). */
+const SECTION_SLICE_MS = 20;
 
 /** One tier of a capture as a search reads it. */
 interface TierOf {
@@ -120,11 +116,14 @@ export class TextSearch {
   private readonly sections = new Map<string, Map<string, TextFileSection>>();
   /** Per index: the statistics of the last capture searched (reused while nothing changed). */
   private readonly corpora = new Map<string, Corpus>();
+  /** Section builds under way, by file name and index name (shared by concurrent searches). */
+  private readonly building = new Map<string, Promise<TextFileSection>>();
 
   constructor(
     private readonly storeSchema: StoreSchema,
     private readonly textIndexes: readonly ResolvedTextIndex[],
-    private readonly orderedIndexes: readonly ResolvedIndex[],
+    /** Its ordered queries: `where` is resolved by them (`whereTest`), as every read's is. */
+    private readonly queries: IndexQueries,
     private readonly reads: ReadView,
     private readonly memtables: MemtableSet,
     private readonly tables: () => readonly TableFileEntry[],
@@ -145,21 +144,6 @@ export class TextSearch {
     return { ix: this.textIndexes[at]!, at };
   }
 
-  /** The `where` option as an ordered index and the bounds its filter admits. */
-  private whereOf(where: unknown): { ix: ResolvedIndex; bounds: KeyBounds } | undefined {
-    if (where === undefined) return undefined;
-    if (typeof where !== 'object' || where === null || Array.isArray(where)) {
-      throw invalid('search: where must be { index, equals | range | prefix }');
-    }
-    const { index, ...filter } = where as { index?: unknown } & QueryFilter;
-    for (const k of Object.keys(filter)) {
-      if (k !== 'equals' && k !== 'range' && k !== 'prefix') throw invalid(`search: where has an unknown field "${k}"`);
-    }
-    const ix = this.orderedIndexes.find((i) => i.name === index);
-    if (!ix) throw invalid(`search: where.index ${JSON.stringify(index)} is not an ordered index of this store`);
-    return { ix, bounds: filterBounds(filter, indexValueEncoder(ix)) };
-  }
-
   /**
    * The rows of text index `index` matching every term of `text` (`prefix`: the last as a
    * prefix), best first by BM25 (ties by primary key), at most `limit`. `InvalidArgument` for an
@@ -174,7 +158,7 @@ export class TextSearch {
     }
     if (typeof prefix !== 'boolean') throw invalid('search: prefix must be a boolean');
     const { ix, at } = this.indexOf(index);
-    const where = this.whereOf(opts.where);
+    const where = opts.where === undefined ? undefined : this.queries.whereTest(opts.where, 'search');
     const terms = queryTerms(ix, text, prefix);
     if (terms.length === 0 || limit === 0) return [];
     const clauses: Clause[] = [];
@@ -204,7 +188,7 @@ export class TextSearch {
     at: number,
     clauses: Clause[],
     limit: number,
-    where: { ix: ResolvedIndex; bounds: KeyBounds } | undefined,
+    where: ((batch: RecordBatch, row: number, pk: string) => boolean) | undefined,
   ): Promise<SearchHit[]> {
     const names = view.tables.map((t) => t.name);
     this.cache.pin(names);
@@ -270,11 +254,7 @@ export class TextSearch {
       for (const h of hits) {
         if (out.length >= limit) break;
         const { batch, row } = await this.rowOf(view, h.tier, h.doc, ix);
-        if (where) {
-          const values = rowObject(batch, row, where.ix.columns);
-          const { lo, hi } = where.bounds;
-          if (!indexKeysOfRow(where.ix, values).some((k) => (lo === undefined || k >= lo) && (hi === undefined || k < hi))) continue;
-        }
+        if (where && !where(batch, row, pkOf(h))) continue;
         out.push({ row: rowObject(batch, row), score: h.score });
       }
       return out;
@@ -322,15 +302,37 @@ export class TextSearch {
   }
 
   /** The section of table file `t` for `ix`, built from its blocks on first use. */
-  private async sectionOf(t: TableFileEntry, ix: ResolvedTextIndex): Promise<TextFileSection> {
+  private sectionOf(t: TableFileEntry, ix: ResolvedTextIndex): Promise<TextFileSection> {
     const hit = this.sections.get(t.name)?.get(ix.name);
-    if (hit) return hit;
+    if (hit) return Promise.resolve(hit);
+    // One build per (file, index): concurrent searches share it; a failed one is forgotten, and
+    // its half-built section was never stored, so the next search builds it again.
+    const id = `${t.name}\u0000${ix.name}`;
+    let build = this.building.get(id);
+    if (!build) {
+      build = this.buildSection(t, ix).finally(() => this.building.delete(id));
+      this.building.set(id, build);
+    }
+    return build;
+  }
+
+  /**
+   * Build file `t`'s section of `ix` from its blocks, a block at a time, giving the event loop a
+   * turn whenever SECTION_SLICE_MS have passed since the last (a cached block is read without
+   * one), so puts, gets and stats are served while a large file is indexed. Stored only whole.
+   */
+  private async buildSection(t: TableFileEntry, ix: ResolvedTextIndex): Promise<TextFileSection> {
     const open = await this.cache.open(t);
     const section = new TextFileSection(ix);
+    let slice = nowMs();
     for (let b = 0; b < open.blocks.length; b++) {
       const block = await open.block(b, false);
       const batch = block.batch;
       section.addBlock(b, batch, block.keys!, (r) => this.reads.deleted(batch, r));
+      if (nowMs() - slice >= SECTION_SLICE_MS) {
+        await yieldToEventLoop();
+        slice = nowMs();
+      }
     }
     // Sections of files no longer in the manifest (compacted away) are dropped.
     const live = new Set(this.tables().map((f) => f.name));

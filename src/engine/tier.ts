@@ -5,6 +5,7 @@
 
 import type { RecordBatch, Table } from 'apache-arrow';
 import type { Key } from '../data/keys.js';
+import type { PreparedIndexing } from '../lsm/memtable.js';
 import type { Manifest, StoreMode } from '../format/manifest/manifest.js';
 import type { CompactionResult, CompactionStats, MemTableStats, ReadStats, StatsSnapshot } from '../metrics/stats.js';
 import { MemWalError } from '../util/errors.js';
@@ -24,8 +25,20 @@ export interface Tier {
   // The put path.
   /** Bytes held against the budget (sync). */
   unflushedBytes(): number;
+  /**
+   * Each batch's index work, done once before a put is checked (its bytes count against
+   * `maxPutBytes`) and handed to `insert`; undefined when nothing is indexed (sync).
+   */
+  prepareIndexing(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined): PreparedIndexing[] | undefined;
   /** Insert admitted batches and join them to a WAL entry (sync, one step with admission). */
-  insert(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, sizes: number[], bytes: number, rows: number): PendingEntry;
+  insert(
+    batches: RecordBatch[],
+    keys: ArrayLike<Key>[] | undefined,
+    sizes: number[],
+    bytes: number,
+    rows: number,
+    prepared?: PreparedIndexing[],
+  ): PendingEntry;
   /** A put is blocked: make sure something can free room (sync). */
   onBlocked(): void;
   /** A WAL entry turned durable (sync). */
@@ -103,6 +116,10 @@ export class WalOnlyTier implements Tier {
   /** Bytes accepted but not yet appended. */
   unflushedBytes(): number {
     return this.wal.pendingBytes;
+  }
+
+  prepareIndexing(): undefined {
+    return undefined; // no memtable, no index
   }
 
   insert(batches: RecordBatch[], _keys: ArrayLike<Key>[] | undefined, _sizes: number[], bytes: number, rows: number): PendingEntry {

@@ -21,6 +21,45 @@ function columnGetters(batch: RecordBatch, ix: ResolvedIndex): ((row: number) =>
   });
 }
 
+/**
+ * The entries one batch adds to an ordered index, made once (before the put is admitted, then
+ * handed to `MemIndex.add`): per row its index keys, or undefined (a delete marker, no key); and
+ * `bytes`, exactly what they add: INDEX_ENTRY_BYTES + 2 × (index key + primary key characters)
+ * an entry — a multi-entry index's row of n distinct values is n entries.
+ */
+export interface OrderedBatchEntries {
+  rowKeys: (string[] | undefined)[];
+  /** Per row with keys, its encoded primary key (`keyString`). */
+  rowPks: (string | undefined)[];
+  bytes: number;
+}
+
+/** The entries of `batch` (keys `keys`) in ordered index `ix` (see OrderedBatchEntries). */
+export function orderedBatchEntries(
+  ix: ResolvedIndex,
+  batch: RecordBatch,
+  keys: ArrayLike<Key>,
+  storeSchema: StoreSchema,
+): OrderedBatchEntries {
+  const get = columnGetters(batch, ix);
+  const tomb = storeSchema.hasTombstone ? batch.getChildAt(storeSchema.internal.fields.length - 1) : null;
+  const row: Record<string, unknown> = {};
+  const rowKeys: (string[] | undefined)[] = new Array(batch.numRows);
+  const rowPks: (string | undefined)[] = new Array(batch.numRows);
+  let bytes = 0;
+  for (let r = 0; r < batch.numRows; r++) {
+    if (tomb?.get(r) === true) continue;
+    for (let c = 0; c < get.length; c++) row[ix.columns[c]!] = get[c]!(r);
+    const ks = indexKeysOfRow(ix, row);
+    if (ks.length === 0) continue;
+    const pkStr = keyString(keys[r]!, storeSchema);
+    rowKeys[r] = ks;
+    rowPks[r] = pkStr;
+    for (const k of ks) bytes += INDEX_ENTRY_BYTES + 2 * (k.length + pkStr.length);
+  }
+  return { rowKeys, rowPks, bytes };
+}
+
 /** One index of one memtable. */
 export class MemIndex {
   readonly keys: string[] = [];
@@ -33,30 +72,27 @@ export class MemIndex {
 
   constructor(readonly spec: ResolvedIndex) {}
 
-  /** Index the rows of `batch` (keys `keys`, first ordinal `base`); returns the bytes added. Tombstones are not indexed. */
-  add(batch: RecordBatch, keys: ArrayLike<Key>, base: number, storeSchema: StoreSchema): number {
-    const ix = this.spec;
-    const get = columnGetters(batch, ix);
-    const tomb = storeSchema.hasTombstone ? batch.getChildAt(storeSchema.internal.fields.length - 1) : null;
-    const row: Record<string, unknown> = {};
-    let added = 0;
+  /**
+   * Index the rows of `batch` (keys `keys`, first ordinal `base`); returns the bytes added.
+   * Tombstones are not indexed. `prepared`: the batch's entries, made by `orderedBatchEntries`
+   * when the put was checked.
+   */
+  add(batch: RecordBatch, keys: ArrayLike<Key>, base: number, storeSchema: StoreSchema, prepared?: OrderedBatchEntries): number {
+    const { rowKeys, rowPks, bytes } = prepared ?? orderedBatchEntries(this.spec, batch, keys, storeSchema);
     for (let r = 0; r < batch.numRows; r++) {
-      if (tomb?.get(r) === true) continue;
-      for (let c = 0; c < get.length; c++) row[ix.columns[c]!] = get[c]!(r);
-      const ks = indexKeysOfRow(ix, row);
-      if (ks.length === 0) continue;
+      const ks = rowKeys[r];
+      if (ks === undefined) continue;
       const pk = keys[r]!;
-      const pkStr = keyString(pk, storeSchema);
+      const pkStr = rowPks[r]!;
       for (const k of ks) {
         this.keys.push(k);
         this.pks.push(pkStr);
         this.pkKeys.push(pk);
         this.ordinals.push(base + r);
-        added += INDEX_ENTRY_BYTES + 2 * (k.length + pkStr.length);
       }
     }
-    this.bytes += added;
-    return added;
+    this.bytes += bytes;
+    return bytes;
   }
 
   /** Entry numbers in (key, primary key) order: the sorted order, with entries added since merged in. */

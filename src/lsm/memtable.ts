@@ -9,11 +9,11 @@ import { estimateBatchBytes } from '../data/size.js';
 import type { Timer } from '../util/schedule.js';
 import type { ResolvedIndex } from '../data/index-keys.js';
 import type { StoreSchema } from '../data/schema.js';
-import { MemIndex } from './memtable-index.js';
+import { MemIndex, type OrderedBatchEntries, orderedBatchEntries } from './memtable-index.js';
 import type { ResolvedVectorIndex } from '../data/vector-spec.js';
-import { MemVectorIndex } from './vector-index.js';
+import { MemVectorIndex, vectorEntryBytes } from './vector-index.js';
 import type { ResolvedTextIndex } from '../data/tokenize.js';
-import { TextMemIndex } from './text-index.js';
+import { type TextBatchDocs, TextMemIndex, textBatchDocs } from './text-index.js';
 
 /** What a memtable needs to keep ordered indexes (keyed stores with `indexes` declared). */
 export interface MemTableIndexing {
@@ -83,6 +83,39 @@ export function estimateInsertBytes(batch: RecordBatch, keys: ArrayLike<Key> | u
   return bytes;
 }
 
+/**
+ * One batch's index work, done once before its put is admitted (so `maxPutBytes` can count it)
+ * and handed to `MemTable.append`: its ordered index entries and its tokenized documents, per
+ * declared index; `bytes`, the most the memtable's indexes grow by appending it — exact for
+ * ordered indexes, an upper bound for text indexes (every distinct term of a document counted as
+ * new, text-index.ts) and for vector indexes (every row counted as a vector, vectorEntryBytes).
+ */
+export interface PreparedIndexing {
+  /** The indexing it was made for: a memtable of another (a schema changed meanwhile) makes its own. */
+  indexing: MemTableIndexing;
+  ordered: OrderedBatchEntries[];
+  text: TextBatchDocs[];
+  bytes: number;
+}
+
+/** The index work of `batch` (keys `keys`) for `indexing`'s indexes (see PreparedIndexing). */
+export function prepareIndexing(indexing: MemTableIndexing, batch: RecordBatch, keys: ArrayLike<Key>): PreparedIndexing {
+  const { storeSchema } = indexing;
+  const ordered = indexing.indexes.map((ix) => orderedBatchEntries(ix, batch, keys, storeSchema));
+  const text = (indexing.textIndexes ?? []).map((ix) => textBatchDocs(ix, batch, storeSchema));
+  let bytes = 0;
+  for (const o of ordered) bytes += o.bytes;
+  for (const t of text) bytes += t.bytes;
+  for (const v of indexing.vectorIndexes ?? []) bytes += batch.numRows * vectorEntryBytes(v);
+  return { indexing, ordered, text, bytes };
+}
+
+function sameIndexing(a: MemTableIndexing, b: MemTableIndexing): boolean {
+  return (
+    a.indexes === b.indexes && a.textIndexes === b.textIndexes && a.vectorIndexes === b.vectorIndexes && a.storeSchema === b.storeSchema
+  );
+}
+
 export type MemTableState = 'active' | 'frozen' | 'committed';
 
 export class MemTable {
@@ -134,8 +167,12 @@ export class MemTable {
     this.textIndexes = this.indexing?.textIndexes?.map((ix) => new TextMemIndex(ix)) ?? [];
   }
 
-  /** Append batches (with their keys and estimates) and index them; not yet visible. Returns the new batch count. */
-  append(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, bytes: number[]): number {
+  /**
+   * Append batches (with their keys and estimates) and index them; not yet visible. Returns the
+   * new batch count. `prepared`: each batch's index work (`prepareIndexing` with this memtable's
+   * indexing), done when the put was checked; made here when absent (replay).
+   */
+  append(batches: RecordBatch[], keys: ArrayLike<Key>[] | undefined, bytes: number[], prepared?: PreparedIndexing[]): number {
     for (let i = 0; i < batches.length; i++) {
       const b = batches[i]!;
       const base = this.rows;
@@ -144,10 +181,14 @@ export class MemTable {
       if (keys) this.batchKeys.push(keys[i]!);
       this.rows += b.numRows;
       this.estimatedBytes += bytes[i]!;
-      if (this.indexing && keys) for (const ix of this.indexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
-      if (this.indexing && keys) for (const v of this.vectors) this.estimatedBytes += v.add(b, keys[i]!, base, this.indexing.storeSchema);
-      if (this.indexing && keys)
-        for (const ix of this.textIndexes) this.estimatedBytes += ix.add(b, keys[i]!, base, this.indexing.storeSchema);
+      if (!this.indexing || !keys) continue;
+      const k = keys[i]!;
+      const { storeSchema } = this.indexing;
+      const given = prepared?.[i];
+      const p = given && sameIndexing(given.indexing, this.indexing) ? given : prepareIndexing(this.indexing, b, k);
+      for (let x = 0; x < this.indexes.length; x++) this.estimatedBytes += this.indexes[x]!.add(b, k, base, storeSchema, p.ordered[x]);
+      for (const v of this.vectors) this.estimatedBytes += v.add(b, k, base, storeSchema);
+      for (let x = 0; x < this.textIndexes.length; x++) this.estimatedBytes += this.textIndexes[x]!.add(b, k, base, storeSchema, p.text[x]);
     }
     return this.batches.length;
   }

@@ -90,27 +90,71 @@ class InvertedIndex implements TextSegment {
 
   /** Tokenize `text` and add it as the next document (key `key`); returns its id and the bytes added. */
   protected addDocument(text: string, key: Key): { doc: number; bytes: number } {
-    const doc = this.docKeys.length;
-    const terms = tokenize(this.spec, text);
-    const tf = new Map<string, number>();
-    for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+    return this.addTerms(termCounts(tokenize(this.spec, text)), key);
+  }
+
+  /** Add the next document (key `key`) of term counts `doc`; returns its id and the bytes added. */
+  protected addTerms(doc: TermCounts, key: Key): { doc: number; bytes: number } {
+    const id = this.docKeys.length;
     let bytes = TEXT_DOC_BYTES;
-    for (const [term, n] of tf) {
+    for (const [term, n] of doc.tf) {
       let p = this.byTerm.get(term);
       if (!p) {
         this.byTerm.set(term, (p = { docs: [], tfs: [] }));
         this.termList.terms.push(term);
         bytes += TEXT_TERM_BYTES + 2 * term.length;
       }
-      p.docs.push(doc);
+      p.docs.push(id);
       p.tfs.push(n);
       bytes += TEXT_POSTING_BYTES;
     }
     this.docKeys.push(key);
-    this.docLengths.push(terms.length);
+    this.docLengths.push(doc.length);
     this.bytes += bytes;
-    return { doc, bytes };
+    return { doc: id, bytes };
   }
+}
+
+/** A document's terms: each distinct term with its count, and its length in terms. */
+export interface TermCounts {
+  tf: Map<string, number>;
+  length: number;
+}
+
+function termCounts(terms: readonly string[]): TermCounts {
+  const tf = new Map<string, number>();
+  for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+  return { tf, length: terms.length };
+}
+
+/**
+ * The documents one batch adds to a memtable's text index, tokenized once (before the put is
+ * admitted, then handed to `TextMemIndex.add`): per row its term counts, or undefined (a delete
+ * marker, no text); and `bytes`, the most the index can grow by adding them — every distinct term
+ * of every document counted as new to the index (TEXT_DOC_BYTES + Σ over its distinct terms of
+ * TEXT_POSTING_BYTES + TEXT_TERM_BYTES + 2 × its length). `TextMemIndex.add` counts a term's entry
+ * only for a term the index does not hold yet, so what it adds is never more than `bytes`.
+ */
+export interface TextBatchDocs {
+  docs: (TermCounts | undefined)[];
+  bytes: number;
+}
+
+/** Tokenize the text index `spec`'s column of `batch` (see TextBatchDocs). */
+export function textBatchDocs(spec: ResolvedTextIndex, batch: RecordBatch, storeSchema: StoreSchema): TextBatchDocs {
+  const text = textColumn(batch, spec.column);
+  const tomb = storeSchema.hasTombstone ? batch.getChildAt(storeSchema.internal.fields.length - 1) : null;
+  const docs: (TermCounts | undefined)[] = new Array(batch.numRows);
+  let bytes = 0;
+  for (let r = 0; r < batch.numRows; r++) {
+    const t = tomb?.get(r) === true ? undefined : text(r);
+    if (t === undefined) continue;
+    const d = termCounts(tokenize(spec, t));
+    docs[r] = d;
+    bytes += TEXT_DOC_BYTES;
+    for (const term of d.tf.keys()) bytes += TEXT_POSTING_BYTES + TEXT_TERM_BYTES + 2 * term.length;
+  }
+  return { docs, bytes };
 }
 
 /** The text value of row `r` of column `column` of `batch`, or undefined (null, absent). */
@@ -129,16 +173,17 @@ function textColumn(batch: RecordBatch, column: string): (r: number) => string |
 export class TextMemIndex extends InvertedIndex {
   readonly ordinals: number[] = [];
 
-  /** Index the rows of `batch` (keys `keys`, first ordinal `base`); returns the bytes added. */
-  add(batch: RecordBatch, keys: ArrayLike<Key>, base: number, storeSchema: StoreSchema): number {
-    const text = textColumn(batch, this.spec.column);
-    const tomb = storeSchema.hasTombstone ? batch.getChildAt(storeSchema.internal.fields.length - 1) : null;
+  /**
+   * Index the rows of `batch` (keys `keys`, first ordinal `base`); returns the bytes added.
+   * `prepared`: the batch's documents, tokenized by `textBatchDocs` when the put was checked.
+   */
+  add(batch: RecordBatch, keys: ArrayLike<Key>, base: number, storeSchema: StoreSchema, prepared?: TextBatchDocs): number {
+    const { docs } = prepared ?? textBatchDocs(this.spec, batch, storeSchema);
     let added = 0;
     for (let r = 0; r < batch.numRows; r++) {
-      if (tomb?.get(r) === true) continue;
-      const t = text(r);
-      if (t === undefined) continue;
-      added += this.addDocument(t, keys[r]!).bytes;
+      const d = docs[r];
+      if (d === undefined) continue;
+      added += this.addTerms(d, keys[r]!).bytes;
       this.ordinals.push(base + r);
     }
     return added;
