@@ -146,6 +146,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       backpressure,
       writeStats: zeroWriteStats(),
       policy: { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy },
+      walSegmentTargetBytes: hooks.walSegmentTargetBytes,
       watches,
     };
     const statsLock = new AsyncRwLock();

@@ -318,7 +318,7 @@ export class WalWriter {
     const frameLength = FRAME_HEADER_BYTES + payload.length;
     const header = handle.walAppendEntry ? undefined : encodeFrameHeaderFromCrc(this.epoch, e.position, payload.length, payloadCrc);
     let seg = this.current;
-    if (!seg || seg.bytes >= WAL_SEGMENT_TARGET_BYTES) {
+    if (!seg || seg.bytes >= (this.ctx.walSegmentTargetBytes ?? WAL_SEGMENT_TARGET_BYTES)) {
       seg = {
         name: segmentName(this.epoch, e.position),
         epoch: this.epoch,

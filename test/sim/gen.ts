@@ -41,6 +41,8 @@ export interface SimConfig {
   indexes: IndexDecl[];
   /** Writes of one key may be in flight at once (keyed stores; otherwise each waits for the earlier ones). */
   overlap?: boolean;
+  /** WAL segments roll over at this size (OpenHooks.walSegmentTargetBytes) instead of 8 MiB: a WAL of many segments. */
+  walSegmentBytes?: number;
 }
 
 /** Faults injected at the start of a step; cleared when the step's window ends. */
@@ -119,7 +121,19 @@ const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemo
 
 /** The configuration of seed `seed` (its own stream: the steps do not shift it). */
 export function drawConfig(seed: number): SimConfig {
-  return overlapping(sized(withIndexes(squeeze(drawBaseConfig(seed), seed), seed), seed), seed);
+  return segmented(overlapping(sized(withIndexes(squeeze(drawBaseConfig(seed), seed), seed), seed), seed), seed);
+}
+
+/**
+ * Multi-segment WALs, in 40% of seeds: segments roll over at a few bytes to 16 KiB instead of
+ * WAL_SEGMENT_TARGET_BYTES (8 MiB, which no seed reaches), so a writer's WAL spans many segments;
+ * crashes, replay, tails and retention then cross segment boundaries. At 1 byte every entry has a
+ * segment of its own. A stream of its own, drawn last.
+ */
+function segmented(config: SimConfig, seed: number): SimConfig {
+  const r = rng(seed * 13 + 10);
+  if (r() >= 0.4) return config;
+  return { ...config, walSegmentBytes: pick(r, [1, 1, 600, 2048, 8192, 16 * 1024]) };
 }
 
 /** Writes of one key in flight at once, in 40% of keyed seeds (a stream of its own, drawn last). */
@@ -130,8 +144,7 @@ function overlapping(config: SimConfig, seed: number): SimConfig {
 /**
  * The sizes dimension: a wide binary column, so that table files hold many blocks (a keyed block
  * is cut at 16 KiB, an append-only one at 64 KiB) and compactions write several level-1 files.
- * (Rows of a megabyte would roll a writer's WAL over to new segments, at 8 MiB, but took 10–130 s
- * a seed: the segment size is a constant, WAL_SEGMENT_TARGET_BYTES.) Its own stream, drawn last.
+ * (Multi-segment WALs come from `segmented`: small segment sizes, not large rows.) Its own stream.
  */
 function sized(config: SimConfig, seed: number): SimConfig {
   const r = rng(seed * 13 + 7);

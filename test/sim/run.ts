@@ -89,6 +89,8 @@ interface Live {
   hung?: boolean;
   /** A call of this writer may never settle (hangNext, hangAfter: only a crash ends it; holds end with their step). */
   hangsForEver?: boolean;
+  /** Opened by a steal or beside an old writer still running: segments that writer adds are not its own to remove. */
+  besideOld?: boolean;
   /** The faults that fired, by operation, since its open; undefined once they cannot be told apart (hangs, steals, outages). */
   ledger?: Map<FaultOp, number>;
   /** Its puts rejected `BackpressureTimeout` or `Aborted` (a wait that ended without admission) so far. */
@@ -726,7 +728,10 @@ class Sim {
     const held = this.heldState();
     const call = this.track(
       `open (session ${session})`,
-      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop, rename), { compactionPolicy: this.config.policy }),
+      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop, rename), {
+        compactionPolicy: this.config.policy,
+        walSegmentTargetBytes: this.config.walSegmentBytes,
+      }),
     );
     return {
       call,
@@ -821,6 +826,7 @@ class Sim {
     this.inDoubt = undefined;
     const hung = this.hangArms !== o.hangArms;
     const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung, hangsForEver: hung };
+    if (o.steal || this.stale.length > 0) live.besideOld = true;
     if (!faulty && !hung) live.ledger = new Map();
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
@@ -902,6 +908,7 @@ class Sim {
     if (!call.result) this.fail('hang', `${how} of session ${live.session} did not settle within ${this.bound} ms; ${writerState(live.w)}`);
     if (!call.result) this.fail('hang', `${how} of session ${live.session} did not settle within ${this.bound} ms`);
     if (call.result.ok && how === 'close' && healthy) this.model.durableUpTo(live.session, seq);
+    if (call.result.ok && how === 'close' && healthy && wasFaultFree && !live.besideOld && this.stale.length === 0) this.checkCheckpoint(live);
     this.model.sessionEnded(live.session);
     if (!call.result.ok) {
       const code = this.codeOf(call.result.error, how);
@@ -914,6 +921,29 @@ class Sim {
       await this.runUntil(stop);
       this.checkSinkProblems(live);
     }
+  }
+
+  /**
+   * A clean close checkpoints the WAL (docs/impl.md §4): every segment whose entries are all at or
+   * below the retention cursor (the replay cursor, and the consumer cursor once a drain pinned it)
+   * is removed, the last one appended to included; with small segments (`walSegmentBytes`) that is
+   * many segments, of this writer and of the writers before it.
+   */
+  private checkCheckpoint(live: Live): void {
+    const store = this.memStore();
+    const m = store?.manifest;
+    if (!store || !m) return;
+    const cursor = m.consumerCursor === null ? m.replayCursor : Math.min(m.replayCursor, m.consumerCursor);
+    let kept = 0;
+    for (const [name, seg] of store.wal) {
+      const frames = scanSegment(seg.read(0)).frames;
+      if (frames.length > 0 && frames.every((f) => f.position <= cursor)) {
+        this.fail('retention', `session ${live.session} closed cleanly, yet WAL segment ${name} (entries ${frames[0]!.position}–${frames.at(-1)!.position}) is still stored; the retention cursor is ${cursor}`);
+      }
+      kept++;
+    }
+    this.count('checkpoints');
+    if (kept > 0) this.count('checkpoints keeping segments');
   }
 
   private async finishSteal(): Promise<void> {
@@ -1676,6 +1706,8 @@ class Sim {
       }
     }
     this.checkManifest(where);
+    const segments = this.memStore()?.wal.size ?? 0;
+    if (segments >= 3) this.count('checks with 3+ WAL segments stored');
     const live = this.current;
     if (!live || this.route || live.w.writerState !== 'open') return;
     await this.checkWaiters(live);
