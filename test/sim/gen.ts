@@ -83,6 +83,14 @@ export type Action =
       abortMs?: number;
     }
   | { a: 'delete'; keys: number[]; wait: boolean }
+  /**
+   * A delete aimed at a range edge, its keys found when it runs: the first and/or last key of a
+   * table file of `level` (its `pick`-th, as the manifest lists them) or of the rows of the last
+   * put (they sit in the active memtable).
+   */
+  | { a: 'edgeDelete'; at: 0 | 1 | 'memtable'; pick: number; ends: 'first' | 'last' | 'both'; wait: boolean }
+  /** The keys the last `edgeDelete` aimed at, put again (a newer version above the delete, in whatever tier it reached). */
+  | { a: 'edgePut'; seed: number; wait: boolean }
   /** With `more`: one getMany of `key` and `more` (duplicates allowed), each checked as a get. */
   | { a: 'get'; key: number; alt: boolean; more?: number[] }
   | { a: 'scan' }
@@ -225,6 +233,8 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   const later = rng(seed * 13 + 6);
   const queries = rng(seed * 17 + 4);
   const renames = rng(seed * 13 + 9);
+  const edges = rng(seed * 13 + 11);
+  const quota = rng(seed * 13 + 12);
   const n = 20 + int(r, 50);
   const steps: Step[] = [];
   const keyed = config.mode === 'keyed';
@@ -279,6 +289,13 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     steps.push({ faults, action, window });
     const query = drawQueryStep(queries, config, keys);
     if (query) steps.push(query);
+    if (keyed && edges() < 0.08) steps.push(...drawEdgeDeletes(edges));
+    if (memtable && quota() < 0.05) {
+      // A flush meets a full disk (QuotaExceeded on its table write): docs/impl.md says it is
+      // retried in place, and the liveness check holds the writer to it (issue 34).
+      const full: FaultSpec = { f: 'failNext', op: 'tableWrite', count: 1 + int(quota, 3), quota: true, reread: false };
+      steps.push({ faults: [full], action: { a: 'seal' }, window: pick(quota, [20, 100, 1000]) });
+    }
     if (memtable && later() < 0.05) {
       // A burst while flushes stall: puts pile up against the budget, and some give up waiting
       // (their signal aborts, or backpressureTimeoutMs passes) while others wait it out.
@@ -296,6 +313,27 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     }
   }
   return steps;
+}
+
+/**
+ * Deletes at range edges (issue 34): the first or last key of a level-0 or level-1 table file or
+ * of the memtable's last put, then often a seal and a compaction (the delete marker moves down a
+ * tier, and a compaction's output file starts or ends next to it), then often the same keys put
+ * again, newer than the delete, across tiers.
+ */
+function drawEdgeDeletes(r: () => number): Step[] {
+  const at = pick(r, [0, 0, 1, 1, 'memtable'] as const);
+  const out: Step[] = [
+    {
+      faults: r() < 0.15 ? [drawFault(r, { a: 'delete', keys: [], wait: true })] : [],
+      action: { a: 'edgeDelete', at, pick: int(r, 100), ends: pick(r, ['first', 'last', 'both'] as const), wait: r() < 0.7 },
+      window: pick(r, [0, 5, 100]),
+    },
+  ];
+  if (r() < 0.5) out.push({ faults: [], action: { a: 'seal' }, window: pick(r, [0, 100, 1000]) });
+  if (r() < 0.4) out.push({ faults: [], action: { a: 'compact' }, window: pick(r, [0, 100, 1000]) });
+  if (r() < 0.6) out.push({ faults: [], action: { a: 'edgePut', seed: int(r, 2 ** 31), wait: r() < 0.7 }, window: pick(r, [0, 5, 100]) });
+  return out;
 }
 
 function drawEvolve(r: () => number, renames: () => number): Evolve {

@@ -5,7 +5,7 @@
 // violation ends the run; the result carries the trace (every step and every settlement, with
 // virtual times), which is the same byte for byte each time the seed runs.
 
-import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
+import { Field, Int64, Schema, tableFromIPC, Utf8 } from 'apache-arrow';
 import { MemWal } from '../../src/engine/memwal.js';
 import { rowObject } from '../../src/data/rows.js';
 import { encodeSchema, RENAMED_FROM } from '../../src/data/schema.js';
@@ -231,6 +231,10 @@ class Sim {
   private crashesSeen = 0;
   /** The consumer cursor the simulation set itself (no drain). */
   private consumed = 0;
+  /** Pool indices of the keys of the last put (they sit in the active memtable until it seals). */
+  private lastPutKeys: number[] = [];
+  /** Pool indices the last `edgeDelete` aimed at (`edgePut` writes them again). */
+  private edgeKeys: number[] = [];
   private sink: ModelSink | undefined;
 
   constructor(
@@ -908,7 +912,8 @@ class Sim {
     if (!call.result) this.fail('hang', `${how} of session ${live.session} did not settle within ${this.bound} ms; ${writerState(live.w)}`);
     if (!call.result) this.fail('hang', `${how} of session ${live.session} did not settle within ${this.bound} ms`);
     if (call.result.ok && how === 'close' && healthy) this.model.durableUpTo(live.session, seq);
-    if (call.result.ok && how === 'close' && healthy && wasFaultFree && !live.besideOld && this.stale.length === 0) this.checkCheckpoint(live);
+    if (call.result.ok && how === 'close' && healthy && wasFaultFree && !live.besideOld && this.stale.length === 0)
+      this.checkCheckpoint(live);
     this.model.sessionEnded(live.session);
     if (!call.result.ok) {
       const code = this.codeOf(call.result.error, how);
@@ -938,12 +943,49 @@ class Sim {
     for (const [name, seg] of store.wal) {
       const frames = scanSegment(seg.read(0)).frames;
       if (frames.length > 0 && frames.every((f) => f.position <= cursor)) {
-        this.fail('retention', `session ${live.session} closed cleanly, yet WAL segment ${name} (entries ${frames[0]!.position}–${frames.at(-1)!.position}) is still stored; the retention cursor is ${cursor}`);
+        this.fail(
+          'retention',
+          `session ${live.session} closed cleanly, yet WAL segment ${name} (entries ${frames[0]!.position}–${frames.at(-1)!.position}) is still stored; the retention cursor is ${cursor}`,
+        );
       }
       kept++;
     }
     this.count('checkpoints');
     if (kept > 0) this.count('checkpoints keeping segments');
+  }
+
+  /**
+   * The pool indices of a range edge: the first and/or last key (in key order) of the `pick`-th
+   * table file of level `at` in the stored manifest (any level when that one has none; its rows,
+   * delete markers included, read straight from MemoryStorage), or of the last put's rows.
+   */
+  private edgeOf(at: 0 | 1 | 'memtable', pick: number, ends: 'first' | 'last' | 'both'): number[] {
+    const t = this.config.keyType!;
+    const pool = this.config.keyPool;
+    let keys: KeyValue[] = [];
+    const store = this.memStore();
+    const tables = store?.manifest?.tables ?? [];
+    const ofLevel = tables.filter((e) => (e.level ?? 0) === at);
+    const from = at === 'memtable' ? [] : ofLevel.length > 0 ? ofLevel : tables;
+    if (from.length > 0) {
+      const entry = from[pick % from.length]!;
+      const bytes = store!.tables.get(entry.name);
+      if (bytes) {
+        for (const b of tableFromIPC(bytes).batches) for (let i = 0; i < b.numRows; i++) keys.push(keyOfRow(t, rowObject(b, i)));
+        this.count(`edge deletes at a level-${entry.level ?? 0} file`);
+      }
+    } else {
+      keys = this.lastPutKeys.map((k) => pool[k]!);
+      this.count('edge deletes at the memtable');
+    }
+    if (keys.length === 0) return [];
+    keys.sort(compareKeyValues);
+    const chosen = ends === 'first' ? [keys[0]!] : ends === 'last' ? [keys.at(-1)!] : [keys[0]!, keys.at(-1)!];
+    const index = new Map(pool.map((k, i) => [keyId(k), i]));
+    return chosen.flatMap((k) => {
+      const i = index.get(keyId(k));
+      return i === undefined ? [] : [i];
+    });
   }
 
   private async finishSteal(): Promise<void> {
@@ -1009,6 +1051,15 @@ class Sim {
       case 'put':
       case 'delete':
         return this.write(a);
+      case 'edgeDelete': {
+        this.edgeKeys = this.edgeOf(a.at, a.pick, a.ends);
+        if (this.edgeKeys.length === 0) return this.log('  no edge to aim at');
+        this.log(`  at keys #${this.edgeKeys.join(', #')}`);
+        return this.write({ a: 'delete', keys: this.edgeKeys, wait: a.wait });
+      }
+      case 'edgePut':
+        if (this.edgeKeys.length === 0) return;
+        return this.write({ a: 'put', rows: this.edgeKeys.map((key, i) => ({ key, seed: (a.seed + i) % 2 ** 31 })), wait: a.wait });
       case 'get':
         return a.more ? this.readGetMany(this.current!, [a.key, ...a.more], a.alt) : this.readGet(this.current!, a.key, a.alt);
       case 'scan':
@@ -1106,6 +1157,7 @@ class Sim {
     const input: Record<string, unknown>[] = [];
     const seen = new Set<string>();
     if (a.a === 'put') {
+      if (keyed) this.lastPutKeys = a.rows.map((d) => d.key % this.config.keyPool.length);
       // Several rows of one key in one put: the last one wins (SPEC: puts are upserts, newest
       // wins); the model knows only that one, so a read showing an earlier one's tag is a violation.
       const last = new Map<string, number>();
@@ -1824,7 +1876,7 @@ function writerState(w: MemWal): string {
 }
 
 function isWrite(a: Action): boolean {
-  return a.a === 'put' || a.a === 'delete' || a.a === 'burst';
+  return a.a === 'put' || a.a === 'delete' || a.a === 'burst' || a.a === 'edgeDelete' || a.a === 'edgePut';
 }
 
 function showKey(k: KeyValue): string {
@@ -1841,6 +1893,10 @@ export function describeAction(a: Action): string {
       return `put ${a.rows.length} rows${a.wait ? '' : ' (in flight)'}${a.abortMs !== undefined ? `, aborted after ${a.abortMs} ms` : ''}`;
     case 'delete':
       return `delete ${a.keys.length} keys${a.wait ? '' : ' (in flight)'}`;
+    case 'edgeDelete':
+      return `delete the ${a.ends === 'both' ? 'first and last' : a.ends} key of ${a.at === 'memtable' ? 'the last put' : `a level-${a.at} file (#${a.pick})`}${a.wait ? '' : ' (in flight)'}`;
+    case 'edgePut':
+      return `put the edge keys again${a.wait ? '' : ' (in flight)'}`;
     case 'get':
       return `${a.more ? `getMany keys #${[a.key, ...a.more].join(', #')}` : `get key #${a.key}`}${a.alt ? ' (alt form)' : ''}`;
     case 'scanBatches':
