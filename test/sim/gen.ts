@@ -89,6 +89,8 @@ export type Action =
    * put (they sit in the active memtable).
    */
   | { a: 'edgeDelete'; at: 0 | 1 | 'memtable'; pick: number; ends: 'first' | 'last' | 'both'; wait: boolean }
+  /** The writer closes and every table file of the store is rewritten in the previous format (2), as a release before index sections wrote it. */
+  | { a: 'downgrade' }
   /** The keys the last `edgeDelete` aimed at, put again (a newer version above the delete, in whatever tier it reached). */
   | { a: 'edgePut'; seed: number; wait: boolean }
   /** With `more`: one getMany of `key` and `more` (duplicates allowed), each checked as a get. */
@@ -235,6 +237,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   const renames = rng(seed * 13 + 9);
   const edges = rng(seed * 13 + 11);
   const quota = rng(seed * 13 + 12);
+  const older = rng(seed * 13 + 14);
   const n = 20 + int(r, 50);
   const steps: Step[] = [];
   const keyed = config.mode === 'keyed';
@@ -290,6 +293,7 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     const query = drawQueryStep(queries, config, keys);
     if (query) steps.push(query);
     if (keyed && edges() < 0.08) steps.push(...drawEdgeDeletes(edges));
+    if (memtable && older() < 0.03) steps.push({ faults: [], action: { a: 'downgrade' }, window: 0 });
     if (memtable && quota() < 0.05) {
       // A flush meets a full disk (QuotaExceeded on its table write): docs/impl.md says it is
       // retried in place, and the liveness check holds the writer to it (issue 34).

@@ -19,6 +19,7 @@ import type { FaultOp } from '../../src/testing/fault-controller.js';
 import { FaultInjectingStorage } from '../../src/testing/fault.js';
 import { int, rng } from '../../src/testing/rng.js';
 import { scanSegment } from '../../src/format/wal/codec.js';
+import { asFormat2 } from '../../src/format/table/previous-format.test-util.js';
 import { crc32c } from '../../src/util/crc32c.js';
 import { installClock, type Leak, VirtualClock } from './clock.js';
 import { type Action, drawConfig, drawSteps, type Evolve, type FaultSpec, type SimConfig, type Step } from './gen.js';
@@ -235,6 +236,8 @@ class Sim {
   private lastPutKeys: number[] = [];
   /** Pool indices the last `edgeDelete` aimed at (`edgePut` writes them again). */
   private edgeKeys: number[] = [];
+  /** Table files `downgrade` rewrote in format 2 (the engine writes only format 3). */
+  private readonly previousFormat = new Set<string>();
   private sink: ModelSink | undefined;
 
   constructor(
@@ -298,7 +301,7 @@ class Sim {
       before !== undefined &&
       s.faults.length > 0 &&
       s.faults.every(retried) &&
-      !['close', 'abort', 'crash', 'reopen', 'stale', 'damage', 'destroy'].includes(a.a) &&
+      !['close', 'abort', 'crash', 'reopen', 'stale', 'damage', 'destroy', 'downgrade'].includes(a.a) &&
       this.writerIsWell(before);
     // The retry counters are compared with the faults that fired while the writer lived (a writer
     // that hangs, steals or is stolen from, or meets an outage leaves the ledger).
@@ -529,7 +532,7 @@ class Sim {
   }
 
   private needsWriter(a: Action): boolean {
-    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
+    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy', 'downgrade'].includes(a.a);
   }
 
   private options(
@@ -988,6 +991,29 @@ class Sim {
     });
   }
 
+  /**
+   * Table files of the previous format (docs/format.md §8, §11): the writer closes, and every
+   * format-3 file the manifest lists is rewritten as the release before index sections would have
+   * written it (format 2: the same rows, blocks, key bounds and Bloom filter, no sections), the
+   * manifest entry with it. The next writer must read, query and compact them as before; only
+   * files this step wrote may be of format 2 (checkManifest), so compaction writes format 3.
+   */
+  private async downgrade(): Promise<void> {
+    if (this.route || this.stale.length > 0) return this.log('  an old writer still runs: skipped');
+    if (this.current) await this.end(this.current, 'close');
+    const store = this.memStore();
+    if (this.liveWriters().length > 0 || !store?.manifest) return;
+    for (const t of store.manifest.tables) {
+      const bytes = store.tables.get(t.name);
+      if ((t.format ?? 1) !== 3 || !bytes) continue;
+      const old = await asFormat2(bytes);
+      store.tables.set(t.name, old.bytes);
+      Object.assign(t, { format: 2, bytes: old.bytes.length, checksum: old.checksum });
+      this.previousFormat.add(t.name);
+      this.count('table files rewritten in format 2');
+    }
+  }
+
   private async finishSteal(): Promise<void> {
     const route = this.route!;
     this.route = undefined;
@@ -1057,6 +1083,8 @@ class Sim {
         this.log(`  at keys #${this.edgeKeys.join(', #')}`);
         return this.write({ a: 'delete', keys: this.edgeKeys, wait: a.wait });
       }
+      case 'downgrade':
+        return this.downgrade();
       case 'edgePut':
         if (this.edgeKeys.length === 0) return;
         return this.write({ a: 'put', rows: this.edgeKeys.map((key, i) => ({ key, seed: (a.seed + i) % 2 ** 31 })), wait: a.wait });
@@ -1818,9 +1846,12 @@ class Sim {
       const bytes = store.tables.get(t.name);
       if (!bytes) this.fail('manifest', `${where}: the manifest names ${t.name}, which storage does not hold`);
       if (bytes.length !== t.bytes) this.fail('manifest', `${where}: ${t.name} holds ${bytes.length} bytes, the manifest says ${t.bytes}`);
+      if (t.format !== 3 && !this.previousFormat.has(t.name))
+        this.fail('manifest', `${where}: ${t.name} was written in format ${t.format}`);
       const crc = crc32c(bytes).toString(16).padStart(8, '0');
       if (crc !== t.checksum) this.fail('manifest', `${where}: ${t.name} has CRC-32C ${crc}, the manifest says ${t.checksum}`);
     }
+    if (m.tables.some((t) => t.format === 2)) this.count('checks of a store holding format-2 files');
     if (m.replayCursor > m.positionHint) this.fail('manifest', `${where}: replayCursor ${m.replayCursor} > positionHint ${m.positionHint}`);
   }
 }
