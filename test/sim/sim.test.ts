@@ -87,6 +87,12 @@ describe('simulation', () => {
       expect(at('rename by option') + at('rename by metadata')).toBeGreaterThan(SEEDS / 20);
       expect(at('tables of 3+ blocks')).toBeGreaterThan(SEEDS / 20);
       expect(at('counter checks')).toBeGreaterThan(SEEDS * 5);
+      // … multi-segment WALs, deletes at range edges, previous-format files (30 seeds drew 101 checks
+      // with 3+ segments stored, 44 checkpoints, 38 edge deletes, 111 files rewritten in format 2).
+      expect(at('checks with 3+ WAL segments stored')).toBeGreaterThan(SEEDS);
+      expect(at('checkpoints')).toBeGreaterThan(SEEDS / 2);
+      expect(at('edgeDelete')).toBeGreaterThan(SEEDS / 2);
+      expect(at('table files rewritten in format 2')).toBeGreaterThan(SEEDS);
     },
     Math.max(120_000, SEEDS * 2_000),
   );
