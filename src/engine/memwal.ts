@@ -168,8 +168,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   /**
-   * Delete a store and all its data. Rejects `Locked` while a writer has it open.
-   * `storage` as in `MemWal.open`.
+   * Delete a store and all its data. Rejects `Locked` while a writer has it open. `storage` as in `MemWal.open`.
    */
   static async destroy(name: string, options: { storage: MemWalOptions['storage'] }): Promise<void> {
     if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,200}$/.test(name)) {
