@@ -26,6 +26,8 @@ export interface EngineContext {
   /** The counters of `writeStats()`, updated in place by the parts that do the work. */
   readonly writeStats: WriteStats;
   readonly policy: CompactionPolicy;
+  /** Where a WAL segment rolls over (OpenHooks.walSegmentTargetBytes; default WAL_SEGMENT_TARGET_BYTES). */
+  readonly walSegmentTargetBytes?: number;
   /** The live reads (`watch`): told of every durable commit group. */
   readonly watches: Watches;
 }

@@ -147,6 +147,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
       backpressure,
       writeStats: zeroWriteStats(),
       policy: { ...DEFAULT_COMPACTION_POLICY, ...hooks.compactionPolicy },
+      walSegmentTargetBytes: hooks.walSegmentTargetBytes,
       watches,
     };
     const statsLock = new AsyncRwLock();
@@ -168,8 +169,7 @@ export class MemWal<R extends RowsParam = UntypedRows> implements MemWalApi<R> {
   }
 
   /**
-   * Delete a store and all its data. Rejects `Locked` while a writer has it open.
-   * `storage` as in `MemWal.open`.
+   * Delete a store and all its data. Rejects `Locked` while a writer has it open. `storage` as in `MemWal.open`.
    */
   static async destroy(name: string, options: { storage: MemWalOptions['storage'] }): Promise<void> {
     if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,200}$/.test(name)) {

@@ -428,4 +428,10 @@ export interface OpenHooks {
   onSchemaChange?: (change: SchemaChange) => void;
   /** Replace numbers of the compaction policy (for the policy benchmark, bench/compaction-policy.ts; not for apps). */
   compactionPolicy?: Partial<CompactionPolicy>;
+  /**
+   * The size at which the writer starts its next WAL segment, instead of `WAL_SEGMENT_TARGET_BYTES`
+   * (8 MiB). A test knob, not an option: the simulation draws small ones so that a writer's WAL
+   * spans many segments (test/sim, docs/testing.md §7); not for apps.
+   */
+  walSegmentTargetBytes?: number;
 }

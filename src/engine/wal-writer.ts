@@ -333,7 +333,7 @@ export class WalWriter {
     let payloadCrc = await this.checksum(payload);
     const frameLength = FRAME_HEADER_BYTES + payload.length;
     let seg = this.current;
-    if (!seg || seg.bytes >= WAL_SEGMENT_TARGET_BYTES) {
+    if (!seg || seg.bytes >= (this.ctx.walSegmentTargetBytes ?? WAL_SEGMENT_TARGET_BYTES)) {
       seg = {
         name: segmentName(this.epoch, e.position),
         epoch: this.epoch,

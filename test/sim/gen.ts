@@ -41,6 +41,8 @@ export interface SimConfig {
   indexes: IndexDecl[];
   /** Writes of one key may be in flight at once (keyed stores; otherwise each waits for the earlier ones). */
   overlap?: boolean;
+  /** WAL segments roll over at this size (OpenHooks.walSegmentTargetBytes) instead of 8 MiB: a WAL of many segments. */
+  walSegmentBytes?: number;
 }
 
 /** Faults injected at the start of a step; cleared when the step's window ends. */
@@ -81,6 +83,16 @@ export type Action =
       abortMs?: number;
     }
   | { a: 'delete'; keys: number[]; wait: boolean }
+  /**
+   * A delete aimed at a range edge, its keys found when it runs: the first and/or last key of a
+   * table file of `level` (its `pick`-th, as the manifest lists them) or of the rows of the last
+   * put (they sit in the active memtable).
+   */
+  | { a: 'edgeDelete'; at: 0 | 1 | 'memtable'; pick: number; ends: 'first' | 'last' | 'both'; wait: boolean }
+  /** The writer closes and every table file of the store is rewritten in the previous format (2), as a release before index sections wrote it. */
+  | { a: 'downgrade' }
+  /** The keys the last `edgeDelete` aimed at, put again (a newer version above the delete, in whatever tier it reached). */
+  | { a: 'edgePut'; seed: number; wait: boolean }
   /** With `more`: one getMany of `key` and `more` (duplicates allowed), each checked as a get. */
   | { a: 'get'; key: number; alt: boolean; more?: number[] }
   | { a: 'scan' }
@@ -119,7 +131,19 @@ const WRITES: FaultOp[] = ['walAppend', 'tableWrite', 'manifestCommit', 'walRemo
 
 /** The configuration of seed `seed` (its own stream: the steps do not shift it). */
 export function drawConfig(seed: number): SimConfig {
-  return overlapping(sized(withIndexes(squeeze(drawBaseConfig(seed), seed), seed), seed), seed);
+  return segmented(overlapping(sized(withIndexes(squeeze(drawBaseConfig(seed), seed), seed), seed), seed), seed);
+}
+
+/**
+ * Multi-segment WALs, in 40% of seeds: segments roll over at a few bytes to 16 KiB instead of
+ * WAL_SEGMENT_TARGET_BYTES (8 MiB, which no seed reaches), so a writer's WAL spans many segments;
+ * crashes, replay, tails and retention then cross segment boundaries. At 1 byte every entry has a
+ * segment of its own. A stream of its own, drawn last.
+ */
+function segmented(config: SimConfig, seed: number): SimConfig {
+  const r = rng(seed * 13 + 10);
+  if (r() >= 0.4) return config;
+  return { ...config, walSegmentBytes: pick(r, [1, 1, 600, 2048, 8192, 16 * 1024]) };
 }
 
 /** Writes of one key in flight at once, in 40% of keyed seeds (a stream of its own, drawn last). */
@@ -130,8 +154,7 @@ function overlapping(config: SimConfig, seed: number): SimConfig {
 /**
  * The sizes dimension: a wide binary column, so that table files hold many blocks (a keyed block
  * is cut at 16 KiB, an append-only one at 64 KiB) and compactions write several level-1 files.
- * (Rows of a megabyte would roll a writer's WAL over to new segments, at 8 MiB, but took 10–130 s
- * a seed: the segment size is a constant, WAL_SEGMENT_TARGET_BYTES.) Its own stream, drawn last.
+ * (Multi-segment WALs come from `segmented`: small segment sizes, not large rows.) Its own stream.
  */
 function sized(config: SimConfig, seed: number): SimConfig {
   const r = rng(seed * 13 + 7);
@@ -212,6 +235,9 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
   const later = rng(seed * 13 + 6);
   const queries = rng(seed * 17 + 4);
   const renames = rng(seed * 13 + 9);
+  const edges = rng(seed * 13 + 11);
+  const quota = rng(seed * 13 + 12);
+  const older = rng(seed * 13 + 14);
   const n = 20 + int(r, 50);
   const steps: Step[] = [];
   const keyed = config.mode === 'keyed';
@@ -266,6 +292,14 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     steps.push({ faults, action, window });
     const query = drawQueryStep(queries, config, keys);
     if (query) steps.push(query);
+    if (keyed && edges() < 0.08) steps.push(...drawEdgeDeletes(edges));
+    if (memtable && older() < 0.03) steps.push({ faults: [], action: { a: 'downgrade' }, window: 0 });
+    if (memtable && quota() < 0.05) {
+      // A flush meets a full disk (QuotaExceeded on its table write): docs/impl.md says it is
+      // retried in place, and the liveness check holds the writer to it (issue 34).
+      const full: FaultSpec = { f: 'failNext', op: 'tableWrite', count: 1 + int(quota, 3), quota: true, reread: false };
+      steps.push({ faults: [full], action: { a: 'seal' }, window: pick(quota, [20, 100, 1000]) });
+    }
     if (memtable && later() < 0.05) {
       // A burst while flushes stall: puts pile up against the budget, and some give up waiting
       // (their signal aborts, or backpressureTimeoutMs passes) while others wait it out.
@@ -283,6 +317,27 @@ export function drawSteps(seed: number, config: SimConfig): Step[] {
     }
   }
   return steps;
+}
+
+/**
+ * Deletes at range edges (issue 34): the first or last key of a level-0 or level-1 table file or
+ * of the memtable's last put, then often a seal and a compaction (the delete marker moves down a
+ * tier, and a compaction's output file starts or ends next to it), then often the same keys put
+ * again, newer than the delete, across tiers.
+ */
+function drawEdgeDeletes(r: () => number): Step[] {
+  const at = pick(r, [0, 0, 1, 1, 'memtable'] as const);
+  const out: Step[] = [
+    {
+      faults: r() < 0.15 ? [drawFault(r, { a: 'delete', keys: [], wait: true })] : [],
+      action: { a: 'edgeDelete', at, pick: int(r, 100), ends: pick(r, ['first', 'last', 'both'] as const), wait: r() < 0.7 },
+      window: pick(r, [0, 5, 100]),
+    },
+  ];
+  if (r() < 0.5) out.push({ faults: [], action: { a: 'seal' }, window: pick(r, [0, 100, 1000]) });
+  if (r() < 0.4) out.push({ faults: [], action: { a: 'compact' }, window: pick(r, [0, 100, 1000]) });
+  if (r() < 0.6) out.push({ faults: [], action: { a: 'edgePut', seed: int(r, 2 ** 31), wait: r() < 0.7 }, window: pick(r, [0, 5, 100]) });
+  return out;
 }
 
 function drawEvolve(r: () => number, renames: () => number): Evolve {

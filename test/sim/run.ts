@@ -5,7 +5,7 @@
 // violation ends the run; the result carries the trace (every step and every settlement, with
 // virtual times), which is the same byte for byte each time the seed runs.
 
-import { Field, Int64, Schema, Utf8 } from 'apache-arrow';
+import { Field, Int64, Schema, tableFromIPC, Utf8 } from 'apache-arrow';
 import { MemWal } from '../../src/engine/memwal.js';
 import { rowObject } from '../../src/data/rows.js';
 import { encodeSchema, RENAMED_FROM } from '../../src/data/schema.js';
@@ -19,6 +19,7 @@ import type { FaultOp } from '../../src/testing/fault-controller.js';
 import { FaultInjectingStorage } from '../../src/testing/fault.js';
 import { int, rng } from '../../src/testing/rng.js';
 import { scanSegment } from '../../src/format/wal/codec.js';
+import { asFormat2 } from '../../src/format/table/previous-format.test-util.js';
 import { crc32c } from '../../src/util/crc32c.js';
 import { installClock, type Leak, VirtualClock } from './clock.js';
 import { type Action, drawConfig, drawSteps, type Evolve, type FaultSpec, type SimConfig, type Step } from './gen.js';
@@ -89,6 +90,8 @@ interface Live {
   hung?: boolean;
   /** A call of this writer may never settle (hangNext, hangAfter: only a crash ends it; holds end with their step). */
   hangsForEver?: boolean;
+  /** Opened by a steal or beside an old writer still running: segments that writer adds are not its own to remove. */
+  besideOld?: boolean;
   /** The faults that fired, by operation, since its open; undefined once they cannot be told apart (hangs, steals, outages). */
   ledger?: Map<FaultOp, number>;
   /** Its puts rejected `BackpressureTimeout` or `Aborted` (a wait that ended without admission) so far. */
@@ -229,6 +232,14 @@ class Sim {
   private crashesSeen = 0;
   /** The consumer cursor the simulation set itself (no drain). */
   private consumed = 0;
+  /** Pool indices of the keys of the last put (they sit in the active memtable until it seals). */
+  private lastPutKeys: number[] = [];
+  /** Pool indices the last `edgeDelete` aimed at (`edgePut` writes them again). */
+  private edgeKeys: number[] = [];
+  /** Writers closed or aborted whose compaction may still be running (see `step`). */
+  private ended: MemWal[] = [];
+  /** Table files `downgrade` rewrote in format 2 (the engine writes only format 3). */
+  private readonly previousFormat = new Set<string>();
   private sink: ModelSink | undefined;
 
   constructor(
@@ -292,11 +303,15 @@ class Sim {
       before !== undefined &&
       s.faults.length > 0 &&
       s.faults.every(retried) &&
-      !['close', 'abort', 'crash', 'reopen', 'stale', 'damage', 'destroy'].includes(a.a) &&
+      !['close', 'abort', 'crash', 'reopen', 'stale', 'damage', 'destroy', 'downgrade'].includes(a.a) &&
       this.writerIsWell(before);
     // The retry counters are compared with the faults that fired while the writer lived (a writer
     // that hangs, steals or is stolen from, or meets an outage leaves the ledger).
-    const counted = before?.ledger !== undefined && !['stale', 'damage', 'destroy'].includes(a.a) && this.writerIsWell(before);
+    // A writer aborted or closed may still finish a compaction it had started (its calls fail on the
+    // released handle), and a fault it meets is not this writer's: no count while one runs.
+    this.ended = this.ended.filter((w) => compactionRunning(w));
+    const counted =
+      before?.ledger !== undefined && !['stale', 'damage', 'destroy'].includes(a.a) && this.writerIsWell(before) && this.ended.length === 0;
     if (before && !counted) before.ledger = undefined;
     this.arm(s.faults);
     this.stepFaults = s.faults;
@@ -407,7 +422,10 @@ class Sim {
         `${n('walAppend')} WAL append and ${n('walTruncate')} truncate fault(s) fired since the open; walAppendRetries is ${appends}`,
       );
     }
-    if (failed > background || (settled && failed < n('tableWrite'))) {
+    // A compaction still running may have met a fault whose failure it has not reported yet (its
+    // write lands after the liveness check's flush): the lower bound waits for it (seed 129).
+    const surfaced = settled && !compactionRunning(live.w);
+    if (failed > background || (surfaced && failed < n('tableWrite'))) {
       this.fail(
         'counters',
         `${n('tableWrite')} table write fault(s) of ${background} a flush or compaction may meet fired since the open; flushFailureCount + compaction failureCount is ${failed}`,
@@ -523,7 +541,7 @@ class Sim {
   }
 
   private needsWriter(a: Action): boolean {
-    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy'].includes(a.a);
+    return !['advance', 'close', 'abort', 'crash', 'reopen', 'damage', 'destroy', 'downgrade'].includes(a.a);
   }
 
   private options(
@@ -726,7 +744,10 @@ class Sim {
     const held = this.heldState();
     const call = this.track(
       `open (session ${session})`,
-      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop, rename), { compactionPolicy: this.config.policy }),
+      MemWal.open(this.options(columns, steal, expect === 'reset', keyChange, drop, rename), {
+        compactionPolicy: this.config.policy,
+        walSegmentTargetBytes: this.config.walSegmentBytes,
+      }),
     );
     return {
       call,
@@ -821,6 +842,7 @@ class Sim {
     this.inDoubt = undefined;
     const hung = this.hangArms !== o.hangArms;
     const live: Live = { w, session, columns, faultFree: !faulty, ending: false, hung, hangsForEver: hung };
+    if (o.steal || this.stale.length > 0) live.besideOld = true;
     if (!faulty && !hung) live.ledger = new Map();
     this.log(`  opened session ${session}${live.faultFree ? '' : ' (faults around)'}`);
     this.count('opens');
@@ -898,10 +920,13 @@ class Sim {
     const healthy = live.w.writerState === 'open';
     const seq = this.model.tick();
     const call = this.track(`${how} (session ${live.session})`, how === 'close' ? live.w.close() : live.w.abort());
+    this.ended.push(live.w);
     await this.clock.run(() => call.result !== undefined || this.violation !== undefined, this.bound);
     if (!call.result) this.fail('hang', `${how} of session ${live.session} did not settle within ${this.bound} ms; ${writerState(live.w)}`);
     if (!call.result) this.fail('hang', `${how} of session ${live.session} did not settle within ${this.bound} ms`);
     if (call.result.ok && how === 'close' && healthy) this.model.durableUpTo(live.session, seq);
+    if (call.result.ok && how === 'close' && healthy && wasFaultFree && !live.besideOld && this.stale.length === 0)
+      this.checkCheckpoint(live);
     this.model.sessionEnded(live.session);
     if (!call.result.ok) {
       const code = this.codeOf(call.result.error, how);
@@ -913,6 +938,89 @@ class Sim {
       const stop = this.track('drain stop', live.drain.stop());
       await this.runUntil(stop);
       this.checkSinkProblems(live);
+    }
+  }
+
+  /**
+   * A clean close checkpoints the WAL (docs/impl.md §4): every segment whose entries are all at or
+   * below the retention cursor (the replay cursor, and the consumer cursor once a drain pinned it)
+   * is removed, the last one appended to included; with small segments (`walSegmentBytes`) that is
+   * many segments, of this writer and of the writers before it.
+   */
+  private checkCheckpoint(live: Live): void {
+    const store = this.memStore();
+    const m = store?.manifest;
+    if (!store || !m) return;
+    const cursor = m.consumerCursor === null ? m.replayCursor : Math.min(m.replayCursor, m.consumerCursor);
+    let kept = 0;
+    for (const [name, seg] of store.wal) {
+      const frames = scanSegment(seg.read(0)).frames;
+      if (frames.length > 0 && frames.every((f) => f.position <= cursor)) {
+        this.fail(
+          'retention',
+          `session ${live.session} closed cleanly, yet WAL segment ${name} (entries ${frames[0]!.position}–${frames.at(-1)!.position}) is still stored; the retention cursor is ${cursor}`,
+        );
+      }
+      kept++;
+    }
+    this.count('checkpoints');
+    if (kept > 0) this.count('checkpoints keeping segments');
+  }
+
+  /**
+   * The pool indices of a range edge: the first and/or last key (in key order) of the `pick`-th
+   * table file of level `at` in the stored manifest (any level when that one has none; its rows,
+   * delete markers included, read straight from MemoryStorage), or of the last put's rows.
+   */
+  private edgeOf(at: 0 | 1 | 'memtable', pick: number, ends: 'first' | 'last' | 'both'): number[] {
+    const t = this.config.keyType!;
+    const pool = this.config.keyPool;
+    let keys: KeyValue[] = [];
+    const store = this.memStore();
+    const tables = store?.manifest?.tables ?? [];
+    const ofLevel = tables.filter((e) => (e.level ?? 0) === at);
+    const from = at === 'memtable' ? [] : ofLevel.length > 0 ? ofLevel : tables;
+    if (from.length > 0) {
+      const entry = from[pick % from.length]!;
+      const bytes = store!.tables.get(entry.name);
+      if (bytes) {
+        for (const b of tableFromIPC(bytes).batches) for (let i = 0; i < b.numRows; i++) keys.push(keyOfRow(t, rowObject(b, i)));
+        this.count(`edge deletes at a level-${entry.level ?? 0} file`);
+      }
+    } else {
+      keys = this.lastPutKeys.map((k) => pool[k]!);
+      this.count('edge deletes at the memtable');
+    }
+    if (keys.length === 0) return [];
+    keys.sort(compareKeyValues);
+    const chosen = ends === 'first' ? [keys[0]!] : ends === 'last' ? [keys.at(-1)!] : [keys[0]!, keys.at(-1)!];
+    const index = new Map(pool.map((k, i) => [keyId(k), i]));
+    return chosen.flatMap((k) => {
+      const i = index.get(keyId(k));
+      return i === undefined ? [] : [i];
+    });
+  }
+
+  /**
+   * Table files of the previous format (docs/format.md §8, §11): the writer closes, and every
+   * format-3 file the manifest lists is rewritten as the release before index sections would have
+   * written it (format 2: the same rows, blocks, key bounds and Bloom filter, no sections), the
+   * manifest entry with it. The next writer must read, query and compact them as before; only
+   * files this step wrote may be of format 2 (checkManifest), so compaction writes format 3.
+   */
+  private async downgrade(): Promise<void> {
+    if (this.route || this.stale.length > 0) return this.log('  an old writer still runs: skipped');
+    if (this.current) await this.end(this.current, 'close');
+    const store = this.memStore();
+    if (this.liveWriters().length > 0 || !store?.manifest) return;
+    for (const t of store.manifest.tables) {
+      const bytes = store.tables.get(t.name);
+      if ((t.format ?? 1) !== 3 || !bytes) continue;
+      const old = await asFormat2(bytes);
+      store.tables.set(t.name, old.bytes);
+      Object.assign(t, { format: 2, bytes: old.bytes.length, checksum: old.checksum });
+      this.previousFormat.add(t.name);
+      this.count('table files rewritten in format 2');
     }
   }
 
@@ -979,6 +1087,17 @@ class Sim {
       case 'put':
       case 'delete':
         return this.write(a);
+      case 'edgeDelete': {
+        this.edgeKeys = this.edgeOf(a.at, a.pick, a.ends);
+        if (this.edgeKeys.length === 0) return this.log('  no edge to aim at');
+        this.log(`  at keys #${this.edgeKeys.join(', #')}`);
+        return this.write({ a: 'delete', keys: this.edgeKeys, wait: a.wait });
+      }
+      case 'downgrade':
+        return this.downgrade();
+      case 'edgePut':
+        if (this.edgeKeys.length === 0) return;
+        return this.write({ a: 'put', rows: this.edgeKeys.map((key, i) => ({ key, seed: (a.seed + i) % 2 ** 31 })), wait: a.wait });
       case 'get':
         return a.more ? this.readGetMany(this.current!, [a.key, ...a.more], a.alt) : this.readGet(this.current!, a.key, a.alt);
       case 'scan':
@@ -1076,6 +1195,7 @@ class Sim {
     const input: Record<string, unknown>[] = [];
     const seen = new Set<string>();
     if (a.a === 'put') {
+      if (keyed) this.lastPutKeys = a.rows.map((d) => d.key % this.config.keyPool.length);
       // Several rows of one key in one put: the last one wins (SPEC: puts are upserts, newest
       // wins); the model knows only that one, so a read showing an earlier one's tag is a violation.
       const last = new Map<string, number>();
@@ -1676,6 +1796,8 @@ class Sim {
       }
     }
     this.checkManifest(where);
+    const segments = this.memStore()?.wal.size ?? 0;
+    if (segments >= 3) this.count('checks with 3+ WAL segments stored');
     const live = this.current;
     if (!live || this.route || live.w.writerState !== 'open') return;
     await this.checkWaiters(live);
@@ -1734,9 +1856,12 @@ class Sim {
       const bytes = store.tables.get(t.name);
       if (!bytes) this.fail('manifest', `${where}: the manifest names ${t.name}, which storage does not hold`);
       if (bytes.length !== t.bytes) this.fail('manifest', `${where}: ${t.name} holds ${bytes.length} bytes, the manifest says ${t.bytes}`);
+      if (t.format !== 3 && !this.previousFormat.has(t.name))
+        this.fail('manifest', `${where}: ${t.name} was written in format ${t.format}`);
       const crc = crc32c(bytes).toString(16).padStart(8, '0');
       if (crc !== t.checksum) this.fail('manifest', `${where}: ${t.name} has CRC-32C ${crc}, the manifest says ${t.checksum}`);
     }
+    if (m.tables.some((t) => t.format === 2)) this.count('checks of a store holding format-2 files');
     if (m.replayCursor > m.positionHint) this.fail('manifest', `${where}: replayCursor ${m.replayCursor} > positionHint ${m.positionHint}`);
   }
 }
@@ -1759,6 +1884,15 @@ interface Queued {
  * The writer's retry counters now, from its stats snapshot taken without refreshing the storage
  * estimate (a refresh is a storage call: it would move `crashAt`'s count).
  */
+/** Whether `w` (closed or aborted) still runs a compaction it started before. */
+function compactionRunning(w: MemWal): boolean {
+  const source = w.statsSource as unknown as {
+    snapshotNow(est: unknown, interval: undefined): StatsSnapshot;
+    estimates: { peek(): unknown };
+  };
+  return source.snapshotNow(source.estimates.peek(), undefined).compaction?.running === true;
+}
+
 function retryCounters(live: Live): { walAppendRetries: number; flushFailures: number; compactionFailures: number } {
   const source = live.w.statsSource as unknown as {
     snapshotNow(est: unknown, interval: undefined): StatsSnapshot;
@@ -1792,7 +1926,7 @@ function writerState(w: MemWal): string {
 }
 
 function isWrite(a: Action): boolean {
-  return a.a === 'put' || a.a === 'delete' || a.a === 'burst';
+  return a.a === 'put' || a.a === 'delete' || a.a === 'burst' || a.a === 'edgeDelete' || a.a === 'edgePut';
 }
 
 function showKey(k: KeyValue): string {
@@ -1809,6 +1943,10 @@ export function describeAction(a: Action): string {
       return `put ${a.rows.length} rows${a.wait ? '' : ' (in flight)'}${a.abortMs !== undefined ? `, aborted after ${a.abortMs} ms` : ''}`;
     case 'delete':
       return `delete ${a.keys.length} keys${a.wait ? '' : ' (in flight)'}`;
+    case 'edgeDelete':
+      return `delete the ${a.ends === 'both' ? 'first and last' : a.ends} key of ${a.at === 'memtable' ? 'the last put' : `a level-${a.at} file (#${a.pick})`}${a.wait ? '' : ' (in flight)'}`;
+    case 'edgePut':
+      return `put the edge keys again${a.wait ? '' : ' (in flight)'}`;
     case 'get':
       return `${a.more ? `getMany keys #${[a.key, ...a.more].join(', #')}` : `get key #${a.key}`}${a.alt ? ' (alt form)' : ''}`;
     case 'scanBatches':
