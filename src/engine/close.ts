@@ -51,6 +51,7 @@ export async function closeWriter(parts: ClosingWriter): Promise<void> {
     //    next open has nothing to read or replay.
     if (!failure && !unfinished && !life.dead) {
       wal.endAppends();
+      await retention.settleConsumers(); // a consumer cursor committed meanwhile is seen by the pass
       await retention.run();
     }
     if (!failure && life.closed && unfinished) {

@@ -17,6 +17,8 @@ import type { WalWriter } from './wal-writer.js';
 export class Retention {
   /** Removal passes, one at a time (the `wal retention` lane); close waits for it before releasing. */
   private readonly lane: BackgroundLane;
+  /** `markConsumed` commits in flight: close's checkpoint waits for them ({@link settleConsumers}). */
+  private readonly consuming = new Set<Promise<unknown>>();
 
   constructor(
     private readonly ctx: ClaimedContext,
@@ -70,14 +72,28 @@ export class Retention {
     }
     const current = this.ctx.log.manifest.consumerCursor;
     if (current !== null && position <= current) return;
+    const commit = this.ctx.log.commit({ consumerCursor: Math.max(current ?? 0, position) }, durable);
+    this.consuming.add(commit);
     try {
-      await this.ctx.log.commit({ consumerCursor: Math.max(current ?? 0, position) }, durable);
+      await commit;
     } catch (raw) {
       const err = toMemWalError(raw, 'markConsumed');
       if (err.code === 'Fenced' || this.ctx.log.unresolvable) this.ctx.life.poison(err);
       throw err;
+    } finally {
+      this.consuming.delete(commit);
     }
     await this.run();
+  }
+
+  /**
+   * Resolves once every `markConsumed` commit in flight has settled (each is bounded by the
+   * manifest's time limit). Close waits for it before its checkpoint pass: a consumer cursor
+   * committed while the store closes would otherwise land after the pass read the cursor, and
+   * its segments would stay until the next open.
+   */
+  async settleConsumers(): Promise<void> {
+    while (this.consuming.size > 0) await Promise.allSettled([...this.consuming]);
   }
 
   /**
