@@ -1011,6 +1011,9 @@ class Sim {
   private async downgrade(): Promise<void> {
     if (this.route || this.stale.length > 0) return this.log('  an old writer still runs: skipped');
     if (this.current) await this.end(this.current, 'close');
+    // A crash's in-flight operations land after it (the fault controller applies them): a manifest
+    // commit landing after the rewrite would list a rewritten file at its old size (seed 4930).
+    await this.runUntil(this.track('storage settled', this.storage.settled()));
     const store = this.memStore();
     if (this.liveWriters().length > 0 || !store?.manifest) return;
     for (const t of store.manifest.tables) {

@@ -108,7 +108,10 @@ describe('seeds that once failed', () => {
   // 5478 (multi-segment WALs, a drain beside): the drain's markConsumed committed while the store
   // closed, after the close's checkpoint pass had read the cursor, so a segment the cursor covered
   // stayed until the next open. Close now waits for consumer commits in flight before its pass.
-  it.each([2689, 129, 5478])(
+  // 4930: the downgrade step rewrote table files while a crash's in-flight manifest commit had yet
+  // to land; it landed after, listing a rewritten file at its old size (a simulation bug: the step
+  // now waits for the storage to settle; the engine was right).
+  it.each([2689, 129, 5478, 4930])(
     'seed %i holds',
     async (seed) => {
       const r = await runSeed(seed);
