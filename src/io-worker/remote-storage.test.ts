@@ -971,10 +971,14 @@ describe('flush tables built on the table writer thread', () => {
       [near, undefined],
     ] as const) {
       const { storage } = remote(inner, tables);
-      const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 300, logger: quiet });
+      // Compactions only when asked (compact() below): a background one lands at a moment the
+      // machine's load decides, and would name different files in the two runs.
+      const manualOnly = { compactionPolicy: { level0Trigger: 1_000, spaceAmpTrigger: Number.POSITIVE_INFINITY } };
+      const w = await MemWal.open({ name, schema, primaryKey: ['id'], storage, maxMemtableRows: 300, logger: quiet }, manualOnly);
       for (let round = 0; round < 2; round++) for (let i = 0; i < 1_000; i += 100) await w.put(rows(i, 100, `r${round}-`));
       await w.forceSealActive();
       await w.waitForFlushDrain();
+      await w.compact();
       await w.close();
     }
     const a = await tableFiles(far.storage, name);
